@@ -1,0 +1,32 @@
+"""Online multitask learners: pure mathematics on numpy and scipy.
+
+Use :func:`make` to build a learner by its registry name and :func:`available`
+to list them::
+
+    >>> import numpy as np, learners
+    >>> model = learners.make("cmtl", n_features=3, n_tasks=2)
+    >>> model.learn_one(np.array([1.0, 0.0, 0.5]), 1, task=0)
+    >>> model.predict_one(np.array([1.0, 0.0, 0.5]), task=1)
+    1
+
+The package never imports :mod:`service`.
+"""
+
+from __future__ import annotations
+
+from learners.base import Learner, LearnerInfo, Param
+from learners.inputs import Vec, as_vector
+from learners.registry import available, from_state_dict, get, make, register
+
+__all__ = [
+    "Learner",
+    "LearnerInfo",
+    "Param",
+    "Vec",
+    "as_vector",
+    "available",
+    "from_state_dict",
+    "get",
+    "make",
+    "register",
+]

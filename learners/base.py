@@ -1,0 +1,515 @@
+"""The learner contract: :class:`Learner`, :class:`Param` and :class:`LearnerInfo`.
+
+Every algorithm in :mod:`learners` is a subclass of :class:`Learner`. The base
+class owns everything that is the same for all of them, so that a new learner
+only writes its mathematics:
+
+* validation of ``x`` (:func:`learners.inputs.as_vector`), of the task index and
+  of the label, done *before* any state changes, so bad input changes nothing;
+* the optional input preprocessing of algorithms.md Sec. 0 (``append_bias``,
+  ``l2_normalize``);
+* hyperparameter resolution and validation against the class's ``params``;
+* the seeded random generator (``numpy.random.PCG64``) from which every random
+  draw is taken, and whose state is part of :meth:`Learner.state_dict`;
+* the query counter and the optional query ``budget`` of active learners;
+* ``state_dict`` / ``from_state_dict`` without pickle: the state is a flat dict
+  of numpy arrays and plain scalars/strings.
+
+A subclass declares ``name``, ``summary``, ``paper``, ``params``, ``kind``,
+``active`` and ``state_fields`` (attribute names holding its learned state), and
+implements ``_init_state``, ``_decision`` and ``_learn`` (and ``_query`` when
+active, ``_add_task``, ``_relation``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from learners.inputs import Batch, Vec, as_vector, check_label, check_task
+
+__all__ = [
+    "APPEND_BIAS",
+    "BUDGET",
+    "L2_NORMALIZE",
+    "STATE_FORMAT",
+    "Learner",
+    "LearnerInfo",
+    "Param",
+    "StateValue",
+]
+
+#: Version of the ``state_dict`` layout; bumped on incompatible changes.
+STATE_FORMAT = 1
+
+StateValue = np.ndarray | int | float | str | bool | None
+
+
+@dataclass(frozen=True)
+class Param:
+    """One hyperparameter: its name, default, description and validator.
+
+    ``check`` receives the user's value and returns the validated (possibly
+    converted) value, or raises ``ValueError`` with a message.
+    """
+
+    name: str
+    default: Any
+    description: str
+    check: Callable[[Any], Any] | None = field(default=None, compare=False, repr=False)
+
+    def resolve(self, value: Any) -> Any:
+        """Validate ``value`` for this parameter."""
+        if self.check is None:
+            return value
+        try:
+            return self.check(value)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"invalid value for parameter {self.name!r}: {exc}") from None
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-friendly description."""
+        default = self.default
+        if isinstance(default, np.ndarray):
+            default = default.tolist()
+        return {"name": self.name, "default": default, "description": self.description}
+
+
+@dataclass(frozen=True)
+class LearnerInfo:
+    """What :func:`learners.available` reports about one registered learner."""
+
+    name: str
+    summary: str
+    paper: str
+    params: tuple[Param, ...]
+    kind: str
+    active: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-friendly description."""
+        return {
+            "name": self.name,
+            "summary": self.summary,
+            "paper": self.paper,
+            "kind": self.kind,
+            "active": self.active,
+            "params": [p.as_dict() for p in self.params],
+        }
+
+
+# ---------------------------------------------------------------- validators
+def positive(v: Any) -> float:
+    """A finite float > 0."""
+    f = float(v)
+    if not np.isfinite(f) or f <= 0:
+        raise ValueError(f"must be a finite number > 0, got {v!r}")
+    return f
+
+
+def non_negative(v: Any) -> float:
+    """A finite float >= 0."""
+    f = float(v)
+    if not np.isfinite(f) or f < 0:
+        raise ValueError(f"must be a finite number >= 0, got {v!r}")
+    return f
+
+
+def boolean(v: Any) -> bool:
+    """A bool (also accepts 0/1 and 'true'/'false')."""
+    if isinstance(v, bool | np.bool_):
+        return bool(v)
+    if isinstance(v, int | np.integer) and int(v) in (0, 1):
+        return bool(v)
+    if isinstance(v, str) and v.lower() in ("true", "false", "1", "0", "yes", "no"):
+        return v.lower() in ("true", "1", "yes")
+    raise ValueError(f"must be a boolean, got {v!r}")
+
+
+def one_of(*choices: str) -> Callable[[Any], str]:
+    """A validator accepting one of ``choices``."""
+
+    def check(v: Any) -> str:
+        if v not in choices:
+            raise ValueError(f"must be one of {', '.join(choices)}; got {v!r}")
+        return str(v)
+
+    return check
+
+
+def optional(inner: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """A validator that also accepts ``None``."""
+
+    def check(v: Any) -> Any:
+        return None if v is None else inner(v)
+
+    return check
+
+
+def non_negative_int(v: Any) -> int:
+    """An int >= 0."""
+    if isinstance(v, bool) or float(v) != int(float(v)) or int(float(v)) < 0:
+        raise ValueError(f"must be an integer >= 0, got {v!r}")
+    return int(float(v))
+
+
+APPEND_BIAS = Param(
+    "append_bias", False, "Append a constant 1 feature to x (algorithms.md Sec. 0).", boolean
+)
+L2_NORMALIZE = Param(
+    "l2_normalize",
+    False,
+    "Scale x to unit L2 norm, after the bias is appended (algorithms.md Sec. 0).",
+    boolean,
+)
+BUDGET = Param(
+    "budget",
+    None,
+    "Maximum number of labels to query; once spent, query_one answers False and predictions go on. "
+    "None means unlimited.",
+    optional(non_negative_int),
+)
+
+
+class Learner:
+    """Base class of every online multitask learner (see the module docstring).
+
+    Parameters
+    ----------
+    n_features : int
+        Input dimension ``d`` (before an optional bias feature is appended).
+    n_tasks : int
+        Initial number of tasks ``K``; :meth:`add_task` grows it.
+    seed : int
+        Seed of the learner's own random generator.
+    **params
+        Hyperparameters, as listed in the class's ``params``.
+    """
+
+    name: ClassVar[str] = ""
+    summary: ClassVar[str] = ""
+    paper: ClassVar[str] = ""
+    params: ClassVar[tuple[Param, ...]] = ()
+    #: "classification" (labels in {-1, +1}), "regression" (real targets), or "both"
+    #: when a hyperparameter chooses (then :meth:`_label_kind` decides per instance).
+    kind: ClassVar[str] = "classification"
+    active: ClassVar[bool] = False
+    #: Hyperparameter sets the conformance suite runs this learner with.
+    conformance_params: ClassVar[tuple[dict[str, Any], ...]] = ({},)
+    #: Attribute names holding the learned state (arrays or plain scalars).
+    state_fields: ClassVar[tuple[str, ...]] = ()
+    #: Names of conformance checks this learner opts out of, with the reason.
+    check_exemptions: ClassVar[Mapping[str, str]] = {}
+
+    def __init__(self, *, n_features: int, n_tasks: int, seed: int = 0, **params: Any) -> None:
+        if (
+            isinstance(n_features, bool)
+            or not isinstance(n_features, int | np.integer)
+            or n_features < 1
+        ):
+            raise ValueError(f"n_features must be a positive integer, got {n_features!r}")
+        if isinstance(n_tasks, bool) or not isinstance(n_tasks, int | np.integer) or n_tasks < 1:
+            raise ValueError(f"n_tasks must be a positive integer, got {n_tasks!r}")
+        if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+            raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+        self.hyper = self._resolve_params(params)
+        self._n_features = int(n_features)
+        self._n_tasks = int(n_tasks)
+        self._seed = int(seed)
+        self._bias = bool(self.hyper.get("append_bias", False))
+        self._normalize = bool(self.hyper.get("l2_normalize", False))
+        self._budget: int | None = self.hyper.get("budget")
+        self.label_kind = self._label_kind()
+        self.rng = np.random.Generator(np.random.PCG64(self._seed))
+        self.n_queries_ = 0
+        self._init_state()
+
+    # ------------------------------------------------------------ properties
+    @property
+    def n_tasks(self) -> int:
+        """Current number of tasks ``K``."""
+        return self._n_tasks
+
+    @property
+    def n_features(self) -> int:
+        """Input dimension ``d`` (before the optional bias feature)."""
+        return self._n_features
+
+    @property
+    def dim(self) -> int:
+        """Dimension of the preprocessed vectors the mathematics works with."""
+        return self._n_features + (1 if self._bias else 0)
+
+    def _label_kind(self) -> str:
+        """The kind of labels this instance learns: "classification" or "regression"."""
+        if self.kind not in ("classification", "regression"):
+            raise NotImplementedError("learners of kind 'both' must override _label_kind")
+        return self.kind
+
+    @property
+    def seed(self) -> int:
+        """The generator seed the learner was built with."""
+        return self._seed
+
+    @classmethod
+    def info(cls) -> LearnerInfo:
+        """Registry description of this learner class."""
+        return LearnerInfo(cls.name, cls.summary, cls.paper, cls.params, cls.kind, cls.active)
+
+    def __repr__(self) -> str:
+        shown = ", ".join(
+            f"{k}={v!r}" for k, v in self.hyper.items() if not isinstance(v, np.ndarray)
+        )
+        return (
+            f"{type(self).__name__}(name={self.name!r}, n_features={self._n_features}, "
+            f"n_tasks={self._n_tasks}, seed={self._seed}{', ' if shown else ''}{shown})"
+        )
+
+    # ------------------------------------------------------------ public API
+    def decision_one(self, x: Any, task: int) -> float:
+        """Signed score of ``x`` for ``task``; never mutates the learner."""
+        t = check_task(task, self._n_tasks)
+        return float(self._decision(self._prepare(x), t))
+
+    def predict_one(self, x: Any, task: int) -> int | float:
+        """Predicted label: ``+1``/``-1`` (ties give ``+1``), or the real value for regression."""
+        score = self.decision_one(x, task)
+        if self.label_kind == "regression":
+            return score
+        return 1 if score >= 0.0 else -1
+
+    def learn_one(self, x: Any, y: float, task: int) -> None:
+        """Learn from one labelled example. Bad input raises ``ValueError`` and changes nothing."""
+        t = check_task(task, self._n_tasks)
+        label = check_label(y, self.label_kind)
+        self._learn(self._prepare(x), label, t)
+
+    def query_one(self, x: Any, task: int) -> bool:
+        """The active-learning decision: should the label of ``x`` be asked for?
+
+        Passive learners always answer True without drawing. Active learners draw
+        from their own seeded generator; a True answer counts one query against
+        the optional ``budget``.
+        """
+        t = check_task(task, self._n_tasks)
+        v = self._prepare(x)
+        if not self.active:
+            return True
+        if self._budget is not None and self.n_queries_ >= self._budget:
+            return False
+        decision = bool(self._query(v, t))
+        if decision:
+            self.n_queries_ += 1
+        return decision
+
+    def learn_many(self, X: Any, y: Any, task: Any) -> None:
+        """Learn a batch: rows of ``X`` with labels ``y`` for ``task`` (one int or one per row)."""
+        self.score_and_learn_many(X, y, task)
+
+    def score_and_learn_many(self, X: Any, y: Any, task: Any) -> np.ndarray:
+        """Test-then-train over a batch; returns each row's score *before* it was learned.
+
+        The result equals calling :meth:`decision_one` then :meth:`learn_one` row by
+        row. The whole batch is validated first, so a bad row changes nothing.
+        """
+        batch, labels, tasks = self._prepare_batch(X, y, task)
+        return self._score_and_learn_batch(batch, labels, tasks)
+
+    def add_task(self) -> int:
+        """Add a task at run time; returns its index."""
+        self._add_task()
+        self._n_tasks += 1
+        return self._n_tasks - 1
+
+    def relation_matrix(self) -> np.ndarray | None:
+        """The ``K x K`` interaction / relationship matrix, or None if the learner has none."""
+        return self._relation()
+
+    def task_weights(self) -> np.ndarray | None:
+        """The learned per-task linear predictors, shape ``(K, dim)``, or None.
+
+        Row k is the weight vector task k predicts with (for AMLC the committee
+        combination, for ROM ``u + p_k + q_k``, for ELLA ``L s_k``). Used for the
+        correlation matrix of saha2011 Table 2.
+        """
+        return self._task_weights()
+
+    def _task_weights(self) -> np.ndarray | None:
+        return None
+
+    def clone(self) -> Learner:
+        """A fresh, untrained learner with the same hyperparameters, shape and seed."""
+        return type(self)(
+            n_features=self._n_features, n_tasks=self._n_tasks, seed=self._seed, **self.hyper
+        )
+
+    # ----------------------------------------------------------------- state
+    def state_dict(self) -> dict[str, StateValue]:
+        """The full state as a flat dict of numpy arrays and plain scalars/strings.
+
+        Keys: ``learner``, ``format``, ``n_features``, ``n_tasks``, ``seed``,
+        ``rng`` (the generator state as JSON), ``n_queries``, ``param.<name>`` for
+        every hyperparameter and ``state.<name>`` for every learned quantity.
+        Arrays are copies. No pickle is ever needed to store or load it.
+        """
+        out: dict[str, StateValue] = {
+            "learner": self.name,
+            "format": STATE_FORMAT,
+            "n_features": self._n_features,
+            "n_tasks": self._n_tasks,
+            "seed": self._seed,
+            "rng": json.dumps(self.rng.bit_generator.state),
+            "n_queries": self.n_queries_,
+        }
+        for key, value in self.hyper.items():
+            out[f"param.{key}"] = _plain(value)
+        for key, value in self._get_state().items():
+            out[f"state.{key}"] = _plain(value)
+        return out
+
+    @classmethod
+    def from_state_dict(cls, state: Mapping[str, Any]) -> Learner:
+        """Rebuild a learner from :meth:`state_dict` output."""
+        if state.get("learner") != cls.name:
+            raise ValueError(f"state is for learner {state.get('learner')!r}, not {cls.name!r}")
+        if int(state.get("format", -1)) != STATE_FORMAT:
+            raise ValueError(f"unsupported state format {state.get('format')!r}")
+        params = {k[6:]: _unplain(v) for k, v in state.items() if k.startswith("param.")}
+        learner = cls(
+            n_features=int(state["n_features"]),
+            n_tasks=int(state["n_tasks"]),
+            seed=int(state["seed"]),
+            **params,
+        )
+        learner.rng.bit_generator.state = json.loads(str(state["rng"]))
+        learner.n_queries_ = int(state["n_queries"])
+        learner._set_state({k[6:]: _unplain(v) for k, v in state.items() if k.startswith("state.")})
+        return learner
+
+    # ------------------------------------------------------ subclass hooks
+    def _init_state(self) -> None:
+        """Allocate the learned state for the current shape."""
+        raise NotImplementedError
+
+    def _decision(self, x: Vec, task: int) -> float:
+        """Signed score of the preprocessed ``x`` for ``task``."""
+        raise NotImplementedError
+
+    def _learn(self, x: Vec, y: float, task: int) -> None:
+        """Update from one validated, preprocessed example."""
+        raise NotImplementedError
+
+    def _query(self, x: Vec, task: int) -> bool:
+        """Active learners: the randomised query decision."""
+        raise NotImplementedError
+
+    def _add_task(self) -> None:
+        """Grow the state by one task (``self.n_tasks`` is still the old K)."""
+        raise NotImplementedError
+
+    def _relation(self) -> np.ndarray | None:
+        return None
+
+    def _score_and_learn_batch(self, batch: Batch, y: np.ndarray, tasks: np.ndarray) -> np.ndarray:
+        """Default batch path: decision then learn, row by row."""
+        scores = np.empty(batch.n)
+        for i, (v, label, t) in enumerate(
+            zip(batch.rows(), y.tolist(), tasks.tolist(), strict=True)
+        ):
+            scores[i] = self._decision(v, t)
+            self._learn(v, label, t)
+        return scores
+
+    def _get_state(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.state_fields}
+
+    def _set_state(self, state: Mapping[str, Any]) -> None:
+        missing = set(self.state_fields) - set(state)
+        if missing:
+            raise ValueError(f"state is missing {sorted(missing)}")
+        for name in self.state_fields:
+            value = state[name]
+            current = getattr(self, name, None)
+            if isinstance(current, np.ndarray):
+                arr = np.array(value, dtype=current.dtype)
+                setattr(self, name, arr)
+            else:
+                setattr(self, name, value)
+
+    # ---------------------------------------------------------- internals
+    @classmethod
+    def _resolve_params(cls, given: Mapping[str, Any]) -> dict[str, Any]:
+        known = {p.name: p for p in cls.params}
+        unknown = sorted(set(given) - set(known))
+        if unknown:
+            raise ValueError(
+                f"unknown parameter(s) {', '.join(unknown)} for learner {cls.name!r}; "
+                f"known: {', '.join(known) or 'none'}"
+            )
+        out: dict[str, Any] = {}
+        for p in cls.params:
+            value = given.get(p.name, p.default)
+            out[p.name] = p.resolve(value) if p.name in given else value
+        cls._check_params(out)
+        return out
+
+    @classmethod
+    def _check_params(cls, params: dict[str, Any]) -> None:
+        """Cross-parameter validation hook (raise ``ValueError``)."""
+
+    def _prepare(self, x: Any) -> Vec:
+        v = as_vector(x, self._n_features)
+        if self._bias:
+            v = v.with_bias()
+        if self._normalize:
+            n2 = v.sqnorm()
+            if n2 > 0.0:
+                v = v.scaled(1.0 / np.sqrt(n2))
+        return v
+
+    def _prepare_batch(self, X: Any, y: Any, task: Any) -> tuple[Batch, np.ndarray, np.ndarray]:
+        batch = Batch.from_input(X, self._n_features)
+        n = batch.n
+        labels = np.asarray(y, dtype=np.float64).reshape(-1)
+        if labels.shape[0] != n:
+            raise ValueError(f"y has {labels.shape[0]} labels for {n} rows")
+        if self.label_kind == "classification":
+            if not np.all((labels == 1.0) | (labels == -1.0)):
+                raise ValueError("labels y must be -1 or +1")
+        elif not np.isfinite(labels).all():
+            raise ValueError("targets y must be finite")
+        if isinstance(task, int | np.integer) and not isinstance(task, bool):
+            tasks = np.full(n, check_task(task, self._n_tasks), dtype=np.int64)
+        else:
+            tasks = np.asarray(task)
+            if tasks.shape != (n,):
+                raise ValueError(f"task must be one index or one per row ({n})")
+            if n and (not np.issubdtype(tasks.dtype, np.integer)):
+                raise ValueError("task indices must be integers")
+            tasks = tasks.astype(np.int64)
+            if n and (tasks.min() < 0 or tasks.max() >= self._n_tasks):
+                raise ValueError(f"unknown task in batch: tasks are 0..{self._n_tasks - 1}")
+        return batch.preprocessed(self._bias, self._normalize), labels, tasks
+
+
+def _plain(value: Any) -> StateValue:
+    """Copy arrays, turn numpy scalars into Python scalars."""
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    if isinstance(value, np.generic):
+        return value.item()
+    if value is None or isinstance(value, int | float | str | bool):
+        return value
+    if isinstance(value, list | tuple):
+        return np.asarray(value)
+    raise TypeError(f"state values must be arrays or plain scalars, got {type(value).__name__}")
+
+
+def _unplain(value: Any) -> Any:
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        return value.item()
+    return value

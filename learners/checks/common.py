@@ -1,0 +1,318 @@
+"""The conformance checks (see :mod:`learners.checks`)."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from learners.base import Learner
+from learners.checks.streams import Stream, related_tasks
+
+__all__ = ["ALL_CHECKS", "Factory", "yield_checks"]
+
+Factory = Callable[[], Learner]
+Check = Callable[[Factory], None]
+
+N_FEATURES = 10
+N_TASKS = 4
+
+
+def _stream(learner: Learner, n: int = 3000, seed: int = 0) -> Stream:
+    return related_tasks(
+        n=n,
+        n_tasks=learner.n_tasks,
+        n_features=learner.n_features,
+        kind=learner.label_kind,
+        noise=0.0,
+        seed=seed,
+    )
+
+
+def assert_states_equal(a: Mapping[str, Any], b: Mapping[str, Any], what: str = "state") -> None:
+    """Two ``state_dict`` outputs are identical, bit for bit."""
+    assert set(a) == set(b), f"{what}: keys differ: {sorted(set(a) ^ set(b))}"
+    for key in a:
+        va, vb = a[key], b[key]
+        if isinstance(va, np.ndarray) or isinstance(vb, np.ndarray):
+            va, vb = np.asarray(va), np.asarray(vb)
+            assert va.shape == vb.shape, f"{what}: {key} shapes differ: {va.shape} vs {vb.shape}"
+            assert np.array_equal(va, vb, equal_nan=va.dtype.kind == "f"), f"{what}: {key} differs"
+        else:
+            assert va == vb, f"{what}: {key} differs: {va!r} vs {vb!r}"
+
+
+def _run(learner: Learner, stream: Stream, *, active: bool = True) -> list[tuple[float, bool]]:
+    """Feed ``stream``: score, ask ``query_one``, learn when it says yes. Returns (score, asked)."""
+    out = []
+    for x, y, t in stream:
+        score = learner.decision_one(x, t)
+        asked = learner.query_one(x, t) if active else True
+        if asked:
+            learner.learn_one(x, y, t)
+        out.append((score, asked))
+    return out
+
+
+# ------------------------------------------------------------------ checks
+def check_info(make: Factory) -> None:
+    """The registry entry is complete: name, summary, paper, described parameters, docstring."""
+    learner = make()
+    info = type(learner).info()
+    assert info.name and info.summary and info.paper, "name, summary and paper must be set"
+    assert info.kind in ("classification", "regression", "both")
+    for p in info.params:
+        assert p.description.strip(), f"parameter {p.name!r} has no description"
+    assert type(learner).__doc__, "the learner class needs a docstring"
+    json.dumps(info.as_dict())
+
+
+def check_learns_related_stream(make: Factory) -> None:
+    """On a separable related-task stream the late mistake rate is low (or the late error small)."""
+    learner = make()
+    stream = _stream(learner, n=3000)
+    scores = np.array([s for s, _ in _run(learner, stream, active=False)])
+    third = len(stream) // 3
+    if learner.label_kind == "classification":
+        wrong = (scores >= 0) != (stream.y > 0)
+        early, late = wrong[:third].mean(), wrong[-third:].mean()
+        assert late <= 0.2, f"late mistake rate {late:.3f} > 0.2"
+        assert late < early or late < 0.05, f"no learning: early {early:.3f}, late {late:.3f}"
+    else:
+        err = (scores - stream.y) ** 2
+        base = float(np.mean(stream.y[-third:] ** 2))
+        late = float(err[-third:].mean())
+        assert late <= 0.5 * base, (
+            f"late squared error {late:.4f} not below half the target power {base:.4f}"
+        )
+
+
+def check_decision_is_pure(make: Factory) -> None:
+    """decision_one and predict_one change nothing, and leave x untouched."""
+    learner = make()
+    stream = _stream(learner, n=300)
+    _run(learner, stream)
+    before = learner.state_dict()
+    x = stream.X[0].copy()
+    for t in range(learner.n_tasks):
+        learner.decision_one(x, t)
+        learner.predict_one(x, t)
+        learner.relation_matrix()
+    assert np.array_equal(x, stream.X[0]), "x was modified"
+    assert_states_equal(before, learner.state_dict(), "after decision_one/predict_one")
+
+
+def check_state_round_trip(make: Factory) -> None:
+    """A restored learner predicts bit for bit the same and continues identically (RNG included)."""
+    learner = make()
+    stream = _stream(learner, n=1200, seed=1)
+    head = Stream(stream.X[:600], stream.y[:600], stream.task[:600])
+    tail = Stream(stream.X[600:], stream.y[600:], stream.task[600:])
+    _run(learner, head)
+    state = learner.state_dict()
+    restored = type(learner).from_state_dict(_through_npz(state))
+    assert_states_equal(state, restored.state_dict(), "restored")
+    a, b = _run(learner, tail), _run(restored, tail)
+    assert a == b, "restored learner diverged"
+    assert_states_equal(learner.state_dict(), restored.state_dict(), "after continuing")
+
+
+def _through_npz(state: Mapping[str, Any]) -> dict[str, Any]:
+    """Serialise as the service does (JSON header + npz arrays, no pickle) and read back."""
+    arrays = {k: v for k, v in state.items() if isinstance(v, np.ndarray)}
+    header = {k: v for k, v in state.items() if not isinstance(v, np.ndarray)}
+    for k, v in arrays.items():
+        assert v.dtype.kind in "biuf", f"state array {k} has non-numeric dtype {v.dtype}"
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)  # type: ignore[arg-type]
+    loaded = np.load(io.BytesIO(buf.getvalue()), allow_pickle=False)
+    out: dict[str, Any] = json.loads(json.dumps(header))
+    out.update({k: loaded[k] for k in loaded.files})
+    return out
+
+
+def check_add_task(make: Factory) -> None:
+    """add_task mid-stream returns the new index; the new task learns; state still round-trips."""
+    learner = make()
+    stream = _stream(learner, n=400, seed=2)
+    _run(learner, stream)
+    K = learner.n_tasks
+    assert learner.add_task() == K
+    assert learner.n_tasks == K + 1
+    rel = learner.relation_matrix()
+    if rel is not None:
+        assert rel.shape == (K + 1, K + 1), f"relation matrix has shape {rel.shape}"
+        assert np.isfinite(rel).all()
+    new = related_tasks(
+        n=300, n_tasks=1, n_features=learner.n_features, kind=learner.label_kind, seed=3
+    )
+    for x, y, _ in new:
+        assert np.isfinite(learner.decision_one(x, K))
+        if learner.query_one(x, K):
+            learner.learn_one(x, y, K)
+    restored = type(learner).from_state_dict(_through_npz(learner.state_dict()))
+    assert_states_equal(learner.state_dict(), restored.state_dict(), "after add_task")
+
+
+def check_input_forms_agree(make: Factory) -> None:
+    """Dense arrays, 1 x d CSR rows and (indices, values) pairs give identical results."""
+    learners = [make(), make(), make()]
+    stream = _stream(learners[0], n=400, seed=4)
+    X = stream.X.copy()
+    X[:, 1] = 0.0  # some explicit zeros, so the sparse forms differ from the dense one
+
+    def forms(x: np.ndarray) -> list[Any]:
+        nz = np.flatnonzero(x)
+        return [x, sp.csr_matrix(x.reshape(1, -1)), (nz[::-1].copy(), x[nz][::-1].copy())]
+
+    for x, y, t in zip(X, stream.y.tolist(), stream.task.tolist(), strict=True):
+        outs = []
+        for learner, form in zip(learners, forms(x), strict=True):
+            score = learner.decision_one(form, t)
+            asked = learner.query_one(form, t)
+            if asked:
+                learner.learn_one(form, y, t)
+            outs.append((score, asked))
+        assert outs[0] == outs[1] == outs[2], f"input forms disagree: {outs}"
+    assert_states_equal(learners[0].state_dict(), learners[1].state_dict(), "dense vs CSR")
+    assert_states_equal(learners[0].state_dict(), learners[2].state_dict(), "dense vs pair")
+
+
+def check_bad_input_raises_and_changes_nothing(make: Factory) -> None:
+    """Wrong dimension, NaN/inf, unknown task and bad labels raise ValueError; state is unchanged."""
+    learner = make()
+    stream = _stream(learner, n=200, seed=5)
+    _run(learner, stream)
+    before = learner.state_dict()
+    d, K = learner.n_features, learner.n_tasks
+    good = stream.X[0]
+    good_y = float(stream.y[0])
+    nan = good.copy()
+    nan[0] = np.nan
+    inf = good.copy()
+    inf[-1] = np.inf
+    bad_x = [np.ones(d + 1), np.ones(d - 1) if d > 1 else np.ones(3), nan, inf, ([d], [1.0]), "x"]
+    for x in bad_x:
+        _expect_value_error(learner.decision_one, x, 0)
+        _expect_value_error(learner.learn_one, x, good_y, 0)
+        _expect_value_error(learner.query_one, x, 0)
+    for t in (-1, K, 1.5, "0", None):
+        _expect_value_error(learner.learn_one, good, good_y, t)
+        _expect_value_error(learner.decision_one, good, t)
+    bad_labels: list[Any] = [np.nan, np.inf, "1", None]
+    if learner.label_kind == "classification":
+        bad_labels += [0, 2, 0.5]
+    for y in bad_labels:
+        _expect_value_error(learner.learn_one, good, y, 0)
+    bad_y = np.array([good_y] * 4)
+    bad_y[2] = np.nan
+    _expect_value_error(learner.learn_many, stream.X[:4], bad_y, 0)
+    X_nan = stream.X[:4].copy()
+    X_nan[3, 0] = np.nan
+    _expect_value_error(learner.learn_many, X_nan, stream.y[:4], 0)
+    _expect_value_error(learner.learn_many, stream.X[:4], stream.y[:4], [0, 1, K, 0])
+    assert_states_equal(before, learner.state_dict(), "after rejected input")
+
+
+def _expect_value_error(call: Callable[..., object], *args: Any) -> None:
+    try:
+        call(*args)
+    except ValueError:
+        return
+    raise AssertionError(f"expected ValueError from {call.__name__}{args!r}")
+
+
+def check_same_seed_same_run(make: Factory) -> None:
+    """Two learners with the same seed produce identical scores, queries and states."""
+    a, b = make(), make()
+    stream = _stream(a, n=800, seed=6)
+    assert _run(a, stream) == _run(b, stream)
+    assert_states_equal(a.state_dict(), b.state_dict(), "same seed")
+
+
+def check_batch_matches_rows(make: Factory) -> None:
+    """score_and_learn_many equals decision_one + learn_one row by row (to rounding)."""
+    a, b = make(), make()
+    stream = _stream(a, n=900, seed=7)
+    rows = np.array([s for s, _ in _run(a, stream, active=False)])
+    batched = np.concatenate(
+        [
+            b.score_and_learn_many(
+                stream.X[i : i + 50], stream.y[i : i + 50], stream.task[i : i + 50]
+            )
+            for i in range(0, len(stream), 50)
+        ]
+    )
+    np.testing.assert_allclose(batched, rows, rtol=1e-9, atol=1e-9)
+    sa, sb = a.state_dict(), b.state_dict()
+    for key, va in sa.items():
+        if isinstance(va, np.ndarray) and va.dtype.kind == "f":
+            np.testing.assert_allclose(np.asarray(sb[key]), va, rtol=1e-9, atol=1e-9, err_msg=key)
+
+
+def check_query_one(make: Factory) -> None:
+    """query_one answers bools; passive learners always ask; active ones ask sometimes, within budget."""
+    learner = make()
+    stream = _stream(learner, n=1500, seed=8)
+    asked = np.array([a for _, a in _run(learner, stream)])
+    if not learner.active:
+        assert asked.all(), "a passive learner must always ask"
+        return
+    assert 0 < asked.sum() < len(asked), f"active learner asked {asked.sum()} of {len(asked)}"
+    assert learner.n_queries_ == int(asked.sum())
+    budget = int(asked.sum() // 3)
+    capped = type(learner)(
+        n_features=learner.n_features,
+        n_tasks=learner.n_tasks,
+        seed=learner.seed,
+        **{**learner.hyper, "budget": budget},
+    )
+    capped_asked = np.array([a for _, a in _run(capped, stream)])
+    assert capped_asked.sum() == budget, f"budget {budget} but asked {capped_asked.sum()}"
+
+
+def check_task_weights(make: Factory) -> None:
+    """task_weights(), where given, has shape (K, dim) and reproduces decision_one."""
+    learner = make()
+    stream = _stream(learner, n=500, seed=9)
+    _run(learner, stream)
+    W = learner.task_weights()
+    if W is None:
+        return
+    assert W.shape == (learner.n_tasks, learner.dim), f"task_weights shape {W.shape}"
+    for x, _, t in list(stream)[:50]:
+        v = learner._prepare(x).dense()
+        np.testing.assert_allclose(W[t] @ v, learner.decision_one(x, t), rtol=1e-9, atol=1e-9)
+
+
+ALL_CHECKS: tuple[Check, ...] = (
+    check_task_weights,
+    check_info,
+    check_learns_related_stream,
+    check_decision_is_pure,
+    check_state_round_trip,
+    check_add_task,
+    check_input_forms_agree,
+    check_bad_input_raises_and_changes_nothing,
+    check_same_seed_same_run,
+    check_batch_matches_rows,
+    check_query_one,
+)
+
+
+def yield_checks(cls: type[Learner]) -> Iterator[Check]:
+    """The checks that apply to ``cls`` (all of them; exemptions are reported by the runner)."""
+    yield from ALL_CHECKS
+
+
+def default_factory(cls: type[Learner], params: Mapping[str, Any], seed: int = 0) -> Factory:
+    """A factory for the conformance shape (d = 10, K = 4)."""
+
+    def make() -> Learner:
+        return cls(n_features=N_FEATURES, n_tasks=N_TASKS, seed=seed, **dict(params))
+
+    return make

@@ -1,0 +1,317 @@
+"""Canonical feature vectors: one representation for dense, CSR and pair inputs.
+
+Every learner receives its ``x`` through :func:`as_vector`, which turns a dense
+1-D array, a ``1 x d`` scipy CSR row or an ``(indices, values)`` pair into a
+:class:`Vec`. The canonical form is unique for a given mathematical vector:
+
+* if every coordinate is non-zero the vector is *dense* (``idx is None`` and
+  ``val`` holds all ``d`` values in order);
+* otherwise it is *sparse*: ``idx`` holds the sorted, unique indices of the
+  non-zero coordinates and ``val`` their values.
+
+Because the three input forms map to the same :class:`Vec`, and every learner
+computes with :class:`Vec` only, the three forms give bit-identical results.
+Dense inputs cost O(d) to canonicalise (reading them is O(d) anyway); sparse
+inputs cost O(nnz log nnz) and all learner arithmetic on them is O(nnz).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+FloatArray = np.ndarray
+IntArray = np.ndarray
+
+__all__ = ["Vec", "as_vector", "check_label", "check_task"]
+
+
+class Vec:
+    """A canonical feature vector (see the module docstring).
+
+    Attributes
+    ----------
+    idx : ndarray of int64, shape (nnz,), or None
+        Sorted unique indices of the non-zero coordinates; ``None`` when dense.
+    val : ndarray of float64, shape (nnz,) or (d,)
+        The values.
+    dim : int
+        The dimension ``d``.
+    """
+
+    __slots__ = ("dim", "idx", "val")
+
+    def __init__(self, idx: IntArray | None, val: FloatArray, dim: int) -> None:
+        self.idx = idx
+        self.val = val
+        self.dim = dim
+
+    @property
+    def nnz(self) -> int:
+        """Number of stored values."""
+        return int(self.val.shape[0])
+
+    def dot(self, w: FloatArray) -> float:
+        """Inner product with a length-``d`` vector ``w``."""
+        if self.idx is None:
+            return float(self.val @ w)
+        return float(self.val @ w[self.idx])
+
+    def dots(self, W: FloatArray) -> FloatArray:
+        """Inner products with every row of ``W`` (shape ``(K, d)``) -> shape ``(K,)``."""
+        if self.idx is None:
+            return W @ self.val
+        return W[:, self.idx] @ self.val
+
+    def add_to(self, w: FloatArray, scale: float) -> None:
+        """``w += scale * x`` in place (O(nnz))."""
+        if self.idx is None:
+            w += scale * self.val
+        else:
+            w[self.idx] += scale * self.val
+
+    def add_outer(self, W: FloatArray, coef: FloatArray) -> None:
+        """``W += outer(coef, x)`` in place for ``W`` of shape ``(K, d)`` (O(K nnz))."""
+        if self.idx is None:
+            W += np.outer(coef, self.val)
+        else:
+            W[:, self.idx] += np.outer(coef, self.val)
+
+    def sqnorm(self) -> float:
+        """Squared Euclidean norm."""
+        return float(self.val @ self.val)
+
+    def dense(self) -> FloatArray:
+        """A fresh dense copy of length ``d``."""
+        if self.idx is None:
+            return self.val.copy()
+        out = np.zeros(self.dim)
+        out[self.idx] = self.val
+        return out
+
+    def scaled(self, factor: float) -> Vec:
+        """A new vector ``factor * x`` with the same sparsity pattern."""
+        return Vec(self.idx, self.val * factor, self.dim)
+
+    def with_bias(self) -> Vec:
+        """A new vector of dimension ``d + 1`` whose last coordinate is 1."""
+        if self.idx is None:
+            return Vec(None, np.append(self.val, 1.0), self.dim + 1)
+        idx = np.append(self.idx, self.dim)
+        val = np.append(self.val, 1.0)
+        if idx.shape[0] == self.dim + 1:
+            return Vec(None, val, self.dim + 1)
+        return Vec(idx, val, self.dim + 1)
+
+
+def _finish(idx: IntArray, val: FloatArray, dim: int) -> Vec:
+    """Drop explicit zeros and choose the dense or sparse canonical form."""
+    keep = val != 0.0
+    if not keep.all():
+        idx, val = idx[keep], val[keep]
+    if idx.shape[0] == dim:
+        return Vec(None, np.ascontiguousarray(val), dim)
+    return Vec(idx, val, dim)
+
+
+def _check_finite(val: FloatArray) -> None:
+    if not np.isfinite(val).all():
+        raise ValueError("x contains NaN or infinite values")
+
+
+def _from_pair(indices: Any, values: Any, dim: int) -> Vec:
+    idx = np.asarray(indices)
+    val = np.asarray(values, dtype=np.float64)
+    if idx.ndim != 1 or val.ndim != 1 or idx.shape[0] != val.shape[0]:
+        raise ValueError("x as (indices, values) needs two 1-D sequences of equal length")
+    integral = np.issubdtype(idx.dtype, np.integer) or np.all(np.mod(idx, 1) == 0)
+    if idx.shape[0] and not integral:
+        raise ValueError("x indices must be integers")
+    idx = idx.astype(np.int64, copy=False)
+    _check_finite(val)
+    if idx.shape[0] and (idx.min() < 0 or idx.max() >= dim):
+        raise ValueError(f"x index out of range: indices must lie in [0, {dim})")
+    if idx.shape[0] > 1 and not np.all(idx[1:] > idx[:-1]):
+        order = np.argsort(idx, kind="stable")
+        idx, val = idx[order], val[order]
+        uniq, start = np.unique(idx, return_index=True)
+        if uniq.shape[0] != idx.shape[0]:
+            val = np.add.reduceat(val, start)
+            idx = uniq
+    return _finish(idx, val.copy(), dim)
+
+
+def as_vector(x: Any, dim: int) -> Vec:
+    """Validate ``x`` and return its canonical :class:`Vec` of dimension ``dim``.
+
+    Parameters
+    ----------
+    x : ndarray of shape (dim,), scipy sparse row of shape (1, dim), or (indices, values)
+        The feature vector.
+    dim : int
+        The expected dimension.
+
+    Raises
+    ------
+    ValueError
+        On a wrong dimension, NaN or infinite values, out-of-range indices, or an
+        unsupported type.
+    """
+    if isinstance(x, Vec):
+        if x.dim != dim:
+            raise ValueError(f"x has dimension {x.dim}, expected {dim}")
+        return x
+    if sp.issparse(x):
+        if x.ndim != 2 or x.shape[0] != 1:
+            raise ValueError(f"sparse x must be a single 1 x {dim} row, got shape {x.shape}")
+        if x.shape[1] != dim:
+            raise ValueError(f"x has dimension {x.shape[1]}, expected {dim}")
+        row = sp.csr_matrix(x)
+        return _from_pair(row.indices, row.data, dim)
+    if isinstance(x, tuple) and len(x) == 2:
+        return _from_pair(x[0], x[1], dim)
+    if isinstance(x, dict) and set(x) == {"indices", "values"}:
+        return _from_pair(x["indices"], x["values"], dim)
+    try:
+        arr = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"x must be numeric: {exc}") from None
+    if arr.ndim != 1:
+        raise ValueError(f"dense x must be 1-D, got shape {arr.shape}")
+    if arr.shape[0] != dim:
+        raise ValueError(f"x has dimension {arr.shape[0]}, expected {dim}")
+    _check_finite(arr)
+    if arr.all():
+        return Vec(None, arr.copy() if arr is x else arr, dim)
+    idx = np.flatnonzero(arr)
+    return Vec(idx, arr[idx], dim)
+
+
+def check_task(task: Any, n_tasks: int) -> int:
+    """Return ``task`` as an int after checking it names one of ``n_tasks`` tasks."""
+    if isinstance(task, bool) or not isinstance(task, int | np.integer):
+        raise ValueError(f"task must be an integer index, got {task!r}")
+    t = int(task)
+    if not 0 <= t < n_tasks:
+        raise ValueError(f"unknown task {t}: tasks are 0..{n_tasks - 1}")
+    return t
+
+
+def check_label(y: Any, kind: str) -> float:
+    """Return ``y`` as a float after checking it suits the learner ``kind``.
+
+    Classification labels must be -1 or +1; regression targets any finite real.
+    """
+    if isinstance(y, bool) or not isinstance(y, int | float | np.integer | np.floating):
+        raise ValueError(f"label y must be a number, got {y!r}")
+    v = float(y)
+    if kind == "classification":
+        if v not in (-1.0, 1.0):
+            raise ValueError(f"label y must be -1 or +1, got {y!r}")
+    elif not np.isfinite(v):
+        raise ValueError(f"target y must be finite, got {y!r}")
+    return v
+
+
+def canonical_row(row: FloatArray, dim: int) -> Vec:
+    """Canonical :class:`Vec` of an already validated dense float64 row."""
+    if row.all():
+        return Vec(None, np.array(row), dim)
+    idx = np.flatnonzero(row)
+    return Vec(idx, row[idx], dim)
+
+
+class Batch:
+    """A validated batch of feature vectors: a dense 2-D array or a CSR matrix.
+
+    Learners with a vectorised batch path read :attr:`dense` or :attr:`csr`;
+    the others iterate :meth:`rows`, which yields exactly the :class:`Vec`
+    objects that :func:`as_vector` would give row by row.
+    """
+
+    __slots__ = ("csr", "dense", "dim", "n")
+
+    def __init__(self, dense: FloatArray | None, csr: sp.csr_matrix | None, dim: int) -> None:
+        self.dense = dense
+        self.csr = csr
+        self.dim = dim
+        self.n = int(dense.shape[0] if dense is not None else csr.shape[0])  # type: ignore[union-attr]
+
+    @classmethod
+    def from_input(cls, X: Any, dim: int) -> Batch:
+        """Validate ``X`` (2-D array, sparse matrix, or a sequence of single vectors)."""
+        if sp.issparse(X):
+            if X.ndim != 2 or X.shape[1] != dim:
+                raise ValueError(f"X must have {dim} columns, got shape {X.shape}")
+            csr = sp.csr_matrix(X, dtype=np.float64, copy=True)
+            csr.sum_duplicates()
+            csr.eliminate_zeros()
+            csr.sort_indices()
+            _check_finite(csr.data)
+            return cls(None, csr, dim)
+        if isinstance(X, np.ndarray):
+            if X.ndim != 2 or X.shape[1] != dim:
+                raise ValueError(f"X must be 2-D with {dim} columns, got shape {X.shape}")
+            arr = np.asarray(X, dtype=np.float64)
+            _check_finite(arr)
+            return cls(arr, None, dim)
+        rows = [as_vector(r, dim) for r in X]
+        return cls.from_vecs(rows, dim)
+
+    @classmethod
+    def from_vecs(cls, rows: list[Vec], dim: int) -> Batch:
+        """Stack canonical vectors into a CSR batch."""
+        indptr = np.zeros(len(rows) + 1, dtype=np.int64)
+        idx_parts, val_parts = [], []
+        for i, v in enumerate(rows):
+            idx = np.arange(dim) if v.idx is None else v.idx
+            idx_parts.append(idx)
+            val_parts.append(v.val)
+            indptr[i + 1] = indptr[i] + idx.shape[0]
+        indices = np.concatenate(idx_parts) if rows else np.zeros(0, dtype=np.int64)
+        data = np.concatenate(val_parts) if rows else np.zeros(0)
+        return cls(None, sp.csr_matrix((data, indices, indptr), shape=(len(rows), dim)), dim)
+
+    def preprocessed(self, bias: bool, normalize: bool) -> Batch:
+        """Apply the learner's ``append_bias`` / ``l2_normalize`` preprocessing."""
+        if not (bias or normalize):
+            return self
+        if self.dense is not None:
+            X = self.dense
+            if bias:
+                X = np.hstack([X, np.ones((X.shape[0], 1))])
+            if normalize:
+                n2 = np.einsum("ij,ij->i", X, X)
+                scale = np.where(n2 > 0.0, 1.0 / np.sqrt(np.where(n2 > 0.0, n2, 1.0)), 1.0)
+                X = X * scale[:, None]
+            return Batch(X, None, X.shape[1])
+        csr = self.csr
+        assert csr is not None
+        if bias:
+            csr = sp.csr_matrix(sp.hstack([csr, np.ones((csr.shape[0], 1))], format="csr"))
+        if normalize:
+            n2 = np.asarray(csr.multiply(csr).sum(axis=1)).ravel()
+            scale = np.where(n2 > 0.0, 1.0 / np.sqrt(np.where(n2 > 0.0, n2, 1.0)), 1.0)
+            csr = sp.csr_matrix(sp.diags(scale) @ csr)
+        return Batch(None, csr, csr.shape[1])
+
+    def rows(self) -> list[Vec]:
+        """The canonical vectors, row by row."""
+        if self.dense is not None:
+            return [canonical_row(r, self.dim) for r in self.dense]
+        csr = self.csr
+        assert csr is not None
+        out = []
+        for i in range(self.n):
+            s, e = csr.indptr[i], csr.indptr[i + 1]
+            out.append(_finish(csr.indices[s:e].astype(np.int64), csr.data[s:e].copy(), self.dim))
+        return out
+
+    def to_dense(self) -> FloatArray:
+        """The batch as a dense ``(n, dim)`` array."""
+        if self.dense is not None:
+            return self.dense
+        assert self.csr is not None
+        return np.asarray(self.csr.toarray())

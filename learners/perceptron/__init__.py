@@ -1,0 +1,1 @@
+"""The multitask Perceptron family and its Perceptron / Passive-Aggressive baselines."""
