@@ -197,6 +197,8 @@ class Learner:
     #: "classification" (labels in {-1, +1}), "regression" (real targets), or "both"
     #: when a hyperparameter chooses (then :meth:`_label_kind` decides per instance).
     kind: ClassVar[str] = "classification"
+    #: True when the learner has an active-learning rule. Learners whose rule is
+    #: switched by a hyperparameter override :attr:`is_active`.
     active: ClassVar[bool] = False
     #: Hyperparameter sets the conformance suite runs this learner with.
     conformance_params: ClassVar[tuple[dict[str, Any], ...]] = ({},)
@@ -243,6 +245,11 @@ class Learner:
     def dim(self) -> int:
         """Dimension of the preprocessed vectors the mathematics works with."""
         return self._n_features + (1 if self._bias else 0)
+
+    @property
+    def is_active(self) -> bool:
+        """Whether :meth:`query_one` applies an active-learning rule for this instance."""
+        return self.active
 
     def _label_kind(self) -> str:
         """The kind of labels this instance learns: "classification" or "regression"."""
@@ -297,7 +304,7 @@ class Learner:
         """
         t = check_task(task, self._n_tasks)
         v = self._prepare(x)
-        if not self.active:
+        if not self.is_active:
             return True
         if self._budget is not None and self.n_queries_ >= self._budget:
             return False

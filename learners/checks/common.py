@@ -259,7 +259,7 @@ def check_query_one(make: Factory) -> None:
     learner = make()
     stream = _stream(learner, n=1500, seed=8)
     asked = np.array([a for _, a in _run(learner, stream)])
-    if not learner.active:
+    if not learner.is_active:
         assert asked.all(), "a passive learner must always ask"
         return
     assert 0 < asked.sum() < len(asked), f"active learner asked {asked.sum()} of {len(asked)}"
