@@ -1,0 +1,305 @@
+"""Selective sampling (Cesa-Bianchi, Gentile & Zaniboni 2006) around any margin learner.
+
+The rule (algorithms.md Sec. 6; the active rule of saha2011 Sec. 4 and the
+"Independent" baseline of AMLC): with ``p = margin(x, task)`` the base learner's
+signed score, draw ``Z ~ Bernoulli(b / (b + |p|))`` from the learner's own
+seeded generator; ask for the label when ``Z = 1``. What happens with the label
+is the base learner's business (a Perceptron updates only on a mistake).
+
+``b`` is fixed (default 1) or adaptive (DOGMA's ``k_sel_ada_perc_train``):
+``b_t = b * R_t^2 * sqrt(1 + n_updates)`` with ``R_t^2 = max(||x_t||^2, R^2 at the
+last update)``, both kept per task.
+
+Extension point
+---------------
+:class:`SelectiveSampling` is built to be subclassed by fixed-base variants.
+A subclass overrides :meth:`SelectiveSampling._base_spec` (which learner to
+wrap, with which hyperparameters) and declares its own ``params`` (use
+:func:`default_on` to switch the input preprocessing on). It may also override
+:meth:`SelectiveSampling._margin` (the score the rule looks at) or
+:meth:`SelectiveSampling._threshold` (the ``b`` of a round). Everything else
+(state, tasks, batches, budget) is inherited. For example, AMLC's per-task
+"Independent" baseline (own weights, b = 1, bias + L2 on) is::
+
+    @register
+    class Independent(SelectiveSampling):
+        \"\"\"Per-task selective-sampling Perceptron (algorithms.md Sec. 3.2).\"\"\"
+
+        name = "independent"
+        summary = "..."
+        paper = "..."
+        params = (SAMPLING_B, ADAPTIVE_B, BUDGET, default_on(APPEND_BIAS), default_on(L2_NORMALIZE))
+        conformance_params = ({},)
+
+        def _base_spec(self) -> tuple[str, dict[str, Any]]:
+            return "ipl", {}
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+
+from learners.base import (
+    APPEND_BIAS,
+    BUDGET,
+    L2_NORMALIZE,
+    Learner,
+    Param,
+    boolean,
+    positive,
+)
+from learners.inputs import Batch, Vec, check_task
+from learners.registry import from_state_dict, get, make, register
+
+__all__ = [
+    "ADAPTIVE_B",
+    "BASE",
+    "BASE_PARAMS",
+    "CESA_BIANCHI2006",
+    "SAMPLING_B",
+    "SelectiveSampling",
+    "default_on",
+]
+
+CESA_BIANCHI2006 = (
+    "Cesa-Bianchi, Gentile, Zaniboni. Worst-Case Analysis of Selective Sampling for Linear "
+    "Classification. JMLR 7, 2006"
+)
+
+#: Hyperparameters the wrapper owns; the base learner may not set them itself.
+_WRAPPER_OWNED = frozenset({"append_bias", "l2_normalize", "budget"})
+
+
+def _registered_name(v: Any) -> str:
+    if not isinstance(v, str) or not v:
+        raise ValueError(f"must be a learner name, got {v!r}")
+    return v
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+
+
+def json_object(v: Any) -> str:
+    """A JSON object given as a string or a mapping, returned as canonical JSON text."""
+    if isinstance(v, str):
+        obj = json.loads(v)
+    elif isinstance(v, Mapping):
+        obj = dict(v)
+    else:
+        raise ValueError(f"must be a JSON object (string or dict), got {type(v).__name__}")
+    if not isinstance(obj, dict):
+        raise ValueError(f"must be a JSON object, got {type(obj).__name__}")
+    return json.dumps(obj, sort_keys=True, default=_jsonable)
+
+
+def default_on(param: Param) -> Param:
+    """The same boolean parameter with default True (e.g. ``append_bias`` for a subclass)."""
+    return dataclasses.replace(param, default=True)
+
+
+BASE = Param(
+    "base",
+    "ipl",
+    "Registry name of the passive margin learner to make active (e.g. ipl, cmtl, stl).",
+    _registered_name,
+)
+BASE_PARAMS = Param(
+    "base_params",
+    "{}",
+    "Hyperparameters of the base learner as a JSON object, e.g. '{\"b\": 2.0}' (a dict is "
+    "accepted and stored as JSON text). Input preprocessing and budget belong to the wrapper.",
+    json_object,
+)
+SAMPLING_B = Param(
+    "b",
+    1.0,
+    "Sampling aggressiveness: query with probability b / (b + |margin|) (larger asks more).",
+    positive,
+)
+ADAPTIVE_B = Param(
+    "adaptive_b",
+    False,
+    "Scale b per task as b * R^2 * sqrt(1 + updates) (DOGMA's adaptive rule, algorithms.md Sec. 6).",
+    boolean,
+)
+
+
+def _check_base_class(cls: type[Learner]) -> None:
+    if cls.active:
+        raise ValueError(f"base learner {cls.name!r} is already active")
+    if cls.kind == "regression":
+        raise ValueError(f"base learner {cls.name!r} is a regression learner, not a classifier")
+
+
+def _is_mistake(score: float, y: float) -> bool:
+    return (score >= 0.0) != (y > 0.0)
+
+
+@register
+class SelectiveSampling(Learner):
+    """Selective sampling: query with probability ``b / (b + |margin|)`` (algorithms.md Sec. 6).
+
+    Wraps a passive margin learner of the registry (``base``, default ``ipl``;
+    its hyperparameters in ``base_params``). Per round: ``p = margin`` of the
+    base learner for the round's task; ``query_one`` draws
+    ``Z ~ Bernoulli(b / (b + |p|))`` from this learner's generator; on ``Z = 1``
+    the caller passes the label to ``learn_one``, which hands it to the base
+    learner (a Perceptron base updates only on a mistake, Cesa-Bianchi et al.
+    2006, Fig. 1). With ``base="cmtl"`` this is the active CMTL of saha2011
+    Sec. 4 with a fixed ``b``. ``b -> inf`` queries every label (the plain base).
+
+    Adaptive ``b`` (``adaptive_b=True``): ``b_t = b R_t^2 sqrt(1 + n_k)`` with
+    ``R_t^2 = max(||x_t||^2, R_k^2)``, where ``n_k`` counts the queried mistakes of
+    task k (the updates of a mistake-driven base) and ``R_k^2`` is ``R_t^2`` at the
+    last of them. When ``b_t + |p| = 0`` (a zero vector before any update) the
+    label is asked for.
+
+    Input preprocessing (``append_bias``, ``l2_normalize``, off by default as for
+    the Perceptron learners) is done once by the wrapper; the base learner is
+    built on the preprocessed dimension.
+
+    Attributes
+    ----------
+    base_ : Learner
+        The wrapped learner; its full ``state_dict`` is part of this one's
+        (keys ``state.base.*``).
+    n_updates_ : ndarray of int64, shape (K,)
+        Adaptive b: queried mistakes per task.
+    radius2_ : ndarray, shape (K,)
+        Adaptive b: ``R_k^2`` per task.
+    """
+
+    name = "selective-sampling"
+    summary = "Selective sampling: makes a margin learner active, query w.p. b/(b+|margin|)"
+    paper = f"{CESA_BIANCHI2006}; active rule of saha2011 Sec. 4"
+    active = True
+    params: ClassVar[tuple[Param, ...]] = (
+        BASE,
+        BASE_PARAMS,
+        SAMPLING_B,
+        ADAPTIVE_B,
+        BUDGET,
+        APPEND_BIAS,
+        L2_NORMALIZE,
+    )
+    conformance_params: ClassVar[tuple[dict[str, Any], ...]] = (
+        {},
+        {"base": "cmtl", "base_params": {"b": 2.0}, "adaptive_b": True},
+        {"base": "stl", "b": 0.5, "append_bias": True, "l2_normalize": True},
+        {
+            "base": "cmtl",
+            "base_params": '{"graph": [[0, 1, 0, 0], [1, 0, 1, 0], [0, 1, 0, 1], [0, 0, 1, 0]]}',
+        },
+    )
+    state_fields: ClassVar[tuple[str, ...]] = ("n_updates_", "radius2_")
+
+    base_: Learner
+
+    @classmethod
+    def _check_params(cls, params: dict[str, Any]) -> None:
+        if "base" not in params:
+            return
+        base_cls = get(params["base"])
+        _check_base_class(base_cls)
+        base_params = json.loads(params.get("base_params", "{}"))
+        owned = sorted(_WRAPPER_OWNED & set(base_params))
+        if owned:
+            raise ValueError(
+                f"base_params may not set {', '.join(owned)}: give them to the wrapper"
+            )
+        base_cls._resolve_params(base_params)
+
+    # ------------------------------------------------------------ extension points
+    def _base_spec(self) -> tuple[str, dict[str, Any]]:
+        """The base learner's registry name and hyperparameters (override in subclasses)."""
+        return str(self.hyper["base"]), json.loads(self.hyper["base_params"])
+
+    def _margin(self, x: Vec, task: int) -> float:
+        """The signed score the sampling rule looks at: the base learner's decision."""
+        return float(self.base_._decision(x, task))
+
+    def _threshold(self, x: Vec, task: int) -> float:
+        """The ``b`` of this round: fixed, or ``b R_t^2 sqrt(1 + n_k)`` when adaptive."""
+        b = float(self.hyper["b"])
+        if not self.hyper["adaptive_b"]:
+            return b
+        r2 = max(x.sqnorm(), float(self.radius2_[task]))
+        return b * r2 * float(np.sqrt(1.0 + self.n_updates_[task]))
+
+    # ------------------------------------------------------------ public extras
+    def query_probability(self, x: Any, task: int) -> float:
+        """The probability ``b / (b + |margin|)`` with which :meth:`query_one` would ask now."""
+        t = check_task(task, self.n_tasks)
+        return self._query_probability(self._prepare(x), t)
+
+    # ------------------------------------------------------------ learner hooks
+    def _init_state(self) -> None:
+        name, params = self._base_spec()
+        base = make(name, n_features=self.dim, n_tasks=self.n_tasks, seed=self.seed, **params)
+        _check_base_class(type(base))
+        if base.is_active or base.label_kind != "classification":
+            raise ValueError(f"base learner {name!r} must be a passive classifier")
+        self.base_ = base
+        self.n_updates_ = np.zeros(self.n_tasks, dtype=np.int64)
+        self.radius2_ = np.zeros(self.n_tasks)
+
+    def _query_probability(self, x: Vec, task: int) -> float:
+        b = self._threshold(x, task)
+        denominator = b + abs(self._margin(x, task))
+        return 1.0 if denominator <= 0.0 else b / denominator
+
+    def _query(self, x: Vec, task: int) -> bool:
+        p = self._query_probability(x, task)
+        return bool(self.rng.random() < p)
+
+    def _decision(self, x: Vec, task: int) -> float:
+        return float(self.base_._decision(x, task))
+
+    def _learn(self, x: Vec, y: float, task: int) -> None:
+        if self.hyper["adaptive_b"] and _is_mistake(self._margin(x, task), y):
+            self.n_updates_[task] += 1
+            self.radius2_[task] = max(float(self.radius2_[task]), x.sqnorm())
+        self.base_._learn(x, y, task)
+
+    def _score_and_learn_batch(self, batch: Batch, y: np.ndarray, tasks: np.ndarray) -> np.ndarray:
+        if self.hyper["adaptive_b"]:
+            return super()._score_and_learn_batch(batch, y, tasks)
+        return self.base_._score_and_learn_batch(batch, y, tasks)
+
+    def _add_task(self) -> None:
+        self.base_.add_task()
+        self.n_updates_ = np.append(self.n_updates_, 0)
+        self.radius2_ = np.append(self.radius2_, 0.0)
+
+    def _relation(self) -> np.ndarray | None:
+        return self.base_.relation_matrix()
+
+    def _task_weights(self) -> np.ndarray | None:
+        return self.base_.task_weights()
+
+    # ------------------------------------------------------------ state
+    def _get_state(self) -> dict[str, Any]:
+        state = super()._get_state()
+        for key, value in self.base_.state_dict().items():
+            state[f"base.{key}"] = value
+        return state
+
+    def _set_state(self, state: Mapping[str, Any]) -> None:
+        super()._set_state(state)
+        sub = {k[len("base.") :]: v for k, v in state.items() if k.startswith("base.")}
+        if not sub:
+            raise ValueError("state has no base learner (keys state.base.*)")
+        base = from_state_dict(sub)
+        if type(base) is not type(self.base_):
+            raise ValueError(f"state holds base {base.name!r}, expected {self.base_.name!r}")
+        self.base_ = base
