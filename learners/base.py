@@ -485,7 +485,7 @@ class Learner:
         if labels.shape[0] != n:
             raise ValueError(f"y has {labels.shape[0]} labels for {n} rows")
         if self.label_kind == "classification":
-            if not np.all((labels == 1.0) | (labels == -1.0)):
+            if not (np.abs(labels) == 1.0).all():
                 raise ValueError("labels y must be -1 or +1")
         elif not np.isfinite(labels).all():
             raise ValueError("targets y must be finite")
@@ -495,9 +495,10 @@ class Learner:
             tasks = np.asarray(task)
             if tasks.shape != (n,):
                 raise ValueError(f"task must be one index or one per row ({n})")
-            if n and (not np.issubdtype(tasks.dtype, np.integer)):
-                raise ValueError("task indices must be integers")
-            tasks = tasks.astype(np.int64)
+            if tasks.dtype != np.int64:
+                if n and not np.issubdtype(tasks.dtype, np.integer):
+                    raise ValueError("task indices must be integers")
+                tasks = tasks.astype(np.int64)
             if n and (tasks.min() < 0 or tasks.max() >= self._n_tasks):
                 raise ValueError(f"unknown task in batch: tasks are 0..{self._n_tasks - 1}")
         return batch.preprocessed(self._bias, self._normalize), labels, tasks

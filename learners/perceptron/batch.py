@@ -21,32 +21,29 @@ __all__ = ["sequential_mistakes"]
 _NEG_TINY = float(np.nextafter(0.0, -1.0))
 
 
-def sequential_mistakes(
-    base: np.ndarray, y: np.ndarray, H: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Scores and mistaken rows of a batch processed row by row.
+def sequential_mistakes(z: np.ndarray, y: np.ndarray, Hy: np.ndarray) -> np.ndarray:
+    """Find the mistakes of a batch processed row by row, in signed-margin form.
 
     Parameters
     ----------
-    base : ndarray, shape (n,)
-        Score of every row under the weights at the start of the batch.
+    z : ndarray, shape (n,)
+        Signed margins ``y_k * score_k`` of every row under the weights at the start
+        of the batch. Updated in place to the signed margin each row has when it is
+        reached (so ``z * y`` are the test-then-train scores).
     y : ndarray, shape (n,)
         Labels in {-1, +1}.
-    H : ndarray, shape (n, n)
-        ``H[j, k]``: change of row k's score when row j (j < k) is a mistake.
+    Hy : ndarray, shape (n, n)
+        ``Hy[j, k] = y_k * H[j, k]``: change of row k's signed margin when row j
+        (j < k) is a mistake, with ``H[j, k] = y_j c(t_k, t_j) <x_j, x_k>``.
 
     Returns
     -------
-    scores : ndarray, shape (n,)
-        The score of each row just before it was learned (ties predict +1).
     mistakes : ndarray of int64
         Indices of the rows that were mistakes, increasing.
     """
-    z = base * y  # signed margins
     # Row k is a mistake iff its prediction (+1 when the score is >= 0) differs from y_k:
     # for y = +1 that is z < 0, i.e. z <= -tiny; for y = -1 it is z <= 0.
     thr = np.where(y > 0.0, _NEG_TINY, 0.0)
-    Hy = H * y[None, :]
     n = z.shape[0]
     found: list[int] = []
     pos = 0
@@ -59,4 +56,4 @@ def sequential_mistakes(
         found.append(j)
         z[j + 1 :] += Hy[j, j + 1 :]
         pos = j + 1
-    return z * y, np.asarray(found, dtype=np.int64)
+    return np.asarray(found, dtype=np.int64)

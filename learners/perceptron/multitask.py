@@ -45,6 +45,7 @@ __all__ = [
     "MistakeDriven",
     "MultitaskPerceptron",
     "PooledPerceptron",
+    "add_rows",
     "is_mistake",
 ]
 
@@ -73,6 +74,14 @@ def rank_one_update(W: np.ndarray, coef: np.ndarray, x: Vec, scale: float) -> No
         W[:, x.idx] += np.outer(scale * coef, x.val)
 
 
+def add_rows(W: np.ndarray, rows: np.ndarray, values: np.ndarray) -> None:
+    """``W[rows[i]] += values[i]`` for every i, also when ``rows`` repeats."""
+    if len(set(rows.tolist())) == rows.shape[0]:
+        W[rows] += values
+    else:
+        np.add.at(W, rows, values)
+
+
 class MistakeDriven(Learner):
     """Shared batch path of mistake-driven learners with a fixed task coupling.
 
@@ -91,13 +100,15 @@ class MistakeDriven(Learner):
         if batch.dense is None or batch.n < 2 or not self._batch_fast_path():
             return super()._score_and_learn_batch(batch, y, tasks)
         X = batch.dense
-        base = self._batch_scores(X, tasks)
-        H = (X @ X.T) * (y[:, None] * self._batch_coupling(tasks))
-        scores, mistakes = sequential_mistakes(base, y, H)
+        z = self._batch_scores(X, tasks) * y
+        yX = X * y[:, None]
+        # Hy[j, k] = y_j y_k c(t_k, t_j) <x_j, x_k>: the signed-margin effect of a mistake on j.
+        Hy = (yX @ yX.T) * self._batch_coupling(tasks)
+        mistakes = sequential_mistakes(z, y, Hy)
         if mistakes.size:
-            self._batch_update(X[mistakes], y[mistakes], tasks[mistakes])
+            self._batch_update(yX[mistakes], tasks[mistakes])
             self.n_mistakes_ += int(mistakes.size)
-        return scores
+        return z * y
 
     def _batch_scores(self, X: np.ndarray, tasks: np.ndarray) -> np.ndarray:
         raise NotImplementedError
@@ -105,7 +116,8 @@ class MistakeDriven(Learner):
     def _batch_coupling(self, tasks: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
-    def _batch_update(self, X: np.ndarray, y: np.ndarray, tasks: np.ndarray) -> None:
+    def _batch_update(self, yX: np.ndarray, tasks: np.ndarray) -> None:
+        """Apply the updates of the mistaken rows; row i of ``yX`` is ``y_i x_i``."""
         raise NotImplementedError
 
 
@@ -155,10 +167,10 @@ class IndependentPerceptrons(MistakeDriven):
         return np.einsum("ij,ij->i", X, self.W_[tasks])
 
     def _batch_coupling(self, tasks: np.ndarray) -> np.ndarray:
-        return (tasks[:, None] == tasks[None, :]).astype(np.float64)
+        return np.equal.outer(tasks, tasks)
 
-    def _batch_update(self, X: np.ndarray, y: np.ndarray, tasks: np.ndarray) -> None:
-        np.add.at(self.W_, tasks, y[:, None] * X)
+    def _batch_update(self, yX: np.ndarray, tasks: np.ndarray) -> None:
+        add_rows(self.W_, tasks, yX)
 
 
 @register
@@ -206,8 +218,8 @@ class PooledPerceptron(MistakeDriven):
     def _batch_coupling(self, tasks: np.ndarray) -> np.ndarray:
         return np.ones((tasks.shape[0], tasks.shape[0]))
 
-    def _batch_update(self, X: np.ndarray, y: np.ndarray, tasks: np.ndarray) -> None:
-        self.w_ += y @ X
+    def _batch_update(self, yX: np.ndarray, tasks: np.ndarray) -> None:
+        self.w_ += yX.sum(axis=0)
 
 
 @register
@@ -280,8 +292,8 @@ class MatrixPerceptron(MistakeDriven):
         # c(t_k, t_j) = (A^{-1})_{t_k, t_j}; A^{-1} is symmetric.
         return self.Ainv_[tasks[:, None], tasks[None, :]]
 
-    def _batch_update(self, X: np.ndarray, y: np.ndarray, tasks: np.ndarray) -> None:
-        self.W_ += self.Ainv_[:, tasks] @ (y[:, None] * X)
+    def _batch_update(self, yX: np.ndarray, tasks: np.ndarray) -> None:
+        self.W_ += self.Ainv_[:, tasks] @ yX
 
 
 def _square_matrix(v: Any) -> np.ndarray:
@@ -464,13 +476,12 @@ class MultitaskPerceptron(MatrixPerceptron):
         if not self.uses_b_family:
             return super()._batch_coupling(tasks)
         b = self._b()
-        same = (tasks[:, None] == tasks[None, :]).astype(np.float64)
-        return (same + b / self.n_tasks) / (1.0 + b)
+        beta = b / self.n_tasks
+        return np.where(np.equal.outer(tasks, tasks), (1.0 + beta) / (1.0 + b), beta / (1.0 + b))
 
-    def _batch_update(self, X: np.ndarray, y: np.ndarray, tasks: np.ndarray) -> None:
+    def _batch_update(self, yX: np.ndarray, tasks: np.ndarray) -> None:
         if not self.uses_b_family:
-            super()._batch_update(X, y, tasks)
+            super()._batch_update(yX, tasks)
             return
-        yX = y[:, None] * X
-        np.add.at(self.V_, tasks, yX)
+        add_rows(self.V_, tasks, yX)
         self.s_ += yX.sum(axis=0)
