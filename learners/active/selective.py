@@ -135,8 +135,6 @@ ADAPTIVE_B = Param(
 
 
 def _check_base_class(cls: type[Learner]) -> None:
-    if cls.active:
-        raise ValueError(f"base learner {cls.name!r} is already active")
     if cls.kind == "regression":
         raise ValueError(f"base learner {cls.name!r} is a regression learner, not a classifier")
 
@@ -247,8 +245,10 @@ class SelectiveSampling(Learner):
         name, params = self._base_spec()
         base = make(name, n_features=self.dim, n_tasks=self.n_tasks, seed=self.seed, **params)
         _check_base_class(type(base))
-        if base.is_active or base.label_kind != "classification":
-            raise ValueError(f"base learner {name!r} must be a passive classifier")
+        if base.is_active:
+            raise ValueError(f"base learner {name!r} is already active")
+        if base.label_kind != "classification":
+            raise ValueError(f"base learner {name!r} must be a classifier")
         self.base_ = base
         self.n_updates_ = np.zeros(self.n_tasks, dtype=np.int64)
         self.radius2_ = np.zeros(self.n_tasks)
