@@ -1,0 +1,182 @@
+"""ROM-PGD: robust online multitask learning by proximal gradient descent.
+
+zhang2018 Algorithm 1, in the per-event form of algorithms.md Sec. 5 for our
+one-task-per-event stream.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from learners.base import APPEND_BIAS, L2_NORMALIZE, Param, non_negative, positive
+from learners.inputs import Vec
+from learners.registry import register
+from learners.rom.base import OUTLIER_THRESHOLD, ZHANG2018, RobustMultitask, hinge_active
+from learners.rom.prox import shrink_factor
+from learners.rom.scaled import add_scaled, rescale, scaled_dense
+
+__all__ = ["RobustPGD"]
+
+
+@register
+class RobustPGD(RobustMultitask):
+    """ROM-PGD (zhang2018 Algorithm 1): ``w_i = u + p_i + q_i`` by proximal gradient steps.
+
+    On an event ``(x, y)`` of task ``i`` with ``m = K`` tasks, the prediction is
+    ``SGN(w_i . x)`` and, with the hinge subgradient ``g = -y x`` (0 when
+    ``y w_i . x >= 1``), all evaluated at the current ``w_i``:
+
+    * if the loss is positive (else ``p_i``, ``q_i`` are unchanged, as in
+      Algorithm 1):
+
+      - Eq. 7:  ``p_i <- (p_i - eta g) / (1 + beta eta)``;
+      - Eq. 8:  ``q_hat = q_i - eta g``;
+      - Eq. 10: ``q_i <- max(0, 1 - eta gamma / ||q_hat||) q_hat`` (the minimiser of
+        Eq. 9, group soft-thresholding);
+
+    * on every event, Eq. 6: ``u <- (u - (eta/m) g) / (1 + alpha eta / m)``.
+
+    **Per-event form.** The paper's round gives every task one instance and
+    updates ``u`` once per round with ``(eta/m) * sum_i g_i`` over all m tasks.
+    Our stream gives one task per event, so each event is treated as a round in
+    which only the present task has an instance: absent tasks contribute zero
+    gradient (their ``p``, ``q`` do not move) and the sum in Eq. 6 has the present
+    task's gradient only, keeping the ``eta/m`` and ``alpha eta / m`` factors with
+    ``m = K`` (algorithms.md Sec. 5.5). Differences from synchronous rounds: the
+    shrink of ``u`` is applied per event, so K events shrink ``u`` by
+    ``(1 + alpha eta / K)^-K ~ exp(-alpha eta)`` where one paper round shrinks it by
+    ``1 / (1 + alpha eta / m)`` (our ``alpha`` plays the role of the paper's
+    ``alpha / m``), and a task sees the ``u`` updated by every earlier event,
+    not the ``u`` frozen at the start of the round.
+
+    **Cost.** O(nnz(x)) per event and per prediction: ``u``, each ``p_i`` and
+    each ``q_i`` are stored as a scalar times an array (:mod:`learners.rom.scaled`),
+    so the shrinks of Eqs. 6, 7 and 10 are scalar multiplications, and
+    ``||q_i||^2`` is kept up to date from ``q_i . x`` and ``||x||^2`` so Eq. 10
+    needs no pass over ``q_i``. Exceptions: a scale that falls below 1e-100 is
+    folded into its array (O(d), rare), and a ``q_i`` that Eq. 10 sets to zero
+    is cleared (an O(d) memset).
+
+    **Outlier tasks.** ``outlier_scores()`` is ``||q_i||_2``. Note
+    (algorithms.md Sec. 5.4): from ``q_i = 0`` one step gives ``||q_hat|| =
+    eta ||x||``, so ``q_i`` can only leave zero on an event with ``||x|| > gamma``.
+
+    Attributes
+    ----------
+    u_, u_scale_ : ndarray (dim,), float
+        Shared part ``u = u_scale_ * u_``.
+    P_, p_scale_ : ndarray (K, dim), ndarray (K,)
+        Individual parts ``p_i = p_scale_[i] * P_[i]``.
+    Q_, q_scale_, q_sqnorm_ : ndarray (K, dim), ndarray (K,), ndarray (K,)
+        Outlier parts ``q_i = q_scale_[i] * Q_[i]`` and ``||q_i||^2``.
+    n_updates_ : int
+        Events with a positive hinge loss.
+    """
+
+    name = "rom-pgd"
+    summary = "ROM-PGD: shared + individual + group-lasso outlier parts, proximal gradient"
+    paper = f"{ZHANG2018} (Algorithm 1, Eqs. 6-10)"
+    params = (
+        Param("eta", 0.1, "Learning rate eta (Eqs. 6-8).", positive),
+        Param("alpha", 1e-3, "Ridge weight alpha on the shared part u (Eq. 6).", non_negative),
+        Param("beta", 1e-3, "Ridge weight beta on the individual parts p_i (Eq. 7).", non_negative),
+        Param("gamma", 0.5, "Group-lasso weight gamma on the columns q_i (Eq. 10).", non_negative),
+        OUTLIER_THRESHOLD,
+        APPEND_BIAS,
+        L2_NORMALIZE,
+    )
+    conformance_params = (
+        {},
+        {"gamma": 0.0, "alpha": 0.0, "beta": 0.0},
+        {"gamma": 5.0, "alpha": 10.0, "eta": 0.5, "append_bias": True, "l2_normalize": True},
+    )
+    state_fields = (
+        "u_",
+        "u_scale_",
+        "P_",
+        "p_scale_",
+        "Q_",
+        "q_scale_",
+        "q_sqnorm_",
+        "n_updates_",
+    )
+
+    def _init_state(self) -> None:
+        K, d = self.n_tasks, self.dim
+        self.u_ = np.zeros(d)
+        self.u_scale_ = 1.0
+        self.P_ = np.zeros((K, d))
+        self.p_scale_ = np.ones(K)
+        self.Q_ = np.zeros((K, d))
+        self.q_scale_ = np.ones(K)
+        self.q_sqnorm_ = np.zeros(K)
+        self.n_updates_ = 0
+
+    def _parts(self, x: Vec, task: int) -> tuple[float, float, float]:
+        """``(u.x, p_i.x, q_i.x)``, O(nnz)."""
+        return (
+            self.u_scale_ * x.dot(self.u_),
+            float(self.p_scale_[task]) * x.dot(self.P_[task]),
+            float(self.q_scale_[task]) * x.dot(self.Q_[task]),
+        )
+
+    def _decision(self, x: Vec, task: int) -> float:
+        ux, px, qx = self._parts(x, task)
+        return ux + px + qx
+
+    def _learn(self, x: Vec, y: float, task: int) -> None:
+        eta, m = self.hyper["eta"], self.n_tasks
+        ux, px, qx = self._parts(x, task)
+        if hinge_active(ux + px + qx, y):
+            # g = -y x, so "- eta g" adds eta * y * x.
+            self.n_updates_ += 1
+            self._step_individual(x, y * eta, task)
+            self._step_outlier(x, y * eta, qx, task)
+            add_scaled(x, self.u_, self.u_scale_, y * eta / m)
+        self.u_scale_ = rescale(self.u_, self.u_scale_, 1.0 / (1.0 + self.hyper["alpha"] * eta / m))
+
+    def _step_individual(self, x: Vec, step: float, task: int) -> None:
+        """Eq. 7: ``p_i <- (p_i + step x) / (1 + beta eta)`` with ``step = eta y``."""
+        add_scaled(x, self.P_[task], float(self.p_scale_[task]), step)
+        shrink = 1.0 / (1.0 + self.hyper["beta"] * self.hyper["eta"])
+        self.p_scale_[task] = rescale(self.P_[task], float(self.p_scale_[task]), shrink)
+
+    def _step_outlier(self, x: Vec, step: float, qx: float, task: int) -> None:
+        """Eqs. 8 and 10: ``q_hat = q_i + step x``, then group soft-thresholding at eta gamma."""
+        sq_hat = max(float(self.q_sqnorm_[task]) + 2.0 * step * qx + step * step * x.sqnorm(), 0.0)
+        factor = shrink_factor(float(np.sqrt(sq_hat)), self.hyper["eta"] * self.hyper["gamma"])
+        if factor == 0.0:
+            if self.q_sqnorm_[task] > 0.0:
+                self.Q_[task] = 0.0
+            self.q_scale_[task] = 1.0
+            self.q_sqnorm_[task] = 0.0
+            return
+        add_scaled(x, self.Q_[task], float(self.q_scale_[task]), step)
+        self.q_scale_[task] = rescale(self.Q_[task], float(self.q_scale_[task]), factor)
+        self.q_sqnorm_[task] = factor * factor * sq_hat
+
+    def _add_task(self) -> None:
+        d = self.dim
+        self.P_ = np.vstack([self.P_, np.zeros((1, d))])
+        self.Q_ = np.vstack([self.Q_, np.zeros((1, d))])
+        self.p_scale_ = np.append(self.p_scale_, 1.0)
+        self.q_scale_ = np.append(self.q_scale_, 1.0)
+        self.q_sqnorm_ = np.append(self.q_sqnorm_, 0.0)
+
+    def shared_weights(self) -> np.ndarray:
+        """The shared part ``u``, shape ``(dim,)``."""
+        return scaled_dense(self.u_, self.u_scale_)
+
+    def individual_weights(self) -> np.ndarray:
+        """The individual parts ``p_i`` as rows, shape ``(K, dim)``."""
+        return scaled_dense(self.P_, self.p_scale_)
+
+    def outlier_weights(self) -> np.ndarray:
+        """The outlier parts ``q_i`` as rows, shape ``(K, dim)``."""
+        return scaled_dense(self.Q_, self.q_scale_)
+
+    def _task_weights(self) -> np.ndarray:
+        return self.shared_weights() + self.individual_weights() + self.outlier_weights()
+
+    def _outlier_norms(self) -> np.ndarray:
+        return np.asarray(np.linalg.norm(self.outlier_weights(), axis=1))
