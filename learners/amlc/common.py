@@ -1,0 +1,90 @@
+"""Pieces shared by the active multitask learners of xu2018 (AMLC and its baselines).
+
+The AMLC paper (Xu, Tang & Jebara 2018, Sec. 4.2) compares five learners that
+all keep one Perceptron weight vector per task and draw their query decisions
+from the learner's seeded generator. This module holds what they share:
+
+* the preprocessing of the authors' code (append a bias 1, then L2-normalise;
+  algorithms.md Sec. 3 "Common"), on by default;
+* :class:`PerTaskPerceptrons`, the ``W`` (K x d) state with run-time task growth;
+* the sign conventions (algorithms.md Sec. 0: ``SGN(0) = +1`` by default) and
+  the Bernoulli query rule ``b / (b + |margin|)`` of selective sampling
+  (Cesa-Bianchi, Gentile & Zaniboni 2006; algorithms.md Sec. 6).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import ClassVar
+
+import numpy as np
+
+from learners.base import APPEND_BIAS, L2_NORMALIZE, Learner, Param
+from learners.inputs import Vec
+
+__all__ = [
+    "APPEND_BIAS_ON",
+    "L2_NORMALIZE_ON",
+    "XU2018",
+    "PerTaskPerceptrons",
+    "hinge_losses",
+    "query_probability",
+    "sgn",
+]
+
+XU2018 = "Xu, Tang, Jebara. Active Multitask Learning with Committees. 2018"
+
+#: ``append_bias`` on by default, as in the AMLC and PEER code (algorithms.md Sec. 3).
+APPEND_BIAS_ON = dataclasses.replace(APPEND_BIAS, default=True)
+#: ``l2_normalize`` on by default, as in the AMLC and PEER code (algorithms.md Sec. 3).
+L2_NORMALIZE_ON = dataclasses.replace(L2_NORMALIZE, default=True)
+
+
+def sgn(score: float, tie: float = 1.0) -> float:
+    """``SGN(score)`` in {-1, +1}, with ``SGN(0) = tie`` (algorithms.md Sec. 0)."""
+    if score > 0.0:
+        return 1.0
+    if score < 0.0:
+        return -1.0
+    return tie
+
+
+def query_probability(b: float, margin: float) -> float:
+    """Selective-sampling query probability ``b / (b + |margin|)`` (xu2018 Alg. 1, line 8)."""
+    return b / (b + abs(margin))
+
+
+def hinge_losses(margins: np.ndarray, y: float) -> np.ndarray:
+    """``l_m = (1 - y <x, w_m>)_+`` for all tasks at once (xu2018 Sec. 2)."""
+    return np.maximum(0.0, 1.0 - y * margins)
+
+
+class PerTaskPerceptrons(Learner):
+    """Base of the xu2018 learners: one Perceptron weight vector per task.
+
+    Attributes
+    ----------
+    W_ : ndarray, shape (K, d)
+        Row k is task k's own weight vector ``w_k``, initialised to 0.
+    """
+
+    active: ClassVar[bool] = True
+    state_fields: ClassVar[tuple[str, ...]] = ("W_",)
+    params: ClassVar[tuple[Param, ...]] = ()
+
+    def _init_state(self) -> None:
+        self.W_ = np.zeros((self.n_tasks, self.dim))
+
+    def _margins(self, x: Vec) -> np.ndarray:
+        """``<x, w_m>`` for every task m at once: O(K nnz(x))."""
+        return np.asarray(x.dots(self.W_), dtype=np.float64)
+
+    def _decision(self, x: Vec, task: int) -> float:
+        return x.dot(self.W_[task])
+
+    def _add_task(self) -> None:
+        """A new task starts with ``w = 0``, like the tasks at the start."""
+        self.W_ = np.vstack([self.W_, np.zeros((1, self.dim))])
+
+    def _task_weights(self) -> np.ndarray:
+        return self.W_.copy()

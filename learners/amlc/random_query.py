@@ -1,0 +1,62 @@
+"""The "Random" baseline of xu2018 (Sec. 4.2; algorithms.md Sec. 3.1)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from learners.amlc.common import APPEND_BIAS_ON, L2_NORMALIZE_ON, XU2018, PerTaskPerceptrons, sgn
+from learners.base import BUDGET, Param
+from learners.inputs import Vec
+from learners.registry import register
+
+__all__ = ["RandomQuery"]
+
+
+def _probability(v: Any) -> float:
+    """A finite float in (0, 1]."""
+    f = float(v)
+    if not 0.0 < f <= 1.0:
+        raise ValueError(f"must be a probability in (0, 1], got {v!r}")
+    return f
+
+
+@register
+class RandomQuery(PerTaskPerceptrons):
+    """Random querying: independent per-task Perceptrons that ask for a label by a coin flip.
+
+    xu2018 Sec. 4.2, "Random does not use any measure of confidence": each
+    example is queried with probability ``query_rate`` (1/2 in the paper),
+    independently of the margin. On a queried mistake, ``SGN(<x, w_k>) != y``
+    (``SGN(0) = +1``), the task's own Perceptron steps: ``w_k += y x``. No
+    knowledge is shared between tasks; :meth:`relation_matrix` is the identity.
+
+    Attributes
+    ----------
+    W_ : ndarray, shape (K, d)
+        One Perceptron weight vector per task.
+    """
+
+    name = "random-query"
+    summary = "Per-task Perceptrons that query each label with a fixed probability (xu2018 Random)"
+    paper = f"{XU2018} (Sec. 4.2, Random)"
+    params = (
+        Param(
+            "query_rate", 0.5, "Probability of querying each label (1/2 in xu2018).", _probability
+        ),
+        APPEND_BIAS_ON,
+        L2_NORMALIZE_ON,
+        BUDGET,
+    )
+    conformance_params = ({}, {"query_rate": 0.2, "append_bias": False, "l2_normalize": False})
+
+    def _query(self, x: Vec, task: int) -> bool:
+        return bool(self.rng.random() < self.hyper["query_rate"])
+
+    def _learn(self, x: Vec, y: float, task: int) -> None:
+        if sgn(x.dot(self.W_[task])) != y:
+            x.add_to(self.W_[task], y)
+
+    def _relation(self) -> np.ndarray:
+        return np.eye(self.n_tasks)
