@@ -1,0 +1,140 @@
+"""cmtl-second-order: the dual (Schur) form against the primal form of algorithms.md Sec. 1.3."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import learners
+from learners.perceptron.interaction import b_family_matrix, graph_matrix
+from tests.learners.reference import compound, second_order_primal
+
+
+def noisy_stream(
+    n: int, n_tasks: int, d: int, seed: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Related tasks with 10% flipped labels, so that mistakes keep coming."""
+    rng = np.random.default_rng(seed)
+    w0 = rng.normal(size=d)
+    W = w0 + 0.5 * rng.normal(size=(n_tasks, d))
+    X = rng.normal(size=(n, d))
+    tasks = rng.integers(n_tasks, size=n)
+    y = np.where(np.einsum("ij,ij->i", X, W[tasks]) >= 0, 1.0, -1.0)
+    y[rng.random(n) < 0.1] *= -1
+    return X, y, tasks
+
+
+def run(model: learners.Learner, X: np.ndarray, y: np.ndarray, tasks: np.ndarray) -> np.ndarray:
+    scores = np.empty(len(X))
+    for n, (x, label, t) in enumerate(zip(X, y, tasks.tolist(), strict=True)):
+        scores[n] = model.decision_one(x, t)
+        model.learn_one(x, label, t)
+    return scores
+
+
+def test_hand_worked_steps():
+    """K = 2, d = 1, b-family with b = K = 2, a = 1.
+
+    ``A = 3I - 11^T = [[2, -1], [-1, 2]]``, ``A^{-1} = (I + 11^T)/3 = [[2/3, 1/3], [1/3, 2/3]]``.
+
+    1. x = 1, task 0, y = -1: no mistakes yet, margin 0, predicts +1: a mistake.
+       ``G = [2/3]``, ``Q = (1 + 2/3)^{-1} = 3/5``.
+    2. x = 2, task 1, y = +1: ``k = (A^{-1})_{01} * 1 * 2 = 2/3``, ``u = Q k = 2/5``,
+       ``kappa = (A^{-1})_{11} * 4 = 8/3``, ``sigma = 1 + 8/3 - (2/3)(2/5) = 17/5``,
+       margin ``= a y_M u / sigma = -(2/5)/(17/5) = -2/17`` (primal: ``v0 = (-1, 0)``,
+       ``aA + phi1 phi1^T + phi2 phi2^T = [[3, -1], [-1, 6]]``, inverse ``[[6, 1], [1, 3]]/17``,
+       ``v0^T inv phi2 = -2/17``). A mistake: ``Q = [[3/5 + u^2/sigma, -u/sigma], [., 1/sigma]]
+       = [[11/17, -2/17], [-2/17, 5/17]]`` (= ``(I + G)^{-1}``, ``G = [[2/3, 2/3], [2/3, 8/3]]``).
+    3. x = 1, task 0: ``k = (2/3, 2/3)``, ``u = Q k = (6/17, 2/17)``, ``kappa = 2/3``,
+       ``sigma = 5/3 - (2/3)(8/17) = 23/17``, margin ``= (-6/17 + 2/17)/(23/17) = -4/23``
+       (primal: ``v0 = (-1, 2)``, matrix ``[[4, -1], [-1, 6]]``, inverse ``[[6, 1], [1, 4]]/23``).
+    """
+    model = learners.make("cmtl-second-order", n_features=1, n_tasks=2)
+    assert model.decision_one(np.array([1.0]), 0) == 0.0
+    model.learn_one(np.array([1.0]), -1, 0)
+    assert model.state_dict()["state.Q_"] == pytest.approx(np.array([[3 / 5]]), abs=1e-15)
+    assert model.decision_one(np.array([2.0]), 1) == pytest.approx(-2 / 17, abs=1e-15)
+    model.learn_one(np.array([2.0]), 1, 1)
+    Q = model.state_dict()["state.Q_"]
+    np.testing.assert_allclose(Q, np.array([[11, -2], [-2, 5]]) / 17, atol=1e-15)
+    assert model.decision_one(np.array([1.0]), 0) == pytest.approx(-4 / 23, abs=1e-15)
+    model.learn_one(np.array([1.0]), 1, 0)  # margin -4/23 predicts -1: a mistake
+    assert model.state_dict()["state.n_mistakes_"] == 3
+
+
+CASES = [
+    ({}, lambda K: b_family_matrix(K, K), 1.0),
+    ({"a": 0.1, "b": 0.0}, lambda K: np.eye(K), 0.1),
+    ({"a": 3.0, "b": 1.5}, lambda K: b_family_matrix(K, 1.5), 3.0),
+    (
+        {"graph": np.array([[0, 1, 0], [1, 0, 2], [0, 2, 0]], dtype=float), "graph_scale": 0.5},
+        lambda K: graph_matrix(np.array([[0, 1, 0], [1, 0, 2], [0, 2, 0]], dtype=float), 0.5),
+        1.0,
+    ),
+    (
+        {"A": np.array([[2.0, 0.5, -0.3], [0.5, 1.0, 0.2], [-0.3, 0.2, 1.5]])},
+        lambda K: np.array([[2.0, 0.5, -0.3], [0.5, 1.0, 0.2], [-0.3, 0.2, 1.5]]),
+        1.0,
+    ),
+]
+
+
+@pytest.mark.parametrize(("params", "matrix", "a"), CASES)
+def test_dual_equals_primal(params, matrix, a):
+    """The dual Schur-complement margins equal the explicit (aA(x) + sum phi phi^T)^{-1} ones."""
+    K, d = 3, 4
+    X, y, tasks = noisy_stream(400, K, d, seed=11)
+    model = learners.make("cmtl-second-order", n_features=d, n_tasks=K, **params)
+    dual = run(model, X, y, tasks)
+    primal, mistakes = second_order_primal(X, y, tasks, matrix(K), a)
+    np.testing.assert_allclose(dual, primal, rtol=1e-9, atol=1e-9)
+    assert model.state_dict()["state.n_mistakes_"] == len(mistakes) > 50
+    np.testing.assert_allclose(model.relation_matrix(), matrix(K), atol=1e-12)
+
+
+def test_add_task_rebuilds_the_inverse_for_the_b_family():
+    """With b = K, adding a task changes A^{-1} for all tasks; margins follow the new A."""
+    K, d, a = 3, 3, 1.0
+    X, y, tasks = noisy_stream(150, K, d, seed=12)
+    model = learners.make("cmtl-second-order", n_features=d, n_tasks=K)
+    run(model, X, y, tasks)
+    model.add_task()
+    state = model.state_dict()
+    Xm, ym, tm = state["state.X_"], state["state.y_"], state["state.tasks_"]
+    A = b_family_matrix(K + 1, K + 1)
+    M = a * np.kron(A, np.eye(d)) + sum(
+        np.outer(compound(x, t, K + 1), compound(x, t, K + 1)) for x, t in zip(Xm, tm)
+    )
+    v0 = sum(label * compound(x, t, K + 1) for x, label, t in zip(Xm, ym, tm))
+    probe = np.random.default_rng(0).normal(size=(10, d))
+    for x in probe:
+        for t in range(K + 1):
+            phi = compound(x, t, K + 1)
+            expected = v0 @ np.linalg.solve(M + np.outer(phi, phi), phi)
+            assert model.decision_one(x, t) == pytest.approx(expected, rel=1e-9, abs=1e-12)
+
+
+def test_large_a_makes_the_same_mistakes_as_cmtl():
+    """As a -> inf, (aA(x) + S)^{-1} -> A(x)^{-1}/a: the first-order multitask Perceptron."""
+    K, d = 4, 5
+    X, y, tasks = noisy_stream(600, K, d, seed=13)
+    second = learners.make("cmtl-second-order", n_features=d, n_tasks=K, a=1e9, b=2.0)
+    first = learners.make("cmtl", n_features=d, n_tasks=K, b=2.0)
+    s2, s1 = run(second, X, y, tasks), run(first, X, y, tasks)
+    np.testing.assert_array_equal(s2 >= 0, s1 >= 0)
+    assert second.state_dict()["state.n_mistakes_"] == first.state_dict()["state.n_mistakes_"]
+
+
+@settings(max_examples=15, deadline=None)
+@given(scale=st.floats(0.1, 10.0), seed=st.integers(0, 10_000))
+def test_scaling_x_by_c_and_a_by_c_squared_changes_nothing(scale, seed):
+    """v0^T (aA + sum phi phi^T)^{-1} phi is invariant under x -> c x, a -> c^2 a."""
+    K, d = 3, 3
+    X, y, tasks = noisy_stream(80, K, d, seed=seed)
+    base = learners.make("cmtl-second-order", n_features=d, n_tasks=K, a=0.7)
+    scaled = learners.make("cmtl-second-order", n_features=d, n_tasks=K, a=0.7 * scale**2)
+    s_base = run(base, X, y, tasks)
+    s_scaled = run(scaled, scale * X, y, tasks)
+    np.testing.assert_allclose(s_scaled, s_base, rtol=1e-7, atol=1e-10)
