@@ -1,0 +1,98 @@
+"""ELLA's accumulators and basis updates (Ruvolo & Eaton 2013; algorithms.md Sec. 4.3, 4.7).
+
+With ``vec(L)`` stacking the columns of ``L`` (block ``j`` is column ``j``), ELLA keeps
+
+    A = sum_t (s_t s_t^T) kron D_t        (dk x dk),
+    b = sum_t s_t kron (D_t theta_t)      (dk),
+
+over the tasks that have contributed. The basis objective for fixed codes is
+
+    F(L) = lam ||L||_F^2 + (1/T) sum_t ||theta_t - L s_t||^2_{D_t},
+
+whose exact minimiser is ``vec(L) = (A/T + lam I)^{-1} b / T`` (:func:`solve_basis`,
+O((dk)^3)). ELLA Incremental instead minimises ``F`` over one column at a time,
+``(A_jj/T + lam I) l_j = (b_j - sum_{r != j} A_jr l_r) / T`` (:func:`update_columns`,
+O(d^3 + k d^2) per column), which can never increase ``F``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+__all__ = [
+    "basis_objective",
+    "contribution",
+    "eq7_objective",
+    "solve_basis",
+    "update_columns",
+]
+
+
+def contribution(s: np.ndarray, D: np.ndarray, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One task's terms ``((s s^T) kron D, s kron (D theta))``."""
+    return np.kron(np.outer(s, s), D), np.kron(s, D @ theta)
+
+
+def _vec(L: np.ndarray) -> np.ndarray:
+    return L.T.reshape(-1)
+
+
+def _unvec(v: np.ndarray, d: int, k: int) -> np.ndarray:
+    return np.ascontiguousarray(v.reshape(k, d).T)
+
+
+def solve_basis(A: np.ndarray, b: np.ndarray, T: int, lam: float, d: int, k: int) -> np.ndarray:
+    """ELLA's L step: the minimiser of ``F`` for ``T >= 1`` contributed tasks."""
+    system = A / T + lam * np.eye(d * k)
+    system = 0.5 * (system + system.T)
+    if lam > 0:
+        v = np.linalg.solve(system, b / T)
+    else:
+        v = np.linalg.lstsq(system, b / T, rcond=None)[0]
+    return _unvec(v, d, k)
+
+
+def update_columns(
+    L: np.ndarray, A: np.ndarray, b: np.ndarray, T: int, lam: float, columns: Iterable[int]
+) -> np.ndarray:
+    """ELLA Incremental: one block Gauss-Seidel pass over ``columns`` (in the given order).
+
+    Each column is set to the minimiser of ``F`` with every other column fixed,
+    using the columns already updated in this pass. Returns a new ``L``.
+    """
+    d = L.shape[0]
+    L = L.copy()
+    for j in columns:
+        rows = slice(j * d, (j + 1) * d)
+        rhs = b[rows] - A[rows] @ _vec(L) + A[rows, rows] @ L[:, j]
+        system = A[rows, rows] / T + lam * np.eye(d)
+        system = 0.5 * (system + system.T)
+        if lam > 0:
+            L[:, j] = np.linalg.solve(system, rhs / T)
+        else:
+            L[:, j] = np.linalg.lstsq(system, rhs / T, rcond=None)[0]
+    return L
+
+
+def basis_objective(
+    L: np.ndarray, S: np.ndarray, thetas: np.ndarray, Ds: np.ndarray, lam: float
+) -> float:
+    """``F(L) = lam ||L||_F^2 + (1/T) sum_t ||theta_t - L s_t||^2_{D_t}`` over the given tasks."""
+    R = thetas - S @ L.T
+    T = max(S.shape[0], 1)
+    return float(lam * np.sum(L * L) + np.einsum("ti,tij,tj->", R, Ds, R) / T)
+
+
+def eq7_objective(
+    L: np.ndarray, S: np.ndarray, thetas: np.ndarray, Ds: np.ndarray, n: np.ndarray, mu: float
+) -> float:
+    """ruvolo2014 Eq. (7) with the L1 relaxation: ``sum_t ||theta_t - L s_t||^2_{D_t} / n_t + mu ||s_t||_1``.
+
+    This is the quality the Dual Update tests the ELLA-SVD step against
+    (algorithms.md Sec. 4.8 and Sec. 8 #13).
+    """
+    R = thetas - S @ L.T
+    fit = np.einsum("ti,tij,tj->t", R, Ds, R) / np.maximum(n, 1)
+    return float(fit.sum() + mu * np.abs(S).sum())

@@ -1,0 +1,131 @@
+"""The registered ELLA-family learners: one basis step each (ruvolo2014; algorithms.md Sec. 4).
+
+All share :class:`~learners.ella.model.BasisLearner` (statistics, refresh schedule,
+Lasso codes, accumulators); they differ only in what a refresh of task ``t`` does
+to the basis after ``s_t`` was recomputed.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+
+from learners.base import Param
+from learners.ella.lasso import sparse_code
+from learners.ella.model import COMMON_PARAMS, RUVOLO2013, RUVOLO2014, BasisLearner, positive_int
+from learners.registry import register
+
+__all__ = ["Ella", "EllaDual", "EllaIncremental", "EllaSvd", "MtlSvd"]
+
+
+@register
+class Ella(BasisLearner):
+    """ELLA (Ruvolo & Eaton 2013): after each refresh, ``L`` is the exact minimiser of
+    ``lam ||L||_F^2 + (1/T) sum_t ||theta_t - L s_t||^2_{D_t}`` given the codes.
+
+    >>> import numpy as np, learners
+    >>> model = learners.make("ella", n_features=2, n_tasks=2, k=2, refresh_every=2)
+    >>> X = np.array([[1.0, 0.0], [0.0, 1.0]])
+    >>> model.learn_many(X, np.array([2.0, -1.0]), 0)
+    >>> round(model.predict_one(np.array([1.0, 0.0]), 0), 1)
+    2.0
+    """
+
+    name: ClassVar[str] = "ella"
+    summary: ClassVar[str] = "ELLA: shared basis, sparse codes, exact L step per new batch."
+    paper: ClassVar[str] = RUVOLO2013
+
+    def _update_basis(self, task: int) -> None:
+        self._ella_step()
+
+
+@register
+class EllaIncremental(BasisLearner):
+    """ELLA Incremental (ruvolo2014 Extensions): each column of ``L`` used by ``s_t`` is set
+    once to its minimiser of ELLA's basis objective, the others fixed (block Gauss-Seidel)."""
+
+    name: ClassVar[str] = "ella-incremental"
+    summary: ClassVar[str] = "ELLA with one column-wise (incremental) update of the used atoms."
+    paper: ClassVar[str] = RUVOLO2014
+
+    def _update_basis(self, task: int) -> None:
+        self._incremental_step(task)
+
+
+@register
+class EllaSvd(BasisLearner):
+    """ELLA-SVD (ruvolo2014): a GSVD step (Eqs. 8-10) for each atom used by ``s_t``, which
+    also revises that atom's entry in the codes of every task using it."""
+
+    name: ClassVar[str] = "ella-svd"
+    summary: ClassVar[str] = "ELLA-SVD: K-SVD-style GSVD update of the atoms the new task uses."
+    paper: ClassVar[str] = RUVOLO2014
+
+    def _update_basis(self, task: int) -> None:
+        self._svd_step(task)
+
+
+@register
+class EllaDual(BasisLearner):
+    """ELLA Dual Update (ruvolo2014): the ELLA-SVD step, undone when it worsens Eq. (7)
+    (L1 form, algorithms.md Sec. 8 #13), then the ELLA Incremental step.
+
+    ``svd_kept_`` and ``svd_undone_`` count how often the SVD step was kept or undone.
+    """
+
+    name: ClassVar[str] = "ella-dual"
+    summary: ClassVar[str] = (
+        "ELLA Dual Update: ELLA-SVD step (kept if Eq. 7 improves) + Incremental."
+    )
+    paper: ClassVar[str] = RUVOLO2014
+    state_fields: ClassVar[tuple[str, ...]] = (
+        *BasisLearner.state_fields,
+        "svd_kept_",
+        "svd_undone_",
+    )
+
+    def _init_state(self) -> None:
+        super()._init_state()
+        self.svd_kept_ = 0
+        self.svd_undone_ = 0
+
+    def _update_basis(self, task: int) -> None:
+        saved = (self.L_.copy(), self.S_.copy(), self.A_.copy(), self.b_.copy())
+        before = self.objective()
+        self._svd_step(task)
+        if self.objective() > before:
+            self.L_, self.S_, self.A_, self.b_ = saved
+            self.svd_undone_ += 1
+        else:
+            self.svd_kept_ += 1
+        self._incremental_step(task)
+
+
+@register
+class MtlSvd(BasisLearner):
+    """MTL-SVD (ruvolo2014 Algorithm 2), the batch method: each refresh reruns alternating
+    sweeps (all codes by Eq. 11, then every atom by the GSVD step) over all tasks
+    until Eq. (7) improves by less than ``tol`` (relative) or ``sweeps`` are done."""
+
+    name: ClassVar[str] = "mtl-svd"
+    summary: ClassVar[str] = "MTL-SVD: batch K-SVD-style multitask learning, rerun on each refresh."
+    paper: ClassVar[str] = RUVOLO2014
+    params: ClassVar[tuple[Param, ...]] = (
+        *COMMON_PARAMS,
+        Param("sweeps", 20, "Maximum alternating sweeps per refresh.", positive_int),
+        Param("tol", 1e-4, "Stop when Eq. (7) improves by less than this fraction.", float),
+    )
+
+    def _update_basis(self, task: int) -> None:
+        previous = self.objective()
+        for _ in range(int(self.hyper["sweeps"])):
+            for u in np.flatnonzero(self.used_).tolist():
+                code = sparse_code(self.L_, self.D_[u], self.theta_[u], self.hyper["mu"])
+                self._set_code(u, code)
+            for j in range(self.k):
+                self._gsvd_atom(j)
+            current = self.objective()
+            if previous - current <= self.hyper["tol"] * abs(previous):
+                break
+            previous = current
