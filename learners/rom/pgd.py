@@ -143,8 +143,13 @@ class RobustPGD(RobustMultitask):
 
     def _step_outlier(self, x: Vec, step: float, qx: float, task: int) -> None:
         """Eqs. 8 and 10: ``q_hat = q_i + step x``, then group soft-thresholding at eta gamma."""
-        sq_hat = max(float(self.q_sqnorm_[task]) + 2.0 * step * qx + step * step * x.sqnorm(), 0.0)
-        factor = shrink_factor(float(np.sqrt(sq_hat)), self.hyper["eta"] * self.hyper["gamma"])
+        sq_x = x.sqnorm()
+        if self.q_sqnorm_[task] == 0.0:  # q_i = 0: q_hat = step x exactly
+            norm_hat = abs(step) * float(np.sqrt(sq_x))
+        else:
+            sq = float(self.q_sqnorm_[task]) + 2.0 * step * qx + step * step * sq_x
+            norm_hat = float(np.sqrt(max(sq, 0.0)))
+        factor = shrink_factor(norm_hat, self.hyper["eta"] * self.hyper["gamma"])
         if factor == 0.0:
             if self.q_sqnorm_[task] > 0.0:
                 self.Q_[task] = 0.0
@@ -153,7 +158,7 @@ class RobustPGD(RobustMultitask):
             return
         add_scaled(x, self.Q_[task], float(self.q_scale_[task]), step)
         self.q_scale_[task] = rescale(self.Q_[task], float(self.q_scale_[task]), factor)
-        self.q_sqnorm_[task] = factor * factor * sq_hat
+        self.q_sqnorm_[task] = (factor * norm_hat) ** 2
 
     def _add_task(self) -> None:
         d = self.dim
