@@ -1,0 +1,21 @@
+"""Learned task relationships: saha2011's OMTL learners and BATCHOPT.
+
+* :mod:`learners.omtl.numerics` — symmetric eigendecomposition helpers with
+  eigenvalue floors (inverse, log, exp, square root, trace normalisation);
+* :mod:`learners.omtl.updates` — the A updates of Eqs. (3.7)-(3.10) and the
+  incremental Gram matrix, as pure functions;
+* :mod:`learners.omtl.learners` — ``omtl-logdet``, ``omtl-vonneumann``,
+  ``omtl-cov`` and ``batchopt`` (Algorithm 1, with the Sec. 4 active variant).
+"""
+
+from __future__ import annotations
+
+from learners.omtl.learners import (
+    BatchOptimal,
+    OMTLCovariance,
+    OMTLLogDet,
+    OMTLVonNeumann,
+    TaskRelationships,
+)
+
+__all__ = ["BatchOptimal", "OMTLCovariance", "OMTLLogDet", "OMTLVonNeumann", "TaskRelationships"]

@@ -1,0 +1,107 @@
+"""Spectral helpers for symmetric matrices, with eigenvalue floors.
+
+The interaction matrices of saha2011 (Sec. 3) are symmetric positive
+(semi)definite ``K x K`` matrices. Every matrix function here goes through one
+symmetric eigendecomposition ``M = Q diag(lam) Q^T`` (LAPACK ``syevd`` through
+:func:`numpy.linalg.eigh`), applies the scalar function to the eigenvalues and
+reassembles ``Q diag(f(lam)) Q^T``, symmetrised so that the result is exactly
+symmetric. This is the route saha2011 Sec. 3.3 recommends; the eigenvalue
+floors are what keeps it stable (the paper reports its spectral von Neumann
+update as unstable, Sec. 5.4).
+
+A *relative floor* ``floor`` clips eigenvalues at ``floor * max(lam)``, so the
+condition number of a floored matrix never exceeds ``1 / floor``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = [
+    "TINY",
+    "assemble",
+    "floored_eigh",
+    "normalize_trace",
+    "spd_inverse_pair",
+    "sym",
+    "sym_expm",
+    "sym_logm",
+    "sym_sqrtm_psd",
+]
+
+#: Absolute lower bound for a scale (a trace or a largest eigenvalue) treated as non-zero.
+TINY = 1e-300
+
+
+def sym(M: np.ndarray) -> np.ndarray:
+    """``(M + M^T) / 2`` — saha2011 Eq. (3.6)'s ``sym``. Shape (K, K) -> (K, K)."""
+    return 0.5 * (M + M.T)
+
+
+def assemble(Q: np.ndarray, lam: np.ndarray) -> np.ndarray:
+    """``Q diag(lam) Q^T``, exactly symmetric. ``Q`` (K, K) orthogonal, ``lam`` (K,)."""
+    return sym((Q * lam) @ Q.T)
+
+
+def floored_eigh(M: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarray]:
+    """Eigendecomposition of a symmetric PSD matrix with a relative eigenvalue floor.
+
+    Parameters
+    ----------
+    M : ndarray, shape (K, K)
+        Symmetric positive semidefinite (rounding may make tiny eigenvalues negative).
+    floor : float
+        Relative floor in (0, 1): eigenvalues are clipped at ``floor * max(lam)``.
+
+    Returns
+    -------
+    lam : ndarray, shape (K,)
+        Floored eigenvalues, all > 0 (ascending).
+    Q : ndarray, shape (K, K)
+        Orthonormal eigenvectors (columns).
+    """
+    lam, Q = np.linalg.eigh(sym(M))
+    top = max(float(lam[-1]), TINY)
+    return np.maximum(lam, floor * top), Q
+
+
+def spd_inverse_pair(M: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarray]:
+    """A floored copy of a symmetric PSD matrix and its inverse, from one ``eigh``.
+
+    Returns ``(M_floored, M_floored^{-1})``, both (K, K), symmetric positive
+    definite, with ``M_floored @ M_floored^{-1} = I`` to rounding. When no
+    eigenvalue is below the floor, ``M_floored`` equals ``M`` to rounding.
+    """
+    lam, Q = floored_eigh(M, floor)
+    return assemble(Q, lam), assemble(Q, 1.0 / lam)
+
+
+def sym_logm(A: np.ndarray, floor: float) -> np.ndarray:
+    """Matrix logarithm of a symmetric positive definite (K, K) matrix (eigenvalues floored)."""
+    lam, Q = floored_eigh(A, floor)
+    return assemble(Q, np.log(lam))
+
+
+def sym_expm(M: np.ndarray) -> np.ndarray:
+    """Matrix exponential of a symmetric (K, K) matrix; overflows only where ``exp`` does."""
+    lam, Q = np.linalg.eigh(sym(M))
+    return assemble(Q, np.exp(lam))
+
+
+def sym_sqrtm_psd(G: np.ndarray) -> np.ndarray:
+    """Principal square root of a symmetric PSD (K, K) matrix; negative rounding clipped to 0."""
+    lam, Q = np.linalg.eigh(sym(G))
+    return assemble(Q, np.sqrt(np.maximum(lam, 0.0)))
+
+
+def normalize_trace(M: np.ndarray, target: float = 1.0) -> tuple[np.ndarray, float]:
+    """Scale a (K, K) matrix to trace ``target``; returns ``(scaled, factor)``.
+
+    ``factor = target / tr(M)``. A matrix whose trace is not positive is returned
+    unchanged with factor 1.
+    """
+    tr = float(np.trace(M))
+    if not tr > TINY:
+        return M, 1.0
+    factor = target / tr
+    return M * factor, factor
