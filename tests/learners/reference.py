@@ -8,6 +8,8 @@ next to the equations, not to be fast.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 
@@ -131,3 +133,26 @@ def passive_aggressive(
             tau = loss / (sq + 1.0 / (2.0 * C))
         w = w + tau * label * x
     return scores, w
+
+
+def noisy_stream(
+    n: int, n_tasks: int, d: int, seed: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Related tasks with 10% flipped labels, so that mistakes keep coming."""
+    rng = np.random.default_rng(seed)
+    w0 = rng.normal(size=d)
+    W = w0 + 0.5 * rng.normal(size=(n_tasks, d))
+    X = rng.normal(size=(n, d))
+    tasks = rng.integers(n_tasks, size=n)
+    y = np.where(np.einsum("ij,ij->i", X, W[tasks]) >= 0, 1.0, -1.0)
+    y[rng.random(n) < 0.1] *= -1
+    return X, y, tasks
+
+
+def run(model: Any, X: np.ndarray, y: np.ndarray, tasks: np.ndarray) -> np.ndarray:
+    """Test-then-train row by row through the public API; returns the scores before learning."""
+    scores = np.empty(len(X))
+    for n, (x, label, t) in enumerate(zip(X, y, tasks.tolist(), strict=True)):
+        scores[n] = model.decision_one(x, t)
+        model.learn_one(x, label, t)
+    return scores

@@ -9,29 +9,7 @@ from hypothesis import strategies as st
 
 import learners
 from learners.perceptron.interaction import b_family_matrix, graph_matrix
-from tests.learners.reference import compound, second_order_primal
-
-
-def noisy_stream(
-    n: int, n_tasks: int, d: int, seed: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Related tasks with 10% flipped labels, so that mistakes keep coming."""
-    rng = np.random.default_rng(seed)
-    w0 = rng.normal(size=d)
-    W = w0 + 0.5 * rng.normal(size=(n_tasks, d))
-    X = rng.normal(size=(n, d))
-    tasks = rng.integers(n_tasks, size=n)
-    y = np.where(np.einsum("ij,ij->i", X, W[tasks]) >= 0, 1.0, -1.0)
-    y[rng.random(n) < 0.1] *= -1
-    return X, y, tasks
-
-
-def run(model: learners.Learner, X: np.ndarray, y: np.ndarray, tasks: np.ndarray) -> np.ndarray:
-    scores = np.empty(len(X))
-    for n, (x, label, t) in enumerate(zip(X, y, tasks.tolist(), strict=True)):
-        scores[n] = model.decision_one(x, t)
-        model.learn_one(x, label, t)
-    return scores
+from tests.learners.reference import compound, noisy_stream, run, second_order_primal
 
 
 def test_hand_worked_steps():

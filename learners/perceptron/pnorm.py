@@ -1,0 +1,214 @@
+"""The p-norm multitask Perceptron (Cavallanti, Cesa-Bianchi & Gentile 2010, Sec. 5).
+
+**Reconstruction [R].** The JMLR text of this algorithm is not available; what
+is implemented is the reconstruction of algorithms.md Sec. 1.4, which is
+unverified: do not quote paper numbers for it. It is the p-norm Perceptron
+(Grove, Littlestone & Schuurmans 2001; Gentile 2003) run on the multitask
+embedding
+
+    ``z_t = A_(x)^{-1/2} phi_t``,  i.e. block j of z_t is ``(A^{-1/2})_{j, i_t} x_t``,
+
+for the b-family ``(A_b^{-1/2})_{j,i} = (delta_ji - 1/K)/sqrt(1+b) + 1/K`` [D].
+With ``theta = sum_{r in M} y_r z_r`` over the mistaken rounds M, the weights are
+the p-norm link ``w = grad (1/2)||theta||_p^2``::
+
+    w_i = sign(theta_i) |theta_i|^{p-1} / ||theta||_p^{p-2},
+
+the prediction is ``SGN(w^T z_t)`` and a mistake adds ``y_t z_t`` to theta.
+The embedding matters: on raw ``phi_t`` the global normaliser never changes a
+sign and the tasks would not interact at all (algorithms.md Sec. 1.4, pitfall).
+At ``p = 2`` the link is the identity and ``w^T z_t = (A^{-1} V)_{i_t}^T x_t``:
+exactly the multitask Perceptron ``cmtl`` (saha2011 Eq. 2.2).
+
+Default ``p = max(2, 2 ln(K d))`` [R], fixed when the learner is built.
+The link is evaluated without overflow for large p: with ``m = max |theta_i|``
+and ``r_i = |theta_i| / m``, ``w_i = sign(theta_i) m r_i^{p-1} / S^{(p-2)/p}``,
+``S = sum_i r_i^p`` in ``[1, K d]``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+
+from learners.base import APPEND_BIAS, L2_NORMALIZE, Learner, Param, optional
+from learners.inputs import Vec
+from learners.perceptron.multitask import CAVALLANTI2010, is_mistake, rank_one_update
+from learners.perceptron.second_order import (
+    INTERACTION_PARAMS,
+    check_interaction_params,
+    grown_interaction_inverse,
+    initial_interaction_inverse,
+    interaction_matrix,
+    uses_b_family,
+)
+from learners.registry import register
+
+__all__ = ["PNormMultitaskPerceptron", "default_p", "pnorm_link"]
+
+GENTILE2003 = "Gentile. The Robustness of the p-Norm Algorithms. Machine Learning 53, 2003"
+
+
+def _p_value(v: Any) -> float:
+    p = float(v)
+    if not math.isfinite(p) or p < 2.0:
+        raise ValueError(f"must be a finite number >= 2, got {v!r}")
+    return p
+
+
+def default_p(n_tasks: int, dim: int) -> float:
+    """``max(2, 2 ln(K d))`` (algorithms.md Sec. 1.4 [R])."""
+    return max(2.0, 2.0 * math.log(n_tasks * dim))
+
+
+def pnorm_link(theta: np.ndarray, p: float, out: np.ndarray | None = None) -> np.ndarray:
+    """``grad (1/2)||theta||_p^2``, computed without overflow (module docstring).
+
+    ``out`` (same shape as ``theta``, not ``theta`` itself) receives the result.
+    """
+    if out is None:
+        out = np.empty_like(theta)
+    if p == 2.0:
+        out[...] = theta
+        return out
+    np.abs(theta, out=out)
+    m = float(out.max()) if out.size else 0.0
+    if m == 0.0:
+        out.fill(0.0)
+        return out
+    out /= m
+    S = float(np.sum(np.power(out, p)))
+    np.power(out, p - 1.0, out=out)
+    out *= m / S ** ((p - 2.0) / p)
+    np.copysign(out, theta, out=out)
+    return out
+
+
+def inverse_sqrt_of(params: Mapping[str, Any], Ainv: np.ndarray) -> np.ndarray:
+    """``A^{-1/2}``: closed form for the b-family (algorithms.md Sec. 1.2), else by ``eigh``."""
+    K = Ainv.shape[0]
+    if uses_b_family(params):
+        b = float(K if params["b"] is None else params["b"])
+        J = np.full((K, K), 1.0 / K)
+        return (np.eye(K) - J) / math.sqrt(1.0 + b) + J
+    lam, Q = np.linalg.eigh(Ainv)
+    R = (Q * np.sqrt(np.maximum(lam, 0.0))) @ Q.T
+    return 0.5 * (R + R.T)
+
+
+@register
+class PNormMultitaskPerceptron(Learner):
+    """p-norm multitask Perceptron — a reconstruction [R] (algorithms.md Sec. 1.4).
+
+    The JMLR 2010 text (Cavallanti et al., Sec. 5) is missing; this is the
+    p-norm Perceptron on ``z_t = A_(x)^{-1/2} phi_t`` with
+    ``w = grad (1/2)||theta||_p^2`` (module docstring), which equals ``cmtl`` at
+    ``p = 2``. A is chosen as for ``cmtl`` (b-family with default ``b = K``, task
+    graph, or SPD ``A``); ``p`` defaults to ``max(2, 2 ln(K d))``.
+
+    Cost: a mistake updates theta in O(K nnz) and recomputes the link and the
+    effective task weights ``U = A^{-1/2} w`` in O(K d + K^2 d) (in preallocated
+    buffers); a prediction is ``U_i^T x``, O(nnz).
+
+    Attributes
+    ----------
+    Ainv_, R_ : ndarray, shape (K, K)
+        ``A^{-1}`` and ``A^{-1/2}``.
+    V_ : ndarray, shape (K, d)
+        Per-task Perceptron sums ``sum y x`` of the mistakes (theta = R V; used to
+        rebuild theta when :meth:`add_task` changes the b-family matrix).
+    theta_ : ndarray, shape (K, d)
+        ``theta`` in block form (row j = block j).
+    p_ : float
+        The p in use.
+    n_mistakes_ : int
+        Number of updates made.
+    """
+
+    name = "cmtl-pnorm"
+    summary = "p-norm multitask Perceptron (reconstruction; p-norm link on A^(-1/2) embedding)"
+    paper = f"{CAVALLANTI2010} (Sec. 5, reconstructed); {GENTILE2003}"
+    params: ClassVar[tuple[Param, ...]] = (
+        Param(
+            "p",
+            None,
+            "The norm p >= 2 of the link; None means max(2, 2 ln(K d)) at construction. "
+            "p = 2 is cmtl.",
+            optional(_p_value),
+        ),
+        *INTERACTION_PARAMS,
+        APPEND_BIAS,
+        L2_NORMALIZE,
+    )
+    conformance_params: ClassVar[tuple[dict[str, Any], ...]] = (
+        {},
+        {"p": 2.0, "b": 1.0},
+        {"p": 4.0, "append_bias": True, "l2_normalize": True},
+        {"A": np.array([[2.0, -0.5, 0, 0], [-0.5, 2.0, -0.5, 0], [0, -0.5, 2.0, 0], [0, 0, 0, 1]])},
+    )
+    state_fields: ClassVar[tuple[str, ...]] = ("Ainv_", "R_", "V_", "theta_", "p_", "n_mistakes_")
+
+    _link: np.ndarray
+    U_: np.ndarray
+
+    @classmethod
+    def _check_params(cls, params: dict[str, Any]) -> None:
+        check_interaction_params(params)
+
+    def _init_state(self) -> None:
+        p = self.hyper["p"]
+        self.p_ = float(default_p(self.n_tasks, self.dim) if p is None else p)
+        self.Ainv_ = initial_interaction_inverse(self.hyper, self.n_tasks)
+        self.R_ = inverse_sqrt_of(self.hyper, self.Ainv_)
+        self.V_ = np.zeros((self.n_tasks, self.dim))
+        self.theta_ = np.zeros((self.n_tasks, self.dim))
+        self.n_mistakes_ = 0
+        self._refresh()
+
+    def _refresh(self) -> None:
+        """Recompute the effective task weights ``U = A^{-1/2} grad (1/2)||theta||_p^2``."""
+        shape = self.theta_.shape
+        if not hasattr(self, "_link") or self._link.shape != shape:
+            self._link = np.empty(shape)
+            self.U_ = np.empty(shape)
+        pnorm_link(self.theta_, self.p_, out=self._link)
+        np.matmul(self.R_, self._link, out=self.U_)
+
+    def _set_state(self, state: Mapping[str, Any]) -> None:
+        super()._set_state(state)
+        self.p_ = float(self.p_)
+        self._refresh()
+
+    def _decision(self, x: Vec, task: int) -> float:
+        return x.dot(self.U_[task])
+
+    def _learn(self, x: Vec, y: float, task: int) -> None:
+        if not is_mistake(x.dot(self.U_[task]), y):
+            return
+        x.add_to(self.V_[task], y)
+        rank_one_update(self.theta_, self.R_[:, task], x, y)
+        self.n_mistakes_ += 1
+        self._refresh()
+
+    def _add_task(self) -> None:
+        self.Ainv_ = grown_interaction_inverse(self.hyper, self.Ainv_)
+        self.V_ = np.vstack([self.V_, np.zeros((1, self.dim))])
+        if uses_b_family(self.hyper):
+            self.R_ = inverse_sqrt_of(self.hyper, self.Ainv_)
+            self.theta_ = self.R_ @ self.V_
+        else:
+            K = self.Ainv_.shape[0]
+            grown = np.eye(K)
+            grown[: K - 1, : K - 1] = self.R_
+            self.R_ = grown
+            self.theta_ = np.vstack([self.theta_, np.zeros((1, self.dim))])
+        self._refresh()
+
+    def _relation(self) -> np.ndarray:
+        return interaction_matrix(self.hyper, self.Ainv_)
+
+    def _task_weights(self) -> np.ndarray:
+        return self.U_.copy()
