@@ -1,0 +1,1 @@
+"""The HTTP API: ``create_app()`` builds the FastAPI application (see :mod:`service.api.app`)."""

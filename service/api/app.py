@@ -1,0 +1,87 @@
+"""The FastAPI application factory: ``create_app(settings=None)``.
+
+``uvicorn.run("service.api.app:create_app", factory=True)`` serves it. Nothing
+happens at import time: the lifespan connects to Redis, creates the default
+model from the settings when it does not exist, and closes the connections on
+shutdown.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from service import __version__, metrics
+from service.api import openapi
+from service.api.context import ApiContext
+from service.api.errors import install_handlers
+from service.api.middleware import GuardMiddleware
+from service.api.routes import events, health, label, models, predict, queries
+from service.models import ModelConfig, get_model_async, put_model_async
+from service.settings import Settings, get_settings
+
+__all__ = ["create_app"]
+
+log = logging.getLogger("omtl.api")
+
+DESCRIPTION = """\
+Online multitask learning: predictions from the latest snapshot of each model,
+labels joined to earlier events by event id, label requests for annotators.
+"""
+
+
+async def _ensure_default_model(ctx: ApiContext) -> None:
+    """Create the settings' default model unless a model of that name exists."""
+    s = ctx.settings
+    if not s.default_model or await get_model_async(ctx.redis, s.default_model) is not None:
+        return
+    config = ModelConfig(
+        learner=s.default_learner,
+        params=s.default_params,
+        n_features=s.default_n_features,
+        tasks=s.default_tasks,
+    )
+    try:
+        await put_model_async(ctx.redis, s.default_model, config)
+    except ValueError as exc:
+        log.error("cannot create the default model %r: %s", s.default_model, exc)
+    else:
+        log.info("created the default model %r (%s)", s.default_model, s.default_learner)
+
+
+def _observe_request(method: str, route: str, status: int) -> None:
+    metrics.HTTP_REQUESTS.labels(method, route, str(status)).inc()
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """Build the API for ``settings`` (default: :func:`service.settings.get_settings`)."""
+    settings = settings or get_settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        ctx = ApiContext.connect(settings)
+        app.state.ctx = ctx
+        try:
+            await ctx.redis.ping()
+            await _ensure_default_model(ctx)
+            yield
+        finally:
+            await ctx.close()
+
+    app = FastAPI(
+        title="omtl",
+        version=__version__,
+        description=DESCRIPTION,
+        lifespan=lifespan,
+    )
+    for module in (predict, label, events, queries, models, health):
+        app.include_router(module.router)
+    install_handlers(app)
+    openapi.install(app)
+    app.add_middleware(
+        GuardMiddleware, max_body_bytes=settings.max_body_bytes, observe=_observe_request
+    )
+    return app

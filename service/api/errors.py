@@ -1,0 +1,66 @@
+"""Errors the service layer raises, and how the app turns them into 4xx answers.
+
+Every rejection carries a message that says what was wrong, in FastAPI's usual
+``{"detail": ...}`` shape. Validation errors of bodies keep FastAPI's 422 list
+format (:class:`fastapi.exceptions.RequestValidationError`).
+"""
+
+from __future__ import annotations
+
+from fastapi import FastAPI, Request
+from starlette.responses import Response
+
+from service.api.jsonio import json_response
+
+__all__ = [
+    "ApiError",
+    "BadInput",
+    "Conflict",
+    "NotFound",
+    "PayloadTooLarge",
+    "install_handlers",
+]
+
+
+class ApiError(Exception):
+    """An error with an HTTP status and a message for the client."""
+
+    status_code = 400
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class NotFound(ApiError):
+    """Unknown model, or unknown / expired event."""
+
+    status_code = 404
+
+
+class Conflict(ApiError):
+    """The event already carries a different label."""
+
+    status_code = 409
+
+
+class PayloadTooLarge(ApiError):
+    """The body exceeds ``max_body_bytes`` or the batch ``max_batch_items``."""
+
+    status_code = 413
+
+
+class BadInput(ApiError):
+    """A body that parses but does not fit the model (dimension, NaN, label kind)."""
+
+    status_code = 422
+
+
+async def _api_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ApiError)
+    return json_response({"detail": exc.message}, status_code=exc.status_code)
+
+
+def install_handlers(app: FastAPI) -> None:
+    """Register the handler for :class:`ApiError` and its subclasses."""
+    app.add_exception_handler(ApiError, _api_error)

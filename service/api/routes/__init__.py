@@ -1,0 +1,1 @@
+"""HTTP routers: thin adapters from requests to :mod:`service.api.services`."""

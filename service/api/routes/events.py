@@ -1,0 +1,28 @@
+"""``POST /events``."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from starlette.responses import Response
+
+from service.api.deps import get_context
+from service.api.jsonio import json_response, parse_body, read_json
+from service.api.openapi import ERRORS, raw_body
+from service.api.schemas import EventsAccepted, EventsRequest
+from service.api.services import ingesting
+
+router = APIRouter(tags=["events"])
+
+
+@router.post(
+    "/events",
+    status_code=202,
+    response_model=EventsAccepted,
+    responses=ERRORS,
+    openapi_extra=raw_body(EventsRequest),
+)
+async def events(request: Request) -> Response:
+    """Append a batch of labelled or unlabelled events; all are validated before any is written."""
+    ctx = get_context(request)
+    req = parse_body(EventsRequest, await read_json(request))
+    return json_response(await ingesting.ingest(ctx, req), status_code=202)

@@ -1,0 +1,39 @@
+"""``POST /predict`` (single and batch form)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from starlette.responses import Response
+
+from service.api.deps import get_context
+from service.api.jsonio import json_response, parse_body, read_json
+from service.api.openapi import ERRORS, raw_body
+from service.api.schemas import (
+    PredictBatchRequest,
+    PredictBatchResponse,
+    PredictRequest,
+    PredictResponse,
+)
+from service.api.services import predicting
+
+router = APIRouter(tags=["predict"])
+
+
+@router.post(
+    "/predict",
+    response_model=PredictResponse | PredictBatchResponse,
+    responses=ERRORS,
+    openapi_extra=raw_body(PredictRequest, PredictBatchRequest),
+)
+async def predict(request: Request) -> Response:
+    """Score events with the latest snapshot and append them to the log (unless learn=false).
+
+    The body is one event ({task, x, ...}) or a batch ({items: [...]}). An unseen
+    task is scored as a fresh task. The returned event_id is what POST /label refers to.
+    """
+    ctx = get_context(request)
+    data = await read_json(request)
+    if isinstance(data, dict) and "items" in data:
+        batch = parse_body(PredictBatchRequest, data)
+        return json_response(await predicting.predict_batch(ctx, batch))
+    return json_response(await predicting.predict(ctx, parse_body(PredictRequest, data)))

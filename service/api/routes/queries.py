@@ -1,0 +1,49 @@
+"""``GET /queries``: label requests as server-sent events."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Header, Query
+from fastapi.responses import StreamingResponse
+
+from service.api.deps import ContextDep
+from service.api.errors import NotFound
+from service.api.openapi import ERRORS
+from service.api.schemas import MODEL_NAME_PATTERN
+from service.api.services.queries import label_requests
+from service.models import get_model_async
+
+router = APIRouter(tags=["queries"])
+
+_ENTRY_ID = r"^(\$|[0-9]{1,20}-[0-9]{1,20})$"
+
+
+@router.get(
+    "/queries",
+    response_class=StreamingResponse,
+    responses={200: {"content": {"text/event-stream": {}}}, 404: ERRORS[404]},
+)
+async def queries(
+    ctx: ContextDep,
+    model: Annotated[str | None, Query(pattern=MODEL_NAME_PATTERN)] = None,
+    after: Annotated[
+        str, Query(pattern=_ENTRY_ID, description="Start after this stream id; $ = new only.")
+    ] = "$",
+    limit: Annotated[int | None, Query(ge=1, description="Stop after this many.")] = None,
+    timeout: Annotated[float | None, Query(gt=0, description="Stop after seconds.")] = None,
+    last_event_id: Annotated[str | None, Header(pattern=_ENTRY_ID)] = None,
+) -> StreamingResponse:
+    """Stream label requests (event: label_request, data: {event_id, task, score, p, ref, ts}).
+
+    Every subscriber sees every request; reconnecting clients resume with Last-Event-ID.
+    """
+    name = ctx.model_name(model)
+    if await get_model_async(ctx.redis, name) is None:
+        raise NotFound(f"unknown model {name!r}")
+    start = last_event_id or after
+    return StreamingResponse(
+        label_requests(ctx, name, start, limit, timeout),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )

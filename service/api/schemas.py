@@ -1,0 +1,225 @@
+"""Request and response bodies of the HTTP API (pydantic models).
+
+The hot endpoints (``/predict``, ``/label``, ``/events``) read their raw body
+with orjson and validate it with these models in Python mode, so the OpenAPI
+schema at ``/docs`` is exactly what the server checks, without FastAPI's slower
+generic body path. Floats must be finite (``allow_inf_nan=False``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "EventIn",
+    "EventsAccepted",
+    "EventsRequest",
+    "LabelAccepted",
+    "LabelRequest",
+    "ModelInfo",
+    "ModelPut",
+    "PredictBatchRequest",
+    "PredictBatchResponse",
+    "PredictRequest",
+    "PredictResponse",
+    "RelationsResponse",
+    "ServiceInfo",
+    "SparseX",
+    "TaskStats",
+]
+
+MODEL_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$"
+TASK_NAME_PATTERN = r"^[^\x00-\x1f]{1,200}$"
+EVENT_ID_PATTERN = r"^[0-9]{1,20}-[0-9]{1,20}(/[0-9]{1,9})?$"
+
+_STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+class SparseX(BaseModel):
+    """A sparse feature vector: parallel lists of indices and values."""
+
+    model_config = _STRICT
+    indices: list[int] = Field(description="Feature indices in [0, n_features).")
+    values: list[float] = Field(description="The values at those indices (finite).")
+
+
+Features = list[float] | SparseX
+TaskName = str
+
+_MODEL = Field(
+    default=None,
+    pattern=MODEL_NAME_PATTERN,
+    description="Model name; the service's default model when omitted.",
+)
+_TASK = Field(
+    pattern=TASK_NAME_PATTERN,
+    description="Task id (any string); an unseen task is created when the worker applies it.",
+)
+_X = Field(description="Features: a dense list of n_features numbers, or {indices, values}.")
+_REF = Field(
+    default=None,
+    max_length=512,
+    description="Opaque reference passed through to annotators (e.g. a row id in your data).",
+)
+
+
+class PredictItem(BaseModel):
+    """One item of a batch prediction."""
+
+    model_config = _STRICT
+    task: TaskName = _TASK
+    x: Features = _X
+    ref: str | None = _REF
+
+
+class PredictRequest(PredictItem):
+    """Predict one event (and append it to the model's log unless ``learn`` is false)."""
+
+    model: str | None = _MODEL
+    learn: bool = Field(
+        default=True, description="Append the event to the log so it can be labelled and learned."
+    )
+
+
+class PredictBatchRequest(BaseModel):
+    """Predict many events in one request (the batch form of ``POST /predict``)."""
+
+    model_config = _STRICT
+    model: str | None = _MODEL
+    learn: bool = Field(default=True, description="Append the events to the log.")
+    items: list[PredictItem] = Field(min_length=1, description="The events, in order.")
+
+
+class PredictResponse(BaseModel):
+    """A prediction; ``event_id`` is what ``POST /label`` refers to (null when learn=false)."""
+
+    event_id: str | None
+    label: float = Field(
+        description="+1/-1 for classification models, the real value for regression."
+    )
+    score: float = Field(description="The signed score (margin) the label comes from.")
+    model_version: int = Field(description="Version of the snapshot that answered (0: none yet).")
+    task: str
+
+
+class PredictBatchResponse(BaseModel):
+    """The answers of a batch prediction, in the order of the items."""
+
+    model_version: int
+    items: list[PredictResponse]
+
+
+class LabelRequest(BaseModel):
+    """The label of an event appended earlier (by /predict, /events or a producer)."""
+
+    model_config = _STRICT
+    model: str | None = _MODEL
+    event_id: str = Field(
+        pattern=EVENT_ID_PATTERN, description="Event id, e.g. 1700000000000-0 or E/3."
+    )
+    y: float = Field(
+        description="-1 or +1 for classification models; any finite real for regression."
+    )
+    annotator: str | None = Field(default=None, max_length=200, description="Who labelled it.")
+
+
+class LabelAccepted(BaseModel):
+    """Answer of ``POST /label`` (202): ``accepted`` the first time, ``duplicate`` on a retry."""
+
+    status: Literal["accepted", "duplicate"]
+    event_id: str
+    y: float
+
+
+class EventIn(BaseModel):
+    """One event sent by a producer: labelled when ``y`` is given."""
+
+    model_config = _STRICT
+    task: TaskName = _TASK
+    x: Features = _X
+    y: float | None = Field(default=None, description="The label, if known.")
+    ref: str | None = _REF
+
+
+class EventsRequest(BaseModel):
+    """A batch of events for one model."""
+
+    model_config = _STRICT
+    model: str | None = _MODEL
+    events: list[EventIn] = Field(min_length=1, description="The events, in log order.")
+
+
+class EventsAccepted(BaseModel):
+    """The ids the events got in the log (``E/i`` for rows of one batch entry)."""
+
+    count: int
+    event_ids: list[str]
+
+
+class ModelPut(BaseModel):
+    """Create or reconfigure a model (a new configuration starts the model afresh)."""
+
+    model_config = ConfigDict(extra="forbid")
+    learner: str = Field(description="Registry name, see GET / or `omtl learners`.")
+    params: dict[str, Any] = Field(default_factory=dict, description="Learner hyperparameters.")
+    n_features: int = Field(ge=1, le=10_000_000, description="Feature dimension d.")
+    tasks: list[str] = Field(default_factory=list, description="Initial task names (optional).")
+    seed: int = Field(default=0, ge=0, description="Seed of the learner's random generator.")
+
+
+class ModelInfo(BaseModel):
+    """A model's configuration and progress."""
+
+    name: str
+    learner: str
+    params: dict[str, Any]
+    n_features: int
+    seed: int
+    kind: str
+    tasks: list[str] = Field(description="Task names the model has seen, in index order.")
+    generation: int = Field(description="Bumped by every reconfiguration (PUT).")
+    created: float = Field(description="Time of the current configuration (epoch seconds).")
+    version: int = Field(description="Latest snapshot version (0: none yet).")
+    snapshot_age_seconds: float | None
+    last_applied_id: str = Field(description="Last log entry the snapshot includes.")
+    counts: dict[str, int] = Field(
+        description="Totals over tasks (events, labels, mistakes, queries, predictions) "
+        "and stream lengths (log_entries, label_requests_pending, dead_letters)."
+    )
+
+
+class TaskStats(BaseModel):
+    """Online statistics of one task."""
+
+    task: str
+    events: int
+    labels: int
+    mistakes: int
+    label_requests: int
+    predictions: int
+    online_accuracy: float | None = Field(description="1 - mistakes / labelled; null before any.")
+    outlier_score: float | None = None
+    outlier: bool | None = None
+
+
+class RelationsResponse(BaseModel):
+    """The learner's K x K task relation matrix, rows and columns named by task."""
+
+    model: str
+    version: int
+    tasks: list[str]
+    matrix: list[list[float]] | None
+
+
+class ServiceInfo(BaseModel):
+    """What ``GET /`` reports."""
+
+    name: str
+    version: str
+    docs: str
+    metrics: str
+    models: list[str]
+    default_model: str | None
+    learners: list[str]

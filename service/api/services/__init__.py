@@ -1,0 +1,1 @@
+"""The service layer: what each endpoint does, independent of HTTP routing."""

@@ -1,0 +1,163 @@
+"""Validated events -> log entries -> one atomic append (see :data:`service.api.scripts.APPEND_EVENTS`).
+
+Dense events of one request go into a single batch entry (``k=b``, float32
+rows, event ids ``E/i``); a request with any sparse event appends one binary
+``k=e`` entry per event. Either way the request costs one round trip, and the
+script writes nothing unless the model still has the configuration the events
+were validated against.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+import numpy as np
+
+from service import keys
+from service.api.cache import ModelView
+from service.api.context import ApiContext
+from service.api.errors import ApiError, BadInput, NotFound, PayloadTooLarge
+from service.api.schemas import SparseX
+from service.codec import X, encode_batch, encode_event, parse_x_json
+
+__all__ = [
+    "Appended",
+    "Prepared",
+    "append_with_retry",
+    "check_count",
+    "check_labels",
+    "encode_events",
+    "to_x",
+]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Validated events of one request, ready to encode."""
+
+    tasks: list[str]
+    xs: list[X]
+    ys: list[float | None]
+    refs: list[str | None]
+
+
+@dataclass(frozen=True)
+class Appended:
+    """The result of an append: the snapshot version Redis has and the new event ids."""
+
+    version: int
+    event_ids: list[str]
+
+
+class StaleConfiguration(ApiError):
+    """The model was reconfigured twice while this request was being validated."""
+
+    status_code = 409
+
+
+def check_count(n: int, ctx: ApiContext) -> None:
+    """Refuse a batch with more than ``max_batch_items`` items (413)."""
+    limit = ctx.settings.max_batch_items
+    if n > limit:
+        raise PayloadTooLarge(f"{n} items in one request; the limit is {limit}")
+
+
+def to_x(x: list[float] | SparseX, n_features: int, where: str = "x") -> X:
+    """A validated feature vector of the model's dimension (422 with the reason otherwise)."""
+    if isinstance(x, list):
+        if len(x) != n_features:
+            raise BadInput(f"{where} has dimension {len(x)}, expected {n_features}")
+        return np.array(x, dtype=np.float64)
+    try:
+        return parse_x_json({"indices": x.indices, "values": x.values}, n_features)
+    except ValueError as exc:
+        raise BadInput(f"{where}: {exc}") from None
+
+
+def encode_events(events: Prepared) -> tuple[list[dict[str, bytes | str]], bool]:
+    """Log entries for ``events`` and whether they form one batch entry."""
+    if all(isinstance(x, np.ndarray) for x in events.xs):
+        tasks = events.tasks
+        one_task = all(t == tasks[0] for t in tasks)
+        refs = events.refs if any(r is not None for r in events.refs) else None
+        ys = events.ys if any(y is not None for y in events.ys) else None
+        if len(tasks) == 1:
+            y0 = None if ys is None else ys[0]
+            ref0 = None if refs is None else refs[0]
+            return [encode_event(tasks[0], events.xs[0], y0, ref0, binary=True)], False
+        entry = encode_batch(tasks[0] if one_task else tasks, np.stack(events.xs), ys, refs)
+        return [entry], True
+    entries = [
+        encode_event(t, x, y, r, binary=True)
+        for t, x, y, r in zip(events.tasks, events.xs, events.ys, events.refs, strict=True)
+    ]
+    return entries, False
+
+
+async def _append(ctx: ApiContext, view: ModelView, events: Prepared | None) -> Appended | None:
+    entries, batched = encode_events(events) if events is not None else ([], False)
+    args: list[bytes | str | int] = [view.generation, ctx.settings.stream_maxlen, len(entries)]
+    for fields in entries:
+        args.append(2 * len(fields))
+        for key, value in fields.items():
+            args.append(key)
+            args.append(value)
+    name = view.name
+    reply = await ctx.append_events(
+        keys=[keys.config_key(name), keys.log_key(name), keys.snapshot_key(name)], args=args
+    )
+    status = int(reply[0])
+    if status == 0:
+        ctx.cache.forget(name)
+        raise NotFound(f"unknown model {name!r}")
+    if status == -1:
+        return None
+    ids = [i.decode() for i in reply[2:]]
+    if batched:
+        ids = [f"{ids[0]}/{i}" for i in range(len(events.tasks))]  # type: ignore[union-attr]
+    return Appended(int(reply[1]), ids)
+
+
+async def append_with_retry(
+    ctx: ApiContext,
+    name: str,
+    prepare: Callable[[ModelView], Prepared | None],
+    then: Callable[[ModelView, Appended], Awaitable[T]],
+) -> T:
+    """Validate against the model's view, append, and hand the fresh view to ``then``.
+
+    ``prepare`` validates the request for the view (raising a 4xx) and returns
+    the events to append, or None to append nothing (``learn=false``). If the
+    model was reconfigured in between, the request is validated again against
+    the new configuration.
+    """
+    for _ in range(2):
+        view = await ctx.cache.get(name)
+        if view is None:
+            raise NotFound(f"unknown model {name!r}")
+        appended = await _append(ctx, view, prepare(view))
+        if appended is None:
+            await ctx.cache.reload(name)
+            continue
+        fresh = await ctx.cache.at(name, view.generation, appended.version)
+        if fresh is None:
+            raise NotFound(f"unknown model {name!r}")
+        return await then(fresh, appended)
+    raise StaleConfiguration(f"model {name!r} is being reconfigured; retry the request")
+
+
+def check_labels(view: ModelView, ys: Sequence[float | None]) -> None:
+    """Refuse labels outside the model's kind (422)."""
+    regression = view.regression
+    for i, y in enumerate(ys):
+        if y is None:
+            continue
+        if not regression and y not in (-1.0, 1.0):
+            raise BadInput(
+                f"events[{i}].y must be -1 or +1 for the classification model "
+                f"{view.name!r}, got {y!r}"
+            )

@@ -1,0 +1,67 @@
+"""``POST /label``: accept the label of an event once (see :data:`service.api.scripts.APPEND_LABEL`).
+
+* first label of a known event: recorded and appended to the log, 202 ``accepted``;
+* the same label again (a retry): 202 ``duplicate``, nothing appended;
+* a different label, also against a label the event carried when it was
+  appended: 409;
+* an unknown or trimmed event: 404; a label outside the model's kind: 422.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from service import keys
+from service.api.context import ApiContext
+from service.api.errors import BadInput, Conflict, NotFound
+from service.api.schemas import LabelRequest
+from service.codec import encode_label, split_event_id
+
+__all__ = ["label"]
+
+
+def _same(existing: float, given: float, regression: bool) -> bool:
+    if regression:
+        return math.isclose(existing, given, rel_tol=1e-6, abs_tol=1e-12)
+    return existing == given
+
+
+async def label(ctx: ApiContext, req: LabelRequest) -> dict[str, Any]:
+    """Record ``req.y`` as the label of ``req.event_id`` at most once."""
+    name = ctx.model_name(req.model)
+    view = await ctx.cache.get(name)
+    if view is None:
+        raise NotFound(f"unknown model {name!r}")
+    if not view.regression and req.y not in (-1.0, 1.0):
+        raise BadInput(f"y must be -1 or +1 for the classification model {name!r}, got {req.y!r}")
+    entry, row = split_event_id(req.event_id)
+    fields = encode_label(req.event_id, req.y, req.annotator)
+    args: list[Any] = [entry, -1 if row is None else row, req.event_id, fields["y"]]
+    args.append(ctx.settings.stream_maxlen)
+    for key, value in fields.items():
+        args += [key, value]
+    reply = await ctx.append_label(
+        keys=[keys.config_key(name), keys.log_key(name), keys.labels_key(name)], args=args
+    )
+    status = reply[0].decode()
+    if status == "accepted":
+        return {"status": "accepted", "event_id": req.event_id, "y": req.y}
+    if status == "nomodel":
+        ctx.cache.forget(name)
+        raise NotFound(f"unknown model {name!r}")
+    if status == "noevent":
+        raise NotFound(
+            f"event {req.event_id!r} of model {name!r}: {reply[1].decode()} "
+            "(events trimmed from the log can no longer be labelled)"
+        )
+    if status == "inline32":
+        existing = float(np.frombuffer(reply[1], dtype="<f4")[0])
+        given = float(np.float32(req.y))
+    else:
+        existing, given = float(reply[1]), req.y
+    if _same(existing, given, view.regression):
+        return {"status": "duplicate", "event_id": req.event_id, "y": req.y}
+    raise Conflict(f"event {req.event_id!r} already has the label {existing:g}; refusing {req.y:g}")

@@ -1,0 +1,149 @@
+"""Model administration and inspection: ``/models``, ``/models/{m}/tasks``, ``/models/{m}/relations``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from service import keys
+from service.api.cache import ModelView
+from service.api.context import ApiContext
+from service.api.errors import BadInput, NotFound
+from service.api.schemas import ModelPut
+from service.models import (
+    ModelConfig,
+    delete_model_async,
+    get_model_async,
+    list_models_async,
+    put_model_async,
+)
+
+__all__ = ["delete", "describe", "list_all", "put", "relations", "tasks"]
+
+
+async def _view(ctx: ApiContext, name: str) -> ModelView:
+    view = await ctx.cache.current(name)
+    if view is None:
+        raise NotFound(f"unknown model {name!r}")
+    return view
+
+
+async def _info(ctx: ApiContext, view: ModelView) -> dict[str, Any]:
+    name = view.name
+    async with ctx.redis.pipeline(transaction=False) as p:
+        p.xlen(keys.log_key(name))
+        p.xlen(keys.queries_key(name))
+        p.xlen(keys.dead_key(name))
+        log_len, queries_len, dead_len = await p.execute()
+    totals = {k: int(v.sum()) for k, v in view.snapshot.counters.items()}
+    cfg = view.config
+    return {
+        "name": name,
+        "learner": cfg.learner,
+        "params": cfg.params,
+        "n_features": cfg.n_features,
+        "seed": cfg.seed,
+        "kind": cfg.kind or view.snapshot.learner.label_kind,
+        "tasks": list(view.snapshot.task_names),
+        "generation": cfg.generation,
+        "created": cfg.created,
+        "version": view.version,
+        "snapshot_age_seconds": view.age_seconds(),
+        "last_applied_id": view.snapshot.last_id,
+        "counts": {
+            **totals,
+            "log_entries": int(log_len),
+            "label_requests_pending": int(queries_len),
+            "dead_letters": int(dead_len),
+        },
+    }
+
+
+async def describe(ctx: ApiContext, name: str) -> dict[str, Any]:
+    """Configuration, snapshot version and age, and counts of one model."""
+    return await _info(ctx, await _view(ctx, name))
+
+
+async def list_all(ctx: ApiContext) -> list[dict[str, Any]]:
+    """:func:`describe` for every model."""
+    out = []
+    for name in await list_models_async(ctx.redis):
+        view = await ctx.cache.current(name)
+        if view is not None:
+            out.append(await _info(ctx, view))
+    return out
+
+
+async def put(ctx: ApiContext, name: str, body: ModelPut) -> tuple[dict[str, Any], bool]:
+    """Create or reconfigure ``name``; returns its description and whether it is new."""
+    existed = await get_model_async(ctx.redis, name) is not None
+    config = ModelConfig(
+        learner=body.learner,
+        params=body.params,
+        n_features=body.n_features,
+        tasks=body.tasks,
+        seed=body.seed,
+    )
+    try:
+        await put_model_async(ctx.redis, name, config)
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
+    ctx.cache.forget(name)
+    return await describe(ctx, name), not existed
+
+
+async def delete(ctx: ApiContext, name: str) -> None:
+    """Remove ``name`` and all its data."""
+    removed = await delete_model_async(ctx.redis, name)
+    ctx.cache.forget(name)
+    if not removed:
+        raise NotFound(f"unknown model {name!r}")
+
+
+def _outliers(view: ModelView) -> tuple[np.ndarray | None, set[int]]:
+    learner = view.snapshot.learner
+    scores_fn = getattr(learner, "outlier_scores", None)
+    tasks_fn = getattr(learner, "outlier_tasks", None)
+    if scores_fn is None or tasks_fn is None:
+        return None, set()
+    return np.asarray(scores_fn(), dtype=np.float64), {int(t) for t in tasks_fn()}
+
+
+async def tasks(ctx: ApiContext, name: str) -> list[dict[str, Any]]:
+    """Per-task counts, online accuracy, label requests and outlier fields."""
+    view = await _view(ctx, name)
+    counters = view.task_counters()
+    scores, flagged = _outliers(view)
+    out = []
+    for i, task in enumerate(view.snapshot.task_names):
+        labels = int(counters["labels"][i])
+        mistakes = int(counters["mistakes"][i])
+        row: dict[str, Any] = {
+            "task": task,
+            "events": int(counters["events"][i]),
+            "labels": labels,
+            "mistakes": mistakes,
+            "label_requests": int(counters["queries"][i]),
+            "predictions": int(counters["predictions"][i]),
+            "online_accuracy": None if labels == 0 else 1.0 - mistakes / labels,
+            "outlier_score": None,
+            "outlier": None,
+        }
+        if scores is not None and i < scores.shape[0]:
+            row["outlier_score"] = float(scores[i])
+            row["outlier"] = i in flagged
+        out.append(row)
+    return out
+
+
+async def relations(ctx: ApiContext, name: str) -> dict[str, Any]:
+    """The relation matrix restricted to the named tasks, or null when the learner has none."""
+    view = await _view(ctx, name)
+    names = list(view.snapshot.task_names)
+    matrix = view.snapshot.learner.relation_matrix()
+    rows = None
+    if matrix is not None:
+        k = len(names)
+        rows = np.asarray(matrix, dtype=np.float64)[:k, :k].tolist()
+    return {"model": name, "version": view.version, "tasks": names, "matrix": rows}

@@ -1,0 +1,88 @@
+"""``POST /predict``: score events with the latest snapshot and append them to the log.
+
+The score comes from the snapshot version Redis reports in the same round trip
+that appends the event, so a prediction is never older than the latest
+snapshot at the time of the request.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from service import metrics
+from service.api.cache import ModelView
+from service.api.context import ApiContext
+from service.api.schemas import PredictBatchRequest, PredictRequest
+from service.api.services.appending import (
+    Appended,
+    Prepared,
+    append_with_retry,
+    check_count,
+    to_x,
+)
+from service.codec import X
+
+__all__ = ["predict", "predict_batch"]
+
+
+def _answer(view: ModelView, task: str, x: X, event_id: str | None) -> dict[str, Any]:
+    score = view.score(x, task)
+    return {
+        "event_id": event_id,
+        "label": view.label(score),
+        "score": score,
+        "model_version": view.version,
+        "task": task,
+    }
+
+
+async def predict(ctx: ApiContext, req: PredictRequest) -> dict[str, Any]:
+    """Predict one event; append it to the log unless ``learn`` is false."""
+    started = time.perf_counter()
+    name = ctx.model_name(req.model)
+    holder: list[X] = []
+
+    def prepare(view: ModelView) -> Prepared | None:
+        x = to_x(req.x, view.n_features)
+        holder[:] = [x]
+        return Prepared([req.task], [x], [None], [req.ref]) if req.learn else None
+
+    async def then(view: ModelView, appended: Appended) -> dict[str, Any]:
+        event_id = appended.event_ids[0] if appended.event_ids else None
+        return _answer(view, req.task, holder[0], event_id)
+
+    answer = await append_with_retry(ctx, name, prepare, then)
+    metrics.PREDICT_REQUESTS.labels(name).inc()
+    metrics.PREDICT_LATENCY.labels(name).observe(time.perf_counter() - started)
+    return answer
+
+
+async def predict_batch(ctx: ApiContext, req: PredictBatchRequest) -> dict[str, Any]:
+    """Predict many events in order; append them (as one batch entry when all are dense)."""
+    started = time.perf_counter()
+    check_count(len(req.items), ctx)
+    name = ctx.model_name(req.model)
+    holder: list[X] = []
+
+    def prepare(view: ModelView) -> Prepared | None:
+        xs = [to_x(it.x, view.n_features, f"items[{i}].x") for i, it in enumerate(req.items)]
+        holder[:] = xs
+        if not req.learn:
+            return None
+        return Prepared(
+            [it.task for it in req.items], xs, [None] * len(xs), [it.ref for it in req.items]
+        )
+
+    async def then(view: ModelView, appended: Appended) -> dict[str, Any]:
+        ids: list[str | None] = list(appended.event_ids) or [None] * len(holder)
+        items = [
+            _answer(view, it.task, x, eid)
+            for it, x, eid in zip(req.items, holder, ids, strict=True)
+        ]
+        return {"model_version": view.version, "items": items}
+
+    answer = await append_with_retry(ctx, name, prepare, then)
+    metrics.PREDICT_REQUESTS.labels(name).inc(len(req.items))
+    metrics.PREDICT_LATENCY.labels(name).observe(time.perf_counter() - started)
+    return answer
