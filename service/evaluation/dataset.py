@@ -38,6 +38,10 @@ class Dataset:
         ``split`` is None); returns an int8 array like ``split``.
     description : str
         Where the data comes from and which split the papers use.
+    true_weights : ndarray of shape (n_tasks, d), or None
+        The generating task weight vectors of a synthetic set.
+    true_outliers : list of int, or None
+        The 0-based indices of the tasks a synthetic set makes outliers.
     """
 
     name: str
@@ -49,6 +53,8 @@ class Dataset:
     split: np.ndarray | None = None
     draw_split: SplitDrawer | None = field(default=None, repr=False)
     description: str = ""
+    true_weights: np.ndarray | None = field(default=None, repr=False)
+    true_outliers: list[int] | None = None
 
     @property
     def n(self) -> int:

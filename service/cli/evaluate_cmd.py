@@ -1,0 +1,165 @@
+"""``omtl evaluate`` and ``omtl compare``: offline evaluation of learners on datasets.
+
+``omtl evaluate DATASET --learner NAME [--param key=value ...] [--protocol online|split]
+[--runs R] [--seed S] [--budget N] [--json FILE]`` prints a table (and writes the
+protocol's JSON document); ``omtl compare DATASET --learners a,b,c ...`` runs
+several learners on the same shuffles and prints one table (``--json`` writes
+the list of documents, ``--plot FILE.png`` draws their curves).
+
+DATASET is a built-in name with optional parameters (``synthetic-rom:delta2=1``)
+or a path to a ``.npz`` file (format: :mod:`service.evaluation.npzformat`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from service.evaluation import protocols
+from service.evaluation.catalog import dataset_names, load_dataset
+from service.evaluation.compare import compare, plot_curves
+from service.evaluation.datapath import DataNotFoundError
+from service.evaluation.progress import ProgressBar
+from service.evaluation.report import format_comparison, format_document
+
+
+def parse_value(text: str) -> Any:
+    """A parameter value: JSON when it parses (numbers, booleans, null, lists), else the string."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def parse_params(items: list[str] | None) -> dict[str, Any]:
+    """``["b=0", "graph=[[0,1],[1,0]]"]`` -> ``{"b": 0, "graph": [[0, 1], [1, 0]]}``."""
+    out: dict[str, Any] = {}
+    for item in items or []:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise ValueError(f"--param {item!r} is not key=value")
+        out[key.strip()] = parse_value(value.strip())
+    return out
+
+
+def _common_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "dataset",
+        help=f"built-in dataset ({', '.join(dataset_names())}), optionally NAME:key=value,..., "
+        "or a path to a .npz file",
+    )
+    p.add_argument(
+        "--param",
+        action="append",
+        metavar="KEY=VALUE",
+        help="learner hyperparameter (repeatable; values are JSON when they parse)",
+    )
+    p.add_argument(
+        "--protocol",
+        default="split",
+        help=f"evaluation protocol: {', '.join(sorted(protocols.available()))} (default split)",
+    )
+    p.add_argument("--runs", type=int, default=10, help="number of runs (default 10)")
+    p.add_argument(
+        "--seed", type=int, default=0, help="seed of the shuffles and splits (default 0)"
+    )
+    p.add_argument("--budget", type=int, default=None, help="stop consuming labels after N")
+    p.add_argument("--json", metavar="FILE", help="also write the JSON output to FILE")
+
+
+def register(sub: Any) -> None:
+    """Add the ``evaluate`` and ``compare`` subcommands."""
+    ev = sub.add_parser("evaluate", help="evaluate one learner on a dataset")
+    _common_options(ev)
+    ev.add_argument("--learner", required=True, help="registered learner name (see omtl learners)")
+    ev.set_defaults(func=run_evaluate)
+    cmp = sub.add_parser("compare", help="compare learners on the same shuffles of a dataset")
+    _common_options(cmp)
+    cmp.add_argument("--learners", required=True, help="comma-separated learner names")
+    cmp.add_argument(
+        "--plot", metavar="FILE.png", help="draw the learners' curves (needs matplotlib)"
+    )
+    cmp.set_defaults(func=run_compare)
+
+
+def _check(args: argparse.Namespace) -> None:
+    if args.runs < 1:
+        raise ValueError("--runs must be at least 1")
+    if args.seed < 0:
+        raise ValueError("--seed must be >= 0")
+    if args.budget is not None and args.budget < 0:
+        raise ValueError("--budget must be >= 0")
+
+
+def _write_json(path: str, payload: Any) -> None:
+    Path(path).write_text(json.dumps(payload, indent=2, allow_nan=False) + "\n")
+
+
+def run_evaluate(args: argparse.Namespace) -> int:
+    """Run ``omtl evaluate``."""
+    bar = ProgressBar(f"{args.learner}")
+    try:
+        _check(args)
+        dataset = load_dataset(args.dataset)
+        doc = protocols.get(args.protocol).run(
+            dataset,
+            args.learner,
+            parse_params(args.param),
+            runs=args.runs,
+            seed=args.seed,
+            budget=args.budget,
+            progress=bar,
+        )
+    except (ValueError, DataNotFoundError, FileNotFoundError) as exc:
+        bar.close()
+        print(f"omtl evaluate: {exc}", file=sys.stderr)
+        return 2
+    bar.close()
+    print(format_document(doc), end="")
+    if args.json:
+        _write_json(args.json, doc)
+    return 0
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    """Run ``omtl compare``."""
+    names = [n.strip() for n in args.learners.split(",") if n.strip()]
+    bars: list[ProgressBar] = []
+
+    def progress(name: str) -> ProgressBar:
+        if bars:
+            bars[-1].close()
+        bars.append(ProgressBar(name))
+        return bars[-1]
+
+    try:
+        _check(args)
+        if not names:
+            raise ValueError("--learners needs at least one name")
+        dataset = load_dataset(args.dataset)
+        docs = compare(
+            dataset,
+            names,
+            parse_params(args.param),
+            protocol=args.protocol,
+            runs=args.runs,
+            seed=args.seed,
+            budget=args.budget,
+            progress=progress,
+        )
+        if args.plot:
+            plot_curves(docs, args.plot)
+    except (ValueError, RuntimeError, DataNotFoundError, FileNotFoundError) as exc:
+        if bars:
+            bars[-1].close()
+        print(f"omtl compare: {exc}", file=sys.stderr)
+        return 2
+    if bars:
+        bars[-1].close()
+    print(format_comparison(docs), end="")
+    if args.json:
+        _write_json(args.json, docs)
+    return 0
