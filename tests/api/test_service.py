@@ -1,0 +1,51 @@
+"""GET /, health endpoints, /metrics and the OpenAPI document."""
+
+from __future__ import annotations
+
+import redis
+from fastapi.testclient import TestClient
+
+from service import __version__
+
+
+def test_info(client: TestClient) -> None:
+    info = client.get("/").json()
+    assert info["name"] == "omtl" and info["version"] == __version__
+    assert info["models"] == ["default"] and info["default_model"] == "default"
+    assert "cmtl" in info["learners"]
+
+
+def test_live_and_ready_follow_the_worker_heartbeat(client: TestClient, rb: redis.Redis) -> None:
+    assert client.get("/health/live").json() == {"status": "alive"}
+    r = client.get("/health/ready")
+    assert r.status_code == 503
+    assert r.json()["error"] == "no fresh worker heartbeat for model(s): default"
+    rb.set("omtl:{default}:heartbeat", "1", ex=5)
+    r = client.get("/health/ready")
+    assert r.status_code == 200
+    assert r.json() == {"status": "ready", "redis": True, "worker_heartbeat": {"default": True}}
+
+
+def test_metrics_count_predictions_and_requests(client: TestClient) -> None:
+    client.post("/predict", json={"task": "a", "x": [1, 2, 3]})
+    client.post("/predict", json={"task": "a", "x": [1, 2]})
+    text = client.get("/metrics").text
+    assert 'omtl_predict_requests_total{model="default"}' in text
+    assert 'omtl_predict_latency_seconds_count{model="default"}' in text
+    assert 'omtl_http_requests_total{method="POST",route="/predict",status="200"}' in text
+    assert 'omtl_http_requests_total{method="POST",route="/predict",status="422"}' in text
+
+
+def test_openapi_documents_the_raw_bodies(client: TestClient) -> None:
+    doc = client.get("/openapi.json").json()
+    schemas = doc["components"]["schemas"]
+    for name in ("PredictRequest", "PredictBatchRequest", "LabelRequest", "EventsRequest"):
+        assert name in schemas
+    body = doc["paths"]["/predict"]["post"]["requestBody"]["content"]["application/json"]
+    refs = [s["$ref"] for s in body["schema"]["oneOf"]]
+    assert refs == [
+        "#/components/schemas/PredictRequest",
+        "#/components/schemas/PredictBatchRequest",
+    ]
+    assert "x" in schemas["PredictRequest"]["properties"]
+    assert client.get("/docs").status_code == 200
