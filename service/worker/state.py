@@ -1,0 +1,146 @@
+"""The in-memory state of one model while a worker owns it.
+
+:class:`ModelState` holds the learner, the task-name map, the per-task counters
+(plain Python lists on the per-event path, numpy arrays for batch entries;
+they are added up only when a snapshot is taken), the ids of events labelled
+by label entries, and the id of the last applied log entry. It converts from
+and to a :class:`service.snapshot.Snapshot`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from typing import Any
+
+import numpy as np
+
+from learners import Learner
+from service.snapshot import COUNTER_NAMES, Snapshot
+
+__all__ = ["TOTAL_NAMES", "ModelState"]
+
+#: Scalar totals kept by the worker (the snapshot header's ``counters``).
+TOTAL_NAMES = (
+    "entries",
+    "events",
+    "labelled_events",
+    "label_entries",
+    "labels_applied",
+    "label_requests",
+    "dead_letters",
+)
+
+#: How many recent unlabelled events are kept in memory for their labels.
+EVENT_CACHE_SIZE = 20_000
+
+
+class ModelState:
+    """One model's learner, tasks, counters and log position (see the module docstring)."""
+
+    def __init__(self, name: str, snapshot: Snapshot) -> None:
+        self.name = name
+        self.generation = snapshot.generation
+        self.learner: Learner = snapshot.learner
+        self.task_names: list[str] = list(snapshot.task_names)
+        self.task_index: dict[bytes, int] = {n.encode(): i for i, n in enumerate(self.task_names)}
+        self.last_id = snapshot.last_id
+        self.version = snapshot.version
+        self.snapshot_created = snapshot.created
+        k = self.learner.n_tasks
+        # per-event counters (lists) and batch counters (arrays), summed at snapshot time
+        self.single: dict[str, list[int]] = {name: [0] * k for name in COUNTER_NAMES}
+        self.batched: dict[str, np.ndarray] = {
+            name: np.asarray(snapshot.counters[name], dtype=np.int64).copy()
+            for name in COUNTER_NAMES
+        }
+        self.totals: dict[str, int] = {n: int(snapshot.totals.get(n, 0)) for n in TOTAL_NAMES}
+        self.labelled: set[tuple[int, int, int]] = {
+            (int(a), int(b), int(c)) for a, b, c in snapshot.labelled.tolist()
+        }
+        self.recent: OrderedDict[str, Any] = OrderedDict()
+        self.entries_since_snapshot = 0
+        self.last_snapshot_at = time.monotonic()
+        #: label requests / dead letters up to these entry ids were already written
+        #: before a restart; replaying them does not write them again.
+        self.queries_done_upto: tuple[int, int, int] = (-1, -1, -1)
+        self.dead_done_upto: tuple[int, int] = (-1, -1)
+        self.outliers: set[int] = set()
+        self.metric_tasks: set[str] = set()
+        self.published: dict[str, list[int]] = {name: [] for name in COUNTER_NAMES}
+        self.published_dead = int(self.totals["dead_letters"])
+        self.published_entries = int(self.totals["entries"])
+
+    # ------------------------------------------------------------ tasks
+    def task_for(self, name: str) -> int:
+        """Index of task ``name``, creating it (deterministically) when unseen.
+
+        An unseen name takes the learner's next unnamed slot, else a task added
+        with ``learner.add_task()``.
+        """
+        key = name.encode()
+        idx = self.task_index.get(key)
+        if idx is not None:
+            return idx
+        idx = len(self.task_names)
+        if idx >= self.learner.n_tasks:
+            added = self.learner.add_task()
+            if added != idx:
+                raise RuntimeError(f"learner added task {added}, expected {idx}")
+            for lst in self.single.values():
+                lst.append(0)
+            for name_ in COUNTER_NAMES:
+                self.batched[name_] = np.append(self.batched[name_], 0)
+        self.task_names.append(name)
+        self.task_index[key] = idx
+        return idx
+
+    # ------------------------------------------------------------ counters
+    def counters(self) -> dict[str, np.ndarray]:
+        """Per-task counters (length K) with both halves added up."""
+        k = self.learner.n_tasks
+        out = {}
+        for name in COUNTER_NAMES:
+            total = np.zeros(k, dtype=np.int64)
+            single = self.single[name]
+            total[: len(single)] += np.asarray(single, dtype=np.int64)
+            batched = self.batched[name]
+            total[: batched.shape[0]] += batched
+            out[name] = total
+        return out
+
+    # ------------------------------------------------------------ event cache
+    def remember(self, event_id: str, value: Any) -> None:
+        """Keep a recent unlabelled event (bounded FIFO) so its label needs no lookup."""
+        recent = self.recent
+        recent[event_id] = value
+        if len(recent) > EVENT_CACHE_SIZE:
+            recent.popitem(last=False)
+
+    # ------------------------------------------------------------ snapshots
+    def to_snapshot(self) -> Snapshot:
+        """The current state as a :class:`Snapshot` (learner state is copied by encode)."""
+        labelled = (
+            np.asarray(sorted(self.labelled), dtype=np.int64).reshape(-1, 3)
+            if self.labelled
+            else np.zeros((0, 3), dtype=np.int64)
+        )
+        return Snapshot(
+            version=self.version,
+            generation=self.generation,
+            learner=self.learner,
+            task_names=list(self.task_names),
+            last_id=self.last_id,
+            created=time.time(),
+            counters=self.counters(),
+            model=self.name,
+            totals=dict(self.totals),
+            labelled=labelled,
+        )
+
+    def forget_labelled_before(self, first_id: tuple[int, int]) -> int:
+        """Drop labelled ids older than the log's first entry (trimmed: a label can no
+        longer find them, so it is dead-lettered either way). Returns how many."""
+        old = {key for key in self.labelled if (key[0], key[1]) < first_id}
+        self.labelled -= old
+        return len(old)
