@@ -465,6 +465,14 @@ class OMTLCovariance(TaskRelationships):
         {"epoch_rounds": 100, "cov_is_A_inverse": True, "active": True},
     )
 
+    @classmethod
+    def _check_params(cls, params: dict[str, Any]) -> None:
+        if params["cov_is_A_inverse"] and not params["normalize_trace"]:
+            raise ValueError(
+                "cov_is_A_inverse needs normalize_trace: raw covariances as learning rates grow "
+                "with the square of the weights they produce, and the weights overflow"
+            )
+
     def _updated_interaction(self) -> tuple[np.ndarray, np.ndarray]:
         return covariance_update(
             self.G_,
