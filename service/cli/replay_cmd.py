@@ -1,0 +1,165 @@
+"""``omtl replay DATASET --model M [--rate R]``: stream a dataset into a running service.
+
+Rows are sent in order (or shuffled with ``--shuffle SEED``) through
+``POST /events`` in batches, each event carrying ``ref`` = its row index so
+that ``omtl annotate`` can answer label requests from the dataset's ground
+truth. By default the events are unlabelled, so labels come only from
+annotators; ``--labelled P`` sends a fraction P of them with their label.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from service.api.client import Api, ApiCallError, HttpApi
+from service.evaluation.catalog import load_dataset
+from service.evaluation.dataset import Dataset
+from service.settings import get_settings
+
+__all__ = ["ReplayStats", "ensure_model", "event_json", "register", "replay", "run"]
+
+
+@dataclass
+class ReplayStats:
+    """What a replay sent."""
+
+    events: int = 0
+    labelled: int = 0
+    requests: int = 0
+    seconds: float = 0.0
+
+
+def default_url() -> str:
+    """The API's URL from the settings (``OMTL_API_HOST`` / ``OMTL_API_PORT``)."""
+    s = get_settings()
+    host = "127.0.0.1" if s.api_host in ("0.0.0.0", "::") else s.api_host
+    return f"http://{host}:{s.api_port}"
+
+
+def event_json(ds: Dataset, row: int, labelled: bool) -> dict[str, Any]:
+    """The ``/events`` item of dataset row ``row`` (sparse rows as {indices, values})."""
+    if sp.issparse(ds.X):
+        csr = sp.csr_matrix(ds.X)
+        start, end = csr.indptr[row], csr.indptr[row + 1]
+        x: Any = {
+            "indices": csr.indices[start:end].tolist(),
+            "values": csr.data[start:end].tolist(),
+        }
+    else:
+        x = np.asarray(ds.X[row], dtype=np.float64).tolist()
+    event: dict[str, Any] = {"task": ds.task_names[int(ds.task[row])], "x": x, "ref": str(row)}
+    if labelled:
+        event["y"] = float(ds.y[row])
+    return event
+
+
+def ensure_model(api: Api, model: str, ds: Dataset, learner: str, params: dict[str, Any]) -> None:
+    """Create ``model`` for the dataset unless it exists; refuse a model of another dimension."""
+    status, info = api.request("GET", f"/models/{model}")
+    if status == 200:
+        if info["n_features"] != ds.n_features:
+            raise ApiCallError(
+                409,
+                f"model {model!r} has n_features={info['n_features']}, "
+                f"the dataset has {ds.n_features}",
+            )
+        return
+    spec = {"learner": learner, "params": params, "n_features": ds.n_features}
+    spec["tasks"] = list(ds.task_names)
+    status, info = api.request("PUT", f"/models/{model}", spec)
+    if status not in (200, 201):
+        raise ApiCallError(status, info)
+
+
+def replay(
+    api: Api,
+    ds: Dataset,
+    model: str,
+    *,
+    rate: float | None = None,
+    batch: int = 100,
+    labelled: float = 0.0,
+    limit: int | None = None,
+    shuffle: int | None = None,
+) -> ReplayStats:
+    """Send the dataset's rows as events; ``rate`` caps events per second."""
+    order = np.arange(ds.n)
+    if shuffle is not None:
+        order = np.random.default_rng(shuffle).permutation(ds.n)
+    if limit is not None:
+        order = order[:limit]
+    with_label = (
+        np.random.default_rng(0 if shuffle is None else shuffle + 1).random(ds.n) < labelled
+    )
+    stats = ReplayStats()
+    started = time.monotonic()
+    for start in range(0, order.shape[0], batch):
+        rows = order[start : start + batch].tolist()
+        events = [event_json(ds, r, bool(with_label[r])) for r in rows]
+        status, body = api.request("POST", "/events", {"model": model, "events": events})
+        if status != 202:
+            raise ApiCallError(status, body)
+        stats.events += len(rows)
+        stats.labelled += int(with_label[rows].sum())
+        stats.requests += 1
+        if rate:
+            ahead = stats.events / rate - (time.monotonic() - started)
+            if ahead > 0:
+                time.sleep(ahead)
+    stats.seconds = time.monotonic() - started
+    return stats
+
+
+def register(sub: Any) -> None:
+    """Add the ``replay`` subcommand."""
+    p = sub.add_parser("replay", help="stream a dataset into a running service")
+    p.add_argument("dataset", help="dataset name (see `omtl evaluate --help`) or a .npz path")
+    p.add_argument("--model", required=True, help="model to send the events to")
+    p.add_argument("--rate", type=float, default=None, help="events per second (default: max)")
+    p.add_argument("--batch", type=int, default=100, help="events per request (default 100)")
+    p.add_argument("--labelled", type=float, default=0.0, help="fraction sent with labels")
+    p.add_argument("--limit", type=int, default=None, help="send at most this many rows")
+    p.add_argument("--shuffle", type=int, default=None, metavar="SEED", help="shuffle rows")
+    p.add_argument("--url", default=None, help="API URL (default from OMTL_API_HOST/PORT)")
+    p.add_argument("--create", metavar="LEARNER", default=None, help="create the model if absent")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``omtl replay``."""
+    if args.batch < 1 or not 0.0 <= args.labelled <= 1.0:
+        print("--batch must be >= 1 and --labelled in [0, 1]", file=sys.stderr)
+        return 2
+    ds = load_dataset(args.dataset)
+    api = HttpApi(args.url or default_url())
+    try:
+        if args.create:
+            ensure_model(api, args.model, ds, args.create, {})
+        stats = replay(
+            api,
+            ds,
+            args.model,
+            rate=args.rate,
+            batch=args.batch,
+            labelled=args.labelled,
+            limit=args.limit,
+            shuffle=args.shuffle,
+        )
+    except (ApiCallError, OSError) as exc:
+        print(f"omtl replay: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        api.close()
+    rate = stats.events / stats.seconds if stats.seconds > 0 else float("inf")
+    print(
+        f"sent {stats.events} events ({stats.labelled} labelled) of {ds.name} to model "
+        f"{args.model!r} in {stats.requests} requests, {stats.seconds:.1f} s ({rate:,.0f} events/s)"
+    )
+    return 0
