@@ -147,6 +147,9 @@ class EmbeddedRedis:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+            # its own process group: a terminal's Ctrl-C reaches the launcher only, which
+            # then stops the API and the worker before the server
+            process_group=0,
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

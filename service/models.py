@@ -24,12 +24,14 @@ from pydantic import BaseModel, Field
 import learners
 from learners import Learner
 from service import keys
+from service.settings import Settings
 from service.snapshot import Snapshot
 
 __all__ = [
     "ModelConfig",
     "delete_model",
     "delete_model_async",
+    "ensure_default_model",
     "get_model",
     "get_model_async",
     "initial_learner",
@@ -233,6 +235,29 @@ def delete_model(r: redis.Redis, name: str) -> bool:
         p.delete(*_all_keys(name))
         removed, _ = p.execute()
     return bool(removed)
+
+
+def ensure_default_model(r: redis.Redis, settings: Settings) -> ModelConfig | None:
+    """Create the settings' default model unless a model of that name exists.
+
+    Returns the model's configuration (None when no default model is configured).
+    Raises ``ValueError`` when the configured learner or params are invalid.
+    """
+    if not settings.default_model:
+        return None
+    existing = get_model(r, settings.default_model)
+    if existing is not None:
+        return existing
+    return put_model(
+        r,
+        settings.default_model,
+        ModelConfig(
+            learner=settings.default_learner,
+            params=settings.default_params,
+            n_features=settings.default_n_features,
+            tasks=settings.default_tasks,
+        ),
+    )
 
 
 # ---------------------------------------------------------------- asyncio client

@@ -40,7 +40,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if port:
         from prometheus_client import start_http_server
 
-        start_http_server(port, addr=settings.api_host)
+        try:
+            start_http_server(port, addr=settings.api_host)
+        except OSError as exc:
+            logging.getLogger("omtl.worker").warning(
+                "metrics port %d unavailable (%s); running without it", port, exc
+            )
     worker = Worker(settings, models=args.model, worker_id=args.worker_id)
     worker.install_signal_handlers()
     result = worker.run(until_idle=args.until_idle, timeout=args.timeout)

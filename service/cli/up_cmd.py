@@ -1,0 +1,216 @@
+"""``omtl up``, ``omtl api`` and ``omtl worker``: run the service.
+
+* ``omtl up`` runs everything on one machine: without ``REDIS_URL`` it starts
+  the embedded server on ``<data dir>/redis`` (append-only persistence, a lock
+  on the directory), creates the default model if it is missing, starts a
+  worker in a child process and serves the API (uvicorn) in this process. Ctrl-C
+  or SIGTERM stops the API, then the worker (which drains and snapshots), then
+  the server (which fsyncs its append-only file).
+* ``omtl api`` serves the API alone, ``omtl worker`` runs a worker alone; both
+  need ``REDIS_URL`` (for compose and Kubernetes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import logging
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import redis
+
+from service.settings import Settings, get_settings
+
+__all__ = ["register", "run_api", "run_up", "run_worker"]
+
+log = logging.getLogger("omtl.up")
+APP = "service.api.app:create_app"
+
+
+def register(sub: Any) -> None:
+    """Add the ``up``, ``api`` and ``worker`` subcommands."""
+    up = sub.add_parser(
+        "up", help="run the whole service: embedded Redis (unless REDIS_URL), API and worker"
+    )
+    up.add_argument("--host", default=None, help="API bind address (default: OMTL_API_HOST)")
+    up.add_argument("--port", type=int, default=None, help="API port (default: OMTL_API_PORT)")
+    up.add_argument(
+        "--data-dir", default=None, help="data directory of the embedded server (OMTL_DATA_DIR)"
+    )
+    up.set_defaults(func=run_up)
+
+    api = sub.add_parser("api", help="serve the HTTP API against REDIS_URL")
+    api.add_argument("--host", default=None, help="bind address (default: OMTL_API_HOST)")
+    api.add_argument("--port", type=int, default=None, help="port (default: OMTL_API_PORT)")
+    api.set_defaults(func=run_api)
+
+    worker = sub.add_parser("worker", help="run a worker against REDIS_URL")
+    worker.add_argument("--model", action="append", help="serve only this model (repeatable)")
+    worker.add_argument(
+        "--metrics-port", type=int, default=None, help="Prometheus port (OMTL_WORKER_METRICS_PORT)"
+    )
+    worker.add_argument("--until-idle", action="store_true", help="exit once the logs are applied")
+    worker.set_defaults(func=run_worker)
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    base = get_settings()
+    update: dict[str, Any] = {}
+    if getattr(args, "host", None):
+        update["api_host"] = args.host
+    if getattr(args, "port", None) is not None:
+        update["api_port"] = args.port
+    if getattr(args, "data_dir", None):
+        update["data_dir"] = Path(args.data_dir)
+    return base.model_copy(update=update)
+
+
+def _logging(settings: Settings) -> None:
+    logging.basicConfig(
+        level=settings.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s %(message)s",
+    )
+
+
+def _serve_api(settings: Settings) -> None:
+    import uvicorn
+
+    os.environ["REDIS_URL"] = str(settings.redis_url)
+    os.environ["OMTL_API_HOST"] = settings.api_host
+    os.environ["OMTL_API_PORT"] = str(settings.api_port)
+    get_settings.cache_clear()
+    uvicorn.run(
+        APP,
+        factory=True,
+        host=settings.api_host,
+        port=settings.api_port,
+        log_level=settings.log_level,
+        access_log=False,
+    )
+
+
+def run_api(args: argparse.Namespace) -> int:
+    """``omtl api``: serve the API against ``REDIS_URL``."""
+    settings = _settings(args)
+    _logging(settings)
+    if not settings.redis_url:
+        print("omtl api needs REDIS_URL (or use `omtl up`)", file=sys.stderr)
+        return 2
+    _serve_api(settings)
+    return 0
+
+
+def run_worker(args: argparse.Namespace) -> int:
+    """``omtl worker``: run a worker against ``REDIS_URL``."""
+    settings = _settings(args)
+    if not settings.redis_url:
+        print("omtl worker needs REDIS_URL (or use `omtl up`)", file=sys.stderr)
+        return 2
+    from service.models import ensure_default_model
+    from service.worker.__main__ import main
+
+    client = redis.Redis.from_url(settings.redis_url)
+    try:
+        ensure_default_model(client, settings)
+    finally:
+        client.close()
+    argv = [f"--model={m}" for m in args.model or []]
+    if args.metrics_port is not None:
+        argv.append(f"--metrics-port={args.metrics_port}")
+    if args.until_idle:
+        argv.append("--until-idle")
+    return main(argv)
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def _start_worker(settings: Settings) -> subprocess.Popen[bytes]:
+    env = dict(os.environ)
+    env["REDIS_URL"] = str(settings.redis_url)
+    env.setdefault("OPENBLAS_NUM_THREADS", "1")
+    return subprocess.Popen(
+        [sys.executable, "-m", "service.worker"],
+        env=env,
+        preexec_fn=_die_with_parent,
+        process_group=0,  # Ctrl-C reaches this process only; it stops the worker in order
+    )
+
+
+def _stop_worker(proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            log.warning("worker did not stop within %.0f s; killing it", timeout)
+            proc.kill()
+            proc.wait()
+
+
+def _banner(settings: Settings, redis_url: str, embedded: bool) -> str:
+    host = "127.0.0.1" if settings.api_host in ("0.0.0.0", "::") else settings.api_host
+    base = f"http://{host}:{settings.api_port}"
+    model = settings.default_model or "<model>"
+    lines = [
+        "omtl is up",
+        f"  API docs        {base}/docs",
+        f"  API metrics     {base}/metrics",
+        f"  worker metrics  http://{host}:{settings.worker_metrics_port}/metrics",
+        f"  label requests  {base}/queries?model={model}  (server-sent events)",
+        f"                  Redis stream omtl:{{{model}}}:queries on {redis_url}",
+        f"  Redis           {redis_url}"
+        + (f"  (embedded, data in {settings.data_dir.resolve() / 'redis'})" if embedded else ""),
+        "  Ctrl-C stops everything",
+    ]
+    return "\n".join(lines)
+
+
+def run_up(args: argparse.Namespace) -> int:
+    """``omtl up``: embedded Redis (unless ``REDIS_URL``), the worker and the API."""
+    from service.embedded_redis import DataDirLocked, EmbeddedRedis
+    from service.models import ensure_default_model
+
+    settings = _settings(args)
+    _logging(settings)
+    server: EmbeddedRedis | None = None
+    worker: subprocess.Popen[bytes] | None = None
+    # SIGTERM behaves like Ctrl-C: uvicorn shuts down, then the finally block runs
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        if not settings.redis_url:
+            server = EmbeddedRedis(settings.data_dir / "redis")
+            try:
+                server.start()
+            except DataDirLocked as exc:
+                print(f"omtl up: {exc}", file=sys.stderr)
+                return 1
+            settings = settings.model_copy(update={"redis_url": server.url})
+        url = str(settings.redis_url)
+        client = redis.Redis.from_url(url)
+        try:
+            ensure_default_model(client, settings)
+        except ValueError as exc:
+            print(f"omtl up: cannot create the default model: {exc}", file=sys.stderr)
+            return 1
+        finally:
+            client.close()
+        worker = _start_worker(settings)
+        print(_banner(settings, url, server is not None), flush=True)
+        _serve_api(settings)
+        return 0
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        if worker is not None:
+            _stop_worker(worker)
+        if server is not None:
+            server.stop()

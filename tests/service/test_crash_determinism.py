@@ -1,0 +1,208 @@
+"""Crash determinism: a worker killed with SIGKILL and restarted ends in the same state.
+
+One log of more than 20,000 entries (single labelled and unlabelled events in
+binary and JSON encodings, batch entries with unlabelled rows, labels for
+unlabelled events including repeats and unknown ids, garbage, tasks appearing
+late) is written with explicit ids to two models with the same configuration.
+Model ``a`` is applied by one uninterrupted worker. Model ``b`` is applied by a
+worker process that is killed with SIGKILL at least three times at random
+points and restarted each time. The learner is active (selective sampling
+around the multitask Perceptron), so every query decision draws from the
+learner's generator, which must survive the crashes through the snapshots.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+import redis
+
+from service import keys
+from service.codec import encode_batch, encode_event, encode_label
+from service.models import ModelConfig, put_model
+from service.settings import Settings
+from service.snapshot import read_snapshot, read_version
+from service.worker import Worker
+from tests.service.helpers import wait_until, worker_process
+
+D = 10
+TASKS = [f"t{i}" for i in range(6)]
+LEARNER = ModelConfig(
+    learner="selective-sampling",
+    params={"base": "cmtl", "b": 0.5},
+    n_features=D,
+    tasks=TASKS[:4],
+    seed=5,
+)
+
+
+@dataclass
+class Log:
+    """The entries of the test log and what applying them must do."""
+
+    entries: list[tuple[str, dict[str, bytes | str]]] = field(default_factory=list)
+    unlabelled: list[str] = field(default_factory=list)
+    labelled_by_entry: set[str] = field(default_factory=set)
+    dead: set[str] = field(default_factory=set)
+
+    def add(self, fields: dict[str, bytes | str]) -> str:
+        entry_id = f"{len(self.entries) + 1}-0"
+        self.entries.append((entry_id, fields))
+        return entry_id
+
+
+def build_log(n_entries: int, seed: int) -> Log:
+    """A deterministic mixed log of ``n_entries`` entries (see the module docstring)."""
+    rng = np.random.default_rng(seed)
+    w = rng.normal(size=(len(TASKS), D))
+    log = Log()
+
+    def task_of(i: int) -> int:
+        # the last two tasks only appear after a while (add_task during the run)
+        return int(rng.integers(len(TASKS) if i > n_entries // 3 else 4))
+
+    def label(t: int, x: np.ndarray) -> int:
+        return 1 if float(w[t] @ x) >= 0 else -1
+
+    while len(log.entries) < n_entries:
+        i = len(log.entries)
+        u = rng.random()
+        if u < 0.62:  # labelled single event
+            t = task_of(i)
+            x = rng.normal(size=D).astype(np.float32)
+            log.add(encode_event(TASKS[t], x, y=label(t, x), binary=rng.random() < 0.9))
+        elif u < 0.80:  # unlabelled single event
+            t = task_of(i)
+            x = rng.normal(size=D).astype(np.float32)
+            eid = log.add(encode_event(TASKS[t], x, ref=f"r{i}", binary=rng.random() < 0.9))
+            log.unlabelled.append(eid)
+        elif u < 0.84:  # batch of 20 rows, about a fifth unlabelled
+            ts = [task_of(i) for _ in range(20)]
+            X = rng.normal(size=(20, D)).astype(np.float32)
+            ys: list[float | None] = [
+                None if rng.random() < 0.2 else label(t, x) for t, x in zip(ts, X)
+            ]
+            eid = log.add(encode_batch([TASKS[t] for t in ts], X, y=ys))
+            log.unlabelled += [f"{eid}/{j}" for j, yv in enumerate(ys) if yv is None]
+        elif u < 0.99:  # a label for an earlier unlabelled event (sometimes a repeat)
+            if not log.unlabelled:
+                continue
+            target = log.unlabelled[
+                int(rng.integers(max(0, len(log.unlabelled) - 300), len(log.unlabelled)))
+            ]
+            eid = log.add(encode_label(target, 1 if rng.random() < 0.5 else -1, annotator="sim"))
+            if target in log.labelled_by_entry:
+                log.dead.add(eid)
+            else:
+                log.labelled_by_entry.add(target)
+        elif u < 0.995:  # a label for an event that is not in the log
+            log.dead.add(log.add(encode_label(f"0-{int(rng.integers(1, 9))}", 1)))
+        else:  # garbage
+            log.dead.add(log.add({"k": "e", "task": "t0", "x32": b"\x00\x01\x02"}))
+    return log
+
+
+def write_log(r: redis.Redis, model: str, log: Log) -> None:
+    for start in range(0, len(log.entries), 2000):
+        with r.pipeline(transaction=False) as p:
+            for entry_id, fields in log.entries[start : start + 2000]:
+                p.xadd(keys.log_key(model), fields, id=entry_id)  # type: ignore[arg-type]
+            p.execute()
+
+
+def _ids(r: redis.Redis, key: str, name: bytes) -> list[str]:
+    return [f[name].decode() for _, f in r.xrange(key)]
+
+
+@pytest.mark.slow
+def test_sigkill_and_restart_gives_the_state_of_an_uninterrupted_run(
+    rb: redis.Redis, redis_url: str, settings: Settings
+) -> None:
+    log = build_log(20_400, seed=7)
+    assert len(log.entries) >= 20_000
+    for model in ("a", "b"):
+        put_model(rb, model, LEARNER)
+        write_log(rb, model, log)
+
+    # --- uninterrupted run
+    result = Worker(settings, models=["a"]).run(until_idle=True, timeout=120)
+    assert result.entries == len(log.entries)
+
+    # --- the same log, with the worker killed at random points
+    rng = np.random.default_rng(2024)
+    kills = 0
+    lives = 0
+    worker_settings = {
+        "snapshot_every_entries": 1500,
+        "snapshot_every_seconds": 0.05,
+        "read_count": 100,
+        "lease_ttl_ms": 3000,
+    }
+    while True:
+        lives += 1
+        proc = worker_process(
+            redis_url, "--model", "b", "--until-idle", "--worker-id", "w-crash", **worker_settings
+        )
+        if kills >= 4:
+            out, err = proc.communicate(timeout=120)
+            assert proc.returncode == 0, err
+            assert json.loads(out)["entries"] > 0
+            break
+        start_version = read_version(rb, "b") or 0
+        # wait for progress: a snapshot written by this life (or the end of the run)
+        assert wait_until(
+            lambda v=start_version, p=proc: (
+                (read_version(rb, "b") or 0) > v or p.poll() is not None
+            ),  # type: ignore[misc]
+            timeout=60,
+        )
+        # then let it run a random little while longer before the kill
+        wait_until(lambda p=proc: p.poll() is not None, timeout=float(rng.uniform(0.0, 0.08)))  # type: ignore[misc]
+        if proc.poll() is not None:
+            proc.communicate()
+            break
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate()
+        assert proc.returncode == -signal.SIGKILL
+        kills += 1
+    assert kills >= 3, f"only {kills} kills before the worker finished"
+    assert lives >= 4
+
+    a, b = read_snapshot(rb, "a"), read_snapshot(rb, "b")
+    assert a is not None
+    assert b is not None
+    assert b.last_id == a.last_id == log.entries[-1][0]
+    # the learner: identical state_dict, array by array and bit for bit
+    sa, sb = a.learner.state_dict(), b.learner.state_dict()
+    assert sa.keys() == sb.keys()
+    for key, value in sa.items():
+        if isinstance(value, np.ndarray):
+            assert np.array_equal(value, sb[key]), key
+        else:
+            assert value == sb[key], key
+    assert b.task_names == a.task_names == TASKS
+    for name, counts in a.counters.items():
+        assert np.array_equal(counts, b.counters[name]), name
+    assert b.totals == a.totals
+
+    # labels: each applied exactly once, none lost, repeats and unknown ids dead-lettered
+    def as_ids(snap_labelled: np.ndarray) -> set[str]:
+        return {
+            f"{ms}-{seq}" if row < 0 else f"{ms}-{seq}/{row}"
+            for ms, seq, row in snap_labelled.tolist()
+        }
+
+    assert as_ids(a.labelled) == as_ids(b.labelled) == log.labelled_by_entry
+    assert a.totals["labels_applied"] == len(log.labelled_by_entry)
+    assert set(_ids(rb, keys.dead_key("a"), b"entry")) == log.dead
+    dead_b = _ids(rb, keys.dead_key("b"), b"entry")
+    assert sorted(dead_b) == sorted(log.dead)  # no dead letter written twice after a replay
+    # label requests: the same decisions in the same order, none repeated by a replay
+    queries_a = _ids(rb, keys.queries_key("a"), b"event")
+    assert queries_a == _ids(rb, keys.queries_key("b"), b"event")
+    assert len(set(queries_a)) == len(queries_a) == a.totals["label_requests"]
+    assert 0 < len(queries_a) < len(log.unlabelled)  # the active rule asks for some, not all
