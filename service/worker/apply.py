@@ -193,6 +193,7 @@ class Applier:
         learner = self.learner
         prepare, decide, learn = learner._prepare, learner._decision, learner._learn
         frombuffer = np.frombuffer
+        d4 = 4 * self.d
         n_events = n_labelled = 0
         for eid_b, flat in entries:
             try:
@@ -206,6 +207,7 @@ class Applier:
                     and flat[0] == b"k"
                     and flat[2] == b"task"
                     and flat[4] == b"x32"
+                    and len(flat[5]) == d4
                 ):
                     t = tindex.get(flat[3])
                 y: float | None = None
