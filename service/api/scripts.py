@@ -16,13 +16,28 @@ Redis Cluster.
 
 from __future__ import annotations
 
-__all__ = ["APPEND_EVENTS", "APPEND_LABEL"]
+import hashlib
+from dataclasses import dataclass, field
+
+__all__ = ["APPEND_EVENTS", "APPEND_LABEL", "LuaScript"]
+
+
+@dataclass(frozen=True)
+class LuaScript:
+    """A script's source and its SHA1 (the name EVALSHA runs it by)."""
+
+    source: str
+    sha: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sha", hashlib.sha1(self.source.encode()).hexdigest())
+
 
 #: KEYS: config, log, snapshot. ARGV: generation, maxlen, n_entries, then per
 #: entry the number of field/value items followed by them.
 #: Returns {0} (no model), {-1, generation} (stale configuration), or
 #: {1, version, id_1, ..., id_n}.
-APPEND_EVENTS = """
+APPEND_EVENTS = LuaScript("""
 local gen = redis.call('HGET', KEYS[1], 'generation')
 if not gen then return {0} end
 if gen ~= ARGV[1] then return {-1, gen} end
@@ -36,13 +51,13 @@ for e = 1, tonumber(ARGV[3]) do
   out[#out + 1] = redis.call(unpack(args))
 end
 return out
-"""
+""")
 
 #: KEYS: config, log, labels. ARGV: entry id, batch row (-1 for a single
 #: event), event id, label text, maxlen, then the label entry's field/values.
 #: Returns {'nomodel'}, {'noevent', why}, {'inline', y text}, {'inline32', 4 bytes},
 #: {'labelled', y text} or {'accepted'}.
-APPEND_LABEL = """
+APPEND_LABEL = LuaScript("""
 if redis.call('EXISTS', KEYS[1]) == 0 then return {'nomodel'} end
 local found = redis.call('XRANGE', KEYS[2], ARGV[1], ARGV[1])
 if #found == 0 then return {'noevent', 'unknown or expired'} end
@@ -76,4 +91,4 @@ local args = {'XADD', KEYS[2], 'MAXLEN', '~', ARGV[5], '*'}
 for j = 6, #ARGV do args[#args + 1] = ARGV[j] end
 redis.call(unpack(args))
 return {'accepted'}
-"""
+""")

@@ -20,6 +20,7 @@ from service.api.cache import ModelView
 from service.api.context import ApiContext
 from service.api.errors import ApiError, BadInput, NotFound, PayloadTooLarge
 from service.api.schemas import SparseX
+from service.api.scripts import APPEND_EVENTS
 from service.codec import X, encode_batch, encode_event, parse_x_json
 
 __all__ = [
@@ -107,8 +108,8 @@ async def _append(ctx: ApiContext, view: ModelView, events: Prepared | None) -> 
             args.append(key)
             args.append(value)
     name = view.name
-    reply = await ctx.append_events(
-        keys=[keys.config_key(name), keys.log_key(name), keys.snapshot_key(name)], args=args
+    reply = await ctx.run_script(
+        APPEND_EVENTS, [keys.config_key(name), keys.log_key(name), keys.snapshot_key(name)], args
     )
     status = int(reply[0])
     if status == 0:

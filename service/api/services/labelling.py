@@ -18,6 +18,7 @@ from service import keys
 from service.api.context import ApiContext
 from service.api.errors import BadInput, Conflict, NotFound
 from service.api.schemas import LabelRequest
+from service.api.scripts import APPEND_LABEL
 from service.codec import encode_label, split_event_id
 
 __all__ = ["label"]
@@ -43,8 +44,8 @@ async def label(ctx: ApiContext, req: LabelRequest) -> dict[str, Any]:
     args.append(ctx.settings.stream_maxlen)
     for key, value in fields.items():
         args += [key, value]
-    reply = await ctx.append_label(
-        keys=[keys.config_key(name), keys.log_key(name), keys.labels_key(name)], args=args
+    reply = await ctx.run_script(
+        APPEND_LABEL, [keys.config_key(name), keys.log_key(name), keys.labels_key(name)], args
     )
     status = reply[0].decode()
     if status == "accepted":

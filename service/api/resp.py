@@ -1,0 +1,145 @@
+"""A minimal pipelining Redis connection for the hot write path of the API.
+
+``/predict`` spends most of its time in the Redis client, not in Redis: a
+``redis.asyncio`` script call costs several times the CPU of writing the
+encoded command to a socket and parsing the reply with hiredis. This class
+does only that: one TCP connection, commands written as they come (so
+concurrent requests are pipelined on the connection), replies matched to
+callers in order by a FIFO of futures, parsed by ``hiredis.Reader``.
+
+It serves ``redis://`` URLs (with optional password and database); for other
+URLs (TLS, unix sockets) the API uses ``redis.asyncio`` instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import urllib.parse
+from typing import Any
+
+import hiredis
+
+__all__ = ["RespConnection", "RespError", "pack"]
+
+
+class RespError(Exception):
+    """An error reply from the server."""
+
+
+def _bytes(part: Any) -> bytes:
+    if isinstance(part, bytes):
+        return part
+    if isinstance(part, str):
+        return part.encode()
+    if isinstance(part, int | float):
+        return repr(part).encode()
+    raise TypeError(f"cannot send {type(part).__name__} to Redis")
+
+
+def pack(*parts: Any) -> bytes:
+    """One command in the RESP protocol."""
+    chunks = [b"*%d\r\n" % len(parts)]
+    for part in parts:
+        data = _bytes(part)
+        chunks.append(b"$%d\r\n" % len(data))
+        chunks.append(data)
+        chunks.append(b"\r\n")
+    return b"".join(chunks)
+
+
+class _Protocol(asyncio.Protocol):
+    def __init__(self) -> None:
+        self.reader = hiredis.Reader(notEnoughData=Ellipsis)
+        self.waiting: collections.deque[asyncio.Future[Any]] = collections.deque()
+        self.transport: asyncio.Transport | None = None
+        self.lost: BaseException | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        self.reader.feed(data)
+        while (reply := self.reader.gets()) is not Ellipsis:
+            future = self.waiting.popleft()
+            if future.done():
+                continue
+            if isinstance(reply, hiredis.ReplyError):
+                future.set_exception(RespError(str(reply)))
+            else:
+                future.set_result(reply)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.lost = exc or ConnectionResetError("connection to Redis closed")
+        while self.waiting:
+            future = self.waiting.popleft()
+            if not future.done():
+                future.set_exception(ConnectionError(str(self.lost)))
+
+
+class RespConnection:
+    """One pipelined connection to the server at a ``redis://`` URL (opened on first use)."""
+
+    def __init__(self, url: str) -> None:
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme != "redis":
+            raise ValueError(f"RespConnection serves redis:// URLs only, not {parts.scheme}://")
+        self.host = parts.hostname or "127.0.0.1"
+        self.port = parts.port or 6379
+        self.username = urllib.parse.unquote(parts.username) if parts.username else None
+        self.password = urllib.parse.unquote(parts.password) if parts.password else None
+        path = parts.path.strip("/")
+        self.db = int(path) if path else 0
+        self._protocol: _Protocol | None = None
+        self._connecting: asyncio.Lock | None = None
+
+    async def _connect(self) -> _Protocol:
+        loop = asyncio.get_running_loop()
+        _, protocol = await loop.create_connection(_Protocol, self.host, self.port)
+        self._protocol = protocol
+        if self.password is not None:
+            auth = [self.username, self.password] if self.username else [self.password]
+            await self.call("AUTH", *auth)
+        if self.db:
+            await self.call("SELECT", self.db)
+        return protocol
+
+    async def _ready(self) -> _Protocol:
+        protocol = self._protocol
+        if protocol is not None and protocol.lost is None:
+            return protocol
+        if self._connecting is None:
+            self._connecting = asyncio.Lock()
+        async with self._connecting:
+            protocol = self._protocol
+            if protocol is None or protocol.lost is not None:
+                protocol = await self._connect()
+            return protocol
+
+    async def call(self, *parts: Any) -> Any:
+        """Send one command and await its reply (error replies raise :class:`RespError`)."""
+        protocol = self._protocol
+        if protocol is None or protocol.lost is not None:
+            protocol = await self._ready()
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        assert protocol.transport is not None
+        protocol.waiting.append(future)
+        protocol.transport.write(pack(*parts))
+        return await future
+
+    async def evalsha(self, sha: str, script: str, keys: list[str], args: list[Any]) -> Any:
+        """Run a script by its SHA1, loading it first if the server does not have it."""
+        try:
+            return await self.call("EVALSHA", sha, len(keys), *keys, *args)
+        except RespError as exc:
+            if not str(exc).startswith("NOSCRIPT"):
+                raise
+        await self.call("SCRIPT", "LOAD", script)
+        return await self.call("EVALSHA", sha, len(keys), *keys, *args)
+
+    def close(self) -> None:
+        """Close the connection (pending calls fail with ``ConnectionError``)."""
+        if self._protocol is not None and self._protocol.transport is not None:
+            self._protocol.transport.close()
+        self._protocol = None
