@@ -194,10 +194,7 @@ class SelectiveSampling(Learner):
         {},
         {"base": "cmtl", "base_params": {"b": 2.0}, "adaptive_b": True},
         {"base": "stl", "b": 0.5, "append_bias": True, "l2_normalize": True},
-        {
-            "base": "cmtl",
-            "base_params": '{"graph": [[0, 1, 0, 0], [1, 0, 1, 0], [0, 1, 0, 1], [0, 0, 1, 0]]}',
-        },
+        {"base": "pa-individual", "base_params": '{"variant": "pa2"}'},
     )
     state_fields: ClassVar[tuple[str, ...]] = ("n_updates_", "radius2_")
 

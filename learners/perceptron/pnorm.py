@@ -145,7 +145,6 @@ class PNormMultitaskPerceptron(Learner):
     )
     conformance_params: ClassVar[tuple[dict[str, Any], ...]] = (
         {},
-        {"p": 2.0, "b": 1.0},
         {"p": 4.0, "append_bias": True, "l2_normalize": True},
         {"A": np.array([[2.0, -0.5, 0, 0], [-0.5, 2.0, -0.5, 0], [0, -0.5, 2.0, 0], [0, 0, 0, 1]])},
     )

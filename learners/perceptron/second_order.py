@@ -169,7 +169,6 @@ class SecondOrderMultitaskPerceptron(Learner):
     )
     conformance_params: ClassVar[tuple[dict[str, Any], ...]] = (
         {},
-        {"a": 0.1, "b": 0.0},
         {"a": 10.0, "b": 1.5, "append_bias": True, "l2_normalize": True},
         {"graph": np.array([[0, 1, 0, 0], [1, 0, 2, 0], [0, 2, 0, 1], [0, 0, 1, 0]], dtype=float)},
     )
