@@ -18,8 +18,10 @@ Contents
   learner evaluated with the same ``--seed`` sees the same data orders.
 * :class:`LearnerSetup` — resolves a learner's parameters for a dataset:
   ``expected_rounds`` (set to the number of training rounds when the class has
-  that parameter and the user did not set it) and ``budget`` (passed when the
-  class has a ``budget`` parameter).
+  that parameter and the user did not set it), ``budget`` (passed when the
+  class has a ``budget`` parameter) and, for learners of kind "both", the
+  parameter value that makes them learn the dataset's kind (:func:`kind_switch`).
+  Automatic choices are reported under ``auto_params``.
 * :class:`RowSource` — the dataset's rows as canonical :class:`~learners.inputs.Vec`
   objects, built once.
 * :func:`stream_pass` — one predict-then-learn pass (algorithms.md Sec. 0): the
@@ -66,6 +68,7 @@ __all__ = [
     "build_document",
     "accuracy_figures",
     "jsonable",
+    "kind_switch",
     "learner_matrices",
     "learner_seed",
     "mean_matrix",
@@ -83,7 +86,7 @@ __all__ = [
 Progress = Callable[[int, int], None]
 
 #: Rows per ``score_and_learn_many`` call (the Perceptron batch path builds a chunk x chunk Gram matrix).
-CHUNK = 256
+CHUNK = 128
 
 
 # ------------------------------------------------------------------ randomness
@@ -118,6 +121,12 @@ class LearnerSetup:
         klass = learners.get(learner)
         setup = cls(learner, klass, dict(params), budget, dataset.n_features, dataset.n_tasks)
         probe = setup.build(seed=0, rounds=max(1, dataset.n))
+        if probe.label_kind != dataset.kind and klass.kind == "both":
+            switch = kind_switch(klass, setup.params, dataset.kind)
+            if switch is not None:
+                setup.params.update(switch)
+                setup.auto.update(switch)
+                probe = setup.build(seed=0, rounds=max(1, dataset.n))
         if probe.label_kind != dataset.kind:
             hint = (
                 "; this learner does both: set the hyperparameter that chooses (omtl learners)"
@@ -151,6 +160,31 @@ class LearnerSetup:
         return self.cls(
             n_features=self.n_features, n_tasks=self.n_tasks, seed=seed, **self.resolved(rounds)
         )
+
+
+#: Values tried by :func:`kind_switch` for a string hyperparameter.
+KIND_VALUES = ("logistic", "classification", "hinge", "linear", "regression", "squared")
+
+
+def kind_switch(cls: type[Learner], given: dict[str, Any], kind: str) -> dict[str, Any] | None:
+    """For a learner of kind "both": the one string hyperparameter value giving ``kind``.
+
+    Tries each string-valued parameter the user did not set with the usual names
+    (:data:`KIND_VALUES`) and returns the first ``{name: value}`` whose instance
+    learns ``kind`` (e.g. ELLA's ``base_learner="logistic"`` for classification),
+    or None.
+    """
+    for param in cls.params:
+        if param.name in given or not isinstance(param.default, str):
+            continue
+        for value in KIND_VALUES:
+            try:
+                probe = cls(n_features=2, n_tasks=2, seed=0, **given, **{param.name: value})
+            except (ValueError, TypeError):
+                continue
+            if probe.label_kind == kind:
+                return {param.name: value}
+    return None
 
 
 # ------------------------------------------------------------------- the rows

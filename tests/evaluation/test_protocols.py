@@ -201,3 +201,10 @@ def test_auc_counts_ties_as_one_half():
     """Pairs (pos, neg): (0.35 > 0.1), (0.35 < 0.4), (0.8 > both), ties none: 3/4; a tie gives 1/2."""
     assert auc(np.array([0.1, 0.4, 0.35, 0.8]), np.array([-1, -1, 1, 1])) == 0.75
     assert auc(np.array([0.5, 0.5]), np.array([-1, 1])) == 0.5
+
+
+def test_learners_of_both_kinds_are_switched_to_the_dataset_kind():
+    data = load_dataset("synthetic-saha")
+    doc = protocols.get("split").run(data, "ella", {}, runs=1, seed=0, budget=None)
+    assert doc["auto_params"] == {"base_learner": "logistic"}
+    assert 0.5 < doc["metrics"]["accuracy_mean"] <= 1.0

@@ -1,0 +1,1 @@
+"""Benchmarks run by command (``make bench``), never by the test suite."""
