@@ -19,7 +19,8 @@ wrap, with which hyperparameters) and declares its own ``params`` (use
 :meth:`SelectiveSampling._margin` (the score the rule looks at) or
 :meth:`SelectiveSampling._threshold` (the ``b`` of a round). Everything else
 (state, tasks, batches, budget) is inherited. For example, AMLC's per-task
-"Independent" baseline (own weights, b = 1, bias + L2 on) is::
+"Independent" baseline (own weights, b = 1, bias + L2 on;
+:mod:`learners.amlc.independent`) is essentially::
 
     @register
     class Independent(SelectiveSampling):
@@ -263,7 +264,7 @@ class SelectiveSampling(Learner):
         return float(self.base_._decision(x, task))
 
     def _learn(self, x: Vec, y: float, task: int) -> None:
-        if self.hyper["adaptive_b"] and _is_mistake(self._margin(x, task), y):
+        if self.hyper["adaptive_b"] and _is_mistake(self._decision(x, task), y):
             self.n_updates_[task] += 1
             self.radius2_[task] = max(float(self.radius2_[task]), x.sqnorm())
         self.base_._learn(x, y, task)
