@@ -390,7 +390,11 @@ def _decode_batch(entry_id: str, f: Mapping[str, Any], n_features: int | None) -
         tasks = _json(f["tasks"], "tasks")
         if not isinstance(tasks, list) or len(tasks) != n:
             raise CodecError(f"tasks must be a JSON list of {n} names")
-        if not all(isinstance(t, str) and t for t in tasks):
+        try:
+            distinct = set(tasks)
+        except TypeError:
+            raise CodecError("tasks must be non-empty strings") from None
+        if "" in distinct or {type(t) for t in distinct} != {str}:
             raise CodecError("tasks must be non-empty strings")
     if "y32" in f:
         ry = _raw(f["y32"])

@@ -180,87 +180,149 @@ class Applier:
         self.outbox.dead.append(dead_letter_fields(entry_id, reason, flat))
 
     # ------------------------------------------------------------ entries
-    def apply(self, entries: Sequence[Any]) -> int:
-        """Apply raw XREAD entries ``[id, [field, value, ...]]`` in order; returns the count."""
+    def apply(self, entries: Sequence[Any], horizon_ms: int | None = None) -> list[Any]:
+        """Apply raw XREAD entries ``[id, [field, value, ...]]`` in log order.
+
+        Consecutive labelled single events (binary ``x32``, known task) with the
+        same millisecond in their entry id form a *group*, applied with one
+        ``score_and_learn_many`` call (a group of one with the per-event path).
+        Groups depend on the log alone, so a replay forms the same groups. A
+        group at the end of ``entries`` may still grow: it is applied only when
+        its millisecond is below ``horizon_ms`` (the server time after a read
+        that returned everything there was), and otherwise returned unapplied,
+        to be passed again, in front of the next entries.
+        """
         st = self.state
         single = st.single
         events, predictions = single["events"], single["predictions"]
-        labels, mistakes = single["labels"], single["mistakes"]
         totals = st.totals
         tindex = st.task_index
         self._replaying_queries = st.queries_done_upto >= (0, 0, -1)
         fast, classification = self.fast, self.classification
         learner = self.learner
-        prepare, decide, learn = learner._prepare, learner._decision, learner._learn
+        prepare, decide = learner._prepare, learner._decision
         frombuffer = np.frombuffer
         d4 = 4 * self.d
-        n_events = n_labelled = 0
+        n_events = 0
+        group: list[tuple[Any, Any, int, float]] = []
+        group_ms = b""
         for eid_b, flat in entries:
-            try:
-                # ---- fast path: a single x32 event of a known task, fields in codec order
-                n = len(flat)
-                t = None
-                if (
-                    fast
-                    and 6 <= n <= 10
-                    and flat[1] == b"e"
-                    and flat[0] == b"k"
-                    and flat[2] == b"task"
-                    and flat[4] == b"x32"
-                    and len(flat[5]) == d4
-                ):
-                    t = tindex.get(flat[3])
-                y: float | None = None
-                ref = None
+            # ---- classify: a single x32 event of a known task, fields in codec order?
+            n = len(flat)
+            t = None
+            y: float | None = None
+            ref = None
+            if (
+                6 <= n <= 10
+                and flat[1] == b"e"
+                and flat[0] == b"k"
+                and flat[2] == b"task"
+                and flat[4] == b"x32"
+                and len(flat[5]) == d4
+            ):
+                t = tindex.get(flat[3])
                 if t is not None and n > 6:
                     if flat[6] == b"y" and (n == 8 or (n == 10 and flat[8] == b"ref")):
-                        y = float(flat[7])
-                        ref = flat[9] if n == 10 else None
+                        try:
+                            y = float(flat[7])
+                        except ValueError:
+                            t = None
+                        else:
+                            ref = flat[9] if n == 10 else None
+                            if (y != 1.0 and y != -1.0) if classification else not math.isfinite(y):
+                                t = None
                     elif flat[6] == b"ref" and n == 8:
                         ref = flat[7]
                     else:
                         t = None
-                if t is None:
+            if t is not None and y is not None:
+                ms = eid_b[: eid_b.index(b"-")]
+                if group and ms != group_ms:
+                    n_events += self._apply_group(group)
+                    group = []
+                group_ms = ms
+                group.append((eid_b, flat, t, y))
+                continue
+            if group:
+                n_events += self._apply_group(group)
+                group = []
+            try:
+                if t is None or not fast:
                     n_events += self._generic(eid_b.decode(), flat)
                     continue
+                # ---- an unlabelled single event: predict, maybe ask for its label
                 x = frombuffer(flat[5], _F4)
-                v = prepare(x)
-                if y is None:
-                    s = float(decide(v, t))
-                    n_events += 1
-                    events[t] += 1
-                    predictions[t] += 1
-                    eid = eid_b.decode()
-                    self._request(eid, t, x, s, ref)
-                    st.remember(eid, (t, x))
-                    continue
-                if classification:
-                    if y != 1.0 and y != -1.0:
-                        raise _Dead(f"label y must be -1 or +1, got {y!r}")
-                elif not math.isfinite(y):
-                    raise _Dead(f"target y must be finite, got {y!r}")
-                s = float(decide(v, t))
-                learn(v, y, t)
+                s = float(decide(prepare(x), t))
                 n_events += 1
-                n_labelled += 1
                 events[t] += 1
                 predictions[t] += 1
-                labels[t] += 1
-                if classification and (s >= 0.0) != (y > 0.0):
-                    mistakes[t] += 1
+                eid = eid_b.decode()
+                self._request(eid, t, x, s, ref)
+                st.remember(eid, (t, x))
             except _Dead as exc:
                 self._dead(eid_b.decode(), str(exc), flat)
             except RedisError:
                 raise
             except Exception as exc:
                 self._dead(eid_b.decode(), f"{type(exc).__name__}: {exc}", flat)
-        if entries:
-            st.last_id = entries[-1][0].decode()
-            totals["entries"] += len(entries)
-            st.entries_since_snapshot += len(entries)
+        tail: list[Any] = []
+        if group:
+            if horizon_ms is not None and int(group_ms) < horizon_ms:
+                n_events += self._apply_group(group)
+            else:
+                tail = [[eid_b, flat] for eid_b, flat, _, _ in group]
+        applied = len(entries) - len(tail)
+        if applied:
+            st.last_id = entries[applied - 1][0].decode()
+            totals["entries"] += applied
+            st.entries_since_snapshot += applied
         totals["events"] += n_events
-        totals["labelled_events"] += n_labelled
-        return len(entries)
+        return tail
+
+    def _apply_group(self, group: list[tuple[Any, Any, int, float]]) -> int:
+        """Apply a group of labelled single events (see :meth:`apply`); returns its size."""
+        n = len(group)
+        if n > 1:
+            X = np.frombuffer(b"".join([g[1][5] for g in group]), _F4).reshape(n, self.d)
+            if np.isfinite(X).all():
+                tasks = np.fromiter([g[2] for g in group], np.int64, n)
+                y = np.fromiter([g[3] for g in group], np.float64, n)
+                scores = self.learner.score_and_learn_many(X, y, tasks)
+                self._count_labelled(scores, y, tasks)
+                return n
+        for eid_b, flat, t, y_one in group:
+            try:
+                x = np.frombuffer(flat[5], _F4)
+                s = self._score_and_learn(x, y_one, t)
+            except RedisError:
+                raise
+            except Exception as exc:
+                self._dead(eid_b.decode(), f"{type(exc).__name__}: {exc}", flat)
+                n -= 1
+                continue
+            st = self.state
+            st.single["events"][t] += 1
+            st.single["predictions"][t] += 1
+            st.single["labels"][t] += 1
+            st.totals["labelled_events"] += 1
+            if self.classification and (s >= 0.0) != (y_one > 0.0):
+                st.single["mistakes"][t] += 1
+        return n
+
+    def _count_labelled(self, scores: np.ndarray, y: np.ndarray, tasks: np.ndarray) -> None:
+        """Counters of labelled rows learned through the batch path."""
+        st = self.state
+        k = self.learner.n_tasks
+        counts = np.bincount(tasks, minlength=k)
+        batched = st.batched
+        batched["events"] += counts
+        batched["predictions"] += counts
+        batched["labels"] += counts
+        if self.classification:
+            wrong = (scores >= 0.0) != (y > 0.0)
+            if wrong.any():
+                batched["mistakes"] += np.bincount(tasks[wrong], minlength=k)
+        st.totals["labelled_events"] += int(tasks.shape[0])
 
     def _generic(self, entry_id: str, flat: Sequence[Any]) -> int:
         """Any entry: full decode and validation. Returns the number of events applied."""
@@ -307,14 +369,17 @@ class Applier:
             if not ok.all():
                 raise _Dead("labels y must be -1 or +1 for a classification model")
         names = b.tasks
-        if all(name == names[0] for name in names):
+        known = st.task_by_name
+        if names.count(names[0]) == b.n:
             tasks = np.full(b.n, st.task_for(names[0]), dtype=np.int64)
         else:
-            tasks = np.fromiter((st.task_for(name) for name in names), np.int64, b.n)
+            for name in dict.fromkeys(names):
+                if name not in known:
+                    st.task_for(name)
+            tasks = np.fromiter(map(known.__getitem__, names), np.int64, b.n)
         X = b.X
         n = b.n
         learner = self.learner
-        batched = st.batched
         if labelled.all():
             bounds = [(0, n, True)]
         else:
@@ -327,15 +392,7 @@ class Applier:
             if is_labelled:
                 ty, tt = y[a:e], tasks[a:e]
                 scores = learner.score_and_learn_many(X[a:e], ty, tt)
-                k = learner.n_tasks
-                counts = np.bincount(tt, minlength=k)
-                for name in ("events", "predictions", "labels"):
-                    batched[name] += counts
-                if self.classification:
-                    wrong = (scores >= 0.0) != (ty > 0.0)
-                    if wrong.any():
-                        batched["mistakes"] += np.bincount(tt[wrong], minlength=k)
-                st.totals["labelled_events"] += e - a
+                self._count_labelled(scores, ty, tt)
                 continue
             for i in range(a, e):
                 t = int(tasks[i])

@@ -44,7 +44,12 @@ class ModelState:
         self.learner: Learner = snapshot.learner
         self.task_names: list[str] = list(snapshot.task_names)
         self.task_index: dict[bytes, int] = {n.encode(): i for i, n in enumerate(self.task_names)}
+        self.task_by_name: dict[str, int] = {n: i for i, n in enumerate(self.task_names)}
         self.last_id = snapshot.last_id
+        #: the id after which the next XREAD starts; ``pending`` holds entries read but
+        #: not applied yet (a labelled group that may still grow, see Applier.apply)
+        self.read_id = snapshot.last_id
+        self.pending: list[Any] = []
         self.version = snapshot.version
         self.snapshot_created = snapshot.created
         k = self.learner.n_tasks
@@ -78,10 +83,10 @@ class ModelState:
         An unseen name takes the learner's next unnamed slot, else a task added
         with ``learner.add_task()``.
         """
-        key = name.encode()
-        idx = self.task_index.get(key)
+        idx = self.task_by_name.get(name)
         if idx is not None:
             return idx
+        key = name.encode()
         idx = len(self.task_names)
         if idx >= self.learner.n_tasks:
             added = self.learner.add_task()
@@ -93,6 +98,7 @@ class ModelState:
                 self.batched[name_] = np.append(self.batched[name_], 0)
         self.task_names.append(name)
         self.task_index[key] = idx
+        self.task_by_name[name] = idx
         return idx
 
     # ------------------------------------------------------------ counters

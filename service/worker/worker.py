@@ -223,19 +223,43 @@ class Worker:
                 self._load(name)
 
     # ------------------------------------------------------------ applying
-    def _read(self, block_ms: int | None) -> list[Any]:
+    def _read(self, block_ms: int | None) -> tuple[dict[bytes, list[Any]], int]:
+        """One XREAD over every owned log, and the server's time (ms) right after it."""
         streams = list(self.by_log)
-        ids = [o.state.last_id for o in self.by_log.values()]
+        ids = [o.state.read_id for o in self.by_log.values()]
         args: list[Any] = ["XREAD", "COUNT", self.settings.read_count]
         if block_ms is not None:
             args += ["BLOCK", block_ms]
         args += ["STREAMS", *streams, *ids]
-        reply = self.r.execute_command(*args)
+        with self.r.pipeline(transaction=False) as p:
+            p.execute_command(*args)
+            p.time()
+            reply, (seconds, micros) = p.execute()
+        now_ms = int(seconds) * 1000 + int(micros) // 1000
         if not reply:
-            return []
-        if isinstance(reply, dict):  # RESP3
-            return list(reply.items())
-        return list(reply)
+            return {}, now_ms
+        pairs = reply.items() if isinstance(reply, dict) else reply  # RESP3 / RESP2
+        return {bytes(stream): entries for stream, entries in pairs}, now_ms
+
+    def _apply_reads(self, got: dict[bytes, list[Any]], now_ms: int) -> None:
+        """Apply what one read returned (and any held-back entries) for every model."""
+        count = self.settings.read_count
+        for stream, owned in list(self.by_log.items()):
+            st = owned.state
+            new = got.get(stream)
+            if not new and not st.pending:
+                continue
+            if new:
+                st.read_id = new[-1][0].decode()
+            entries = st.pending + new if st.pending and new else (new or st.pending)
+            # the read returned everything there was: groups older than now are complete
+            horizon = now_ms if not new or len(new) < count else None
+            t0 = time.perf_counter()
+            st.pending = owned.applier.apply(entries, horizon)
+            self._flush(owned)
+            m.UPDATE_LATENCY.labels(st.name).observe(time.perf_counter() - t0)
+            if self._due(owned, time.monotonic()):
+                self._snapshot(owned)
 
     def _flush(self, owned: _Owned) -> None:
         st = owned.state
@@ -377,8 +401,13 @@ class Worker:
                 if not self.owned:
                     time.sleep(min(0.05, self.tick))
                     continue
-                reply = self._read(None if until_idle else block_ms)
-                if not reply:
+                pending = any(o.state.pending for o in self.owned.values())
+                if until_idle:
+                    block: int | None = None
+                else:
+                    block = 1 if pending else block_ms
+                got, now_ms = self._read(block)
+                if not got and not pending:
                     if until_idle and self._all_wanted_owned():
                         break
                     now = time.monotonic()
@@ -386,17 +415,7 @@ class Worker:
                         if self._due(idle, now):
                             self._snapshot(idle)
                     continue
-                for stream, entries in reply:
-                    found = self.by_log.get(stream)
-                    if found is None:
-                        continue
-                    owned = found
-                    t0 = time.perf_counter()
-                    owned.applier.apply(entries)
-                    self._flush(owned)
-                    m.UPDATE_LATENCY.labels(owned.state.name).observe(time.perf_counter() - t0)
-                    if self._due(owned, time.monotonic()):
-                        self._snapshot(owned)
+                self._apply_reads(got, now_ms)
         finally:
             self._shutdown()
             self.result.seconds = time.perf_counter() - started
