@@ -6,6 +6,8 @@ one-task-per-event stream.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from learners.base import APPEND_BIAS, L2_NORMALIZE, Param, non_negative, positive
@@ -54,8 +56,9 @@ class RobustPGD(RobustMultitask):
     so the shrinks of Eqs. 6, 7 and 10 are scalar multiplications, and
     ``||q_i||^2`` is kept up to date from ``q_i . x`` and ``||x||^2`` so Eq. 10
     needs no pass over ``q_i``. Exceptions: a scale that falls below 1e-100 is
-    folded into its array (O(d), rare), and a ``q_i`` that Eq. 10 sets to zero
-    is cleared (an O(d) memset).
+    folded into its array (O(d), rare); a ``q_i`` that Eq. 10 sets to zero is
+    cleared only at the entries written since it was last zero (so O(nnz) amortised),
+    or wholly (O(d)) when those are more than d/4 or unknown (after a state restore).
 
     **Outlier tasks.** ``outlier_scores()`` is ``||q_i||_2``. Note
     (algorithms.md Sec. 5.4): from ``q_i = 0`` one step gives ``||q_hat|| =
@@ -111,6 +114,7 @@ class RobustPGD(RobustMultitask):
         self.q_scale_ = np.ones(K)
         self.q_sqnorm_ = np.zeros(K)
         self.n_updates_ = 0
+        self._q_support: list[list[np.ndarray] | None] = [[] for _ in range(K)]
 
     def _parts(self, x: Vec, task: int) -> tuple[float, float, float]:
         """``(u.x, p_i.x, q_i.x)``, O(nnz)."""
@@ -152,13 +156,38 @@ class RobustPGD(RobustMultitask):
         factor = shrink_factor(norm_hat, self.hyper["eta"] * self.hyper["gamma"])
         if factor == 0.0:
             if self.q_sqnorm_[task] > 0.0:
-                self.Q_[task] = 0.0
+                self._clear_outlier(task)
             self.q_scale_[task] = 1.0
             self.q_sqnorm_[task] = 0.0
             return
         add_scaled(x, self.Q_[task], float(self.q_scale_[task]), step)
+        self._note_support(x, task)
         self.q_scale_[task] = rescale(self.Q_[task], float(self.q_scale_[task]), factor)
         self.q_sqnorm_[task] = (factor * norm_hat) ** 2
+
+    def _note_support(self, x: Vec, task: int) -> None:
+        """Remember where ``Q_[task]`` may be non-zero, while that is cheaper than all of it."""
+        support = self._q_support[task]
+        if support is None:
+            return
+        if x.idx is None or sum(s.shape[0] for s in support) + x.nnz > self.dim // 4:
+            self._q_support[task] = None
+        else:
+            support.append(x.idx)
+
+    def _clear_outlier(self, task: int) -> None:
+        """Set ``Q_[task]`` to zero: only the remembered entries (O(nnz) amortised), else all."""
+        support = self._q_support[task]
+        if support is None:
+            self.Q_[task] = 0.0
+        else:
+            for idx in support:
+                self.Q_[task, idx] = 0.0
+        self._q_support[task] = []
+
+    def _set_state(self, state: Any) -> None:
+        super()._set_state(state)
+        self._q_support = [None] * self.n_tasks  # unknown support: clear whole rows
 
     def _add_task(self) -> None:
         d = self.dim
@@ -167,6 +196,7 @@ class RobustPGD(RobustMultitask):
         self.p_scale_ = np.append(self.p_scale_, 1.0)
         self.q_scale_ = np.append(self.q_scale_, 1.0)
         self.q_sqnorm_ = np.append(self.q_sqnorm_, 0.0)
+        self._q_support.append([])
 
     def shared_weights(self) -> np.ndarray:
         """The shared part ``u``, shape ``(dim,)``."""

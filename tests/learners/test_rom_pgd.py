@@ -79,41 +79,45 @@ class DenseROMPGD:
 
 
 @pytest.mark.parametrize(
-    ("params", "sparse"),
+    ("params", "d", "zeros", "min_clears"),
     [
-        ({"eta": 0.1, "alpha": 1e-2, "beta": 1e-2, "gamma": 0.3}, False),
+        ({"eta": 0.1, "alpha": 1e-2, "beta": 1e-2, "gamma": 0.3}, 12, 0.0, 0),
         # alpha*eta/K = 10: the lazy scale of u underflows and is folded back every ~100 events
-        ({"eta": 0.5, "alpha": 60.0, "beta": 5.0, "gamma": 0.05}, True),
+        ({"eta": 0.5, "alpha": 60.0, "beta": 5.0, "gamma": 0.05}, 12, 0.6, 0),
+        # ~4 non-zeros in d = 80: q_i is zeroed at the entries it was written at only
+        ({"eta": 0.3, "alpha": 1e-2, "beta": 1.0, "gamma": 1.2}, 80, 0.95, 50),
     ],
 )
 def test_lazy_scaled_form_equals_the_dense_reference(
-    params: dict[str, float], sparse: bool
+    params: dict[str, float], d: int, zeros: float, min_clears: int
 ) -> None:
     rng = np.random.default_rng(7)
-    d, K, n = 12, 3, 1500
+    K, n = 3, 1500
     model = RobustPGD(n_features=d, n_tasks=K, **params)
     ref = DenseROMPGD(d, K, **params)
     W_true = rng.normal(size=(K + 1, d))
-    folded = 0
+    folded = cleared = 0
     for step in range(n):
         if step == n // 2:
             assert model.add_task() == K
             ref.add_task()
         k = int(rng.integers(model.n_tasks))
         x = rng.normal(size=d) * rng.uniform(0.2, 1.5)
-        if sparse:
-            x[rng.random(d) < 0.6] = 0.0
+        x[rng.random(d) < zeros] = 0.0
         y = 1.0 if W_true[k] @ x + 0.3 * rng.normal() >= 0 else -1.0
         assert model.decision_one(x, k) == pytest.approx(ref.score(x, k), rel=1e-9, abs=1e-9)
+        was_outlier = model.q_sqnorm_[k] > 0.0
         model.learn_one(x, y, k)
         ref.learn(x, y, k)
         folded += model.u_scale_ == 1.0
+        cleared += bool(was_outlier and model.q_sqnorm_[k] == 0.0)
     assert folded > 5 or params["alpha"] < 1
     np.testing.assert_allclose(model.shared_weights(), ref.u, rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(model.individual_weights(), ref.P, rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(model.outlier_weights(), ref.Q, rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(model.outlier_scores(), np.linalg.norm(ref.Q, axis=1), atol=1e-9)
     assert (np.linalg.norm(ref.Q, axis=1) > 0).any(), "the stream should exercise non-zero q"
+    assert cleared >= min_clears, "the stream should zero non-zero q_i columns (Eq. 10)"
 
 
 events = st.lists(
