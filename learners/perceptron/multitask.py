@@ -108,7 +108,16 @@ class MistakeDriven(Learner):
         if mistakes.size:
             self._batch_update(yX[mistakes], tasks[mistakes])
             self.n_mistakes_ += int(mistakes.size)
-        return z * y
+        return z * y / self._batch_score_divisor()
+
+    def _batch_score_divisor(self) -> float:
+        """Positive constant the batch scores and couplings are divided by (default 1).
+
+        A learner whose decision is ``numerator / constant`` returns unscaled scores and
+        couplings and the constant here, so that the kernel sums exactly what the row
+        path sums (e.g. integers for integer features) and ties at 0 come out the same.
+        """
+        return 1.0
 
     def _batch_scores(self, X: np.ndarray, tasks: np.ndarray) -> np.ndarray:
         raise NotImplementedError
@@ -468,16 +477,18 @@ class MultitaskPerceptron(MatrixPerceptron):
     def _batch_scores(self, X: np.ndarray, tasks: np.ndarray) -> np.ndarray:
         if not self.uses_b_family:
             return super()._batch_scores(X, tasks)
-        b = self._b()
+        # Unscaled (times 1 + b), as in _decision's numerator; see _batch_score_divisor.
         own = np.einsum("ij,ij->i", X, self.V_[tasks])
-        return (own + (b / self.n_tasks) * (X @ self.s_)) / (1.0 + b)
+        return own + (self._b() / self.n_tasks) * (X @ self.s_)
 
     def _batch_coupling(self, tasks: np.ndarray) -> np.ndarray:
         if not self.uses_b_family:
             return super()._batch_coupling(tasks)
-        b = self._b()
-        beta = b / self.n_tasks
-        return np.where(np.equal.outer(tasks, tasks), (1.0 + beta) / (1.0 + b), beta / (1.0 + b))
+        beta = self._b() / self.n_tasks
+        return np.where(np.equal.outer(tasks, tasks), 1.0 + beta, beta)
+
+    def _batch_score_divisor(self) -> float:
+        return 1.0 + self._b() if self.uses_b_family else 1.0
 
     def _batch_update(self, yX: np.ndarray, tasks: np.ndarray) -> None:
         if not self.uses_b_family:
