@@ -241,3 +241,31 @@ def test_graph_matrix_is_spd_with_eigenvalues_at_least_one(W, scale):
 def test_cmtl_rejects_matrices_that_are_not_spd(bad):
     with pytest.raises(ValueError, match=r"interaction matrix|square"):
         learners.make("cmtl", n_features=2, n_tasks=2, A=bad)
+
+
+@pytest.mark.parametrize(
+    ("name", "params"),
+    [("ipl", {}), ("stl", {}), ("cmtl", {}), ("cmtl", {"b": 2.0})],
+    ids=["ipl", "stl", "cmtl-b=K", "cmtl-b=2"],
+)
+def test_batch_path_on_integer_features_is_bit_identical(name, params):
+    """Integer features make exact ties (score 0) common; the batch kernel sums the same
+    integers as the row path (b-family scores unscaled, divided by 1 + b at the end), so the
+    scores agree bit for bit and every tie is resolved the same way."""
+    K, d, n = 4, 6, 3000
+    rng = np.random.default_rng(47)
+    X = rng.integers(-2, 3, size=(n, d)).astype(float)
+    tasks = rng.integers(K, size=n)
+    y = np.where(rng.random(n) < 0.5, 1.0, -1.0)
+    rows = learners.make(name, n_features=d, n_tasks=K, **params)
+    batched = learners.make(name, n_features=d, n_tasks=K, **params)
+    s_rows = run(rows, X, y, tasks)
+    s_batch = np.concatenate(
+        [
+            batched.score_and_learn_many(X[i : i + 400], y[i : i + 400], tasks[i : i + 400])
+            for i in range(0, n, 400)
+        ]
+    )
+    assert (s_rows == 0.0).sum() > 20
+    np.testing.assert_array_equal(s_batch, s_rows)
+    np.testing.assert_array_equal(batched.task_weights(), rows.task_weights())
