@@ -310,18 +310,10 @@ class Applier:
         return n
 
     def _count_labelled(self, scores: np.ndarray, y: np.ndarray, tasks: np.ndarray) -> None:
-        """Counters of labelled rows learned through the batch path."""
+        """Counters of labelled rows learned through the batch path (added up later)."""
         st = self.state
-        k = self.learner.n_tasks
-        counts = np.bincount(tasks, minlength=k)
-        batched = st.batched
-        batched["events"] += counts
-        batched["predictions"] += counts
-        batched["labels"] += counts
-        if self.classification:
-            wrong = (scores >= 0.0) != (y > 0.0)
-            if wrong.any():
-                batched["mistakes"] += np.bincount(tasks[wrong], minlength=k)
+        wrong = (scores >= 0.0) != (y > 0.0) if self.classification else None
+        st.deferred.append((tasks, wrong))
         st.totals["labelled_events"] += int(tasks.shape[0])
 
     def _generic(self, entry_id: str, flat: Sequence[Any]) -> int:
@@ -363,11 +355,15 @@ class Applier:
     def _batch(self, b: BatchEvent) -> int:
         st = self.state
         y = b.y
-        labelled = ~np.isnan(y)
         if self.classification:
-            ok = (y[labelled] == 1.0) | (y[labelled] == -1.0)
-            if not ok.all():
+            ok = (y == 1.0) | (y == -1.0)
+            all_labelled = bool(ok.all())
+            labelled = ok if all_labelled else ~np.isnan(y)
+            if not all_labelled and not (ok | ~labelled).all():
                 raise _Dead("labels y must be -1 or +1 for a classification model")
+        else:
+            labelled = ~np.isnan(y)
+            all_labelled = bool(labelled.all())
         names = b.tasks
         known = st.task_by_name
         if names.count(names[0]) == b.n:
@@ -380,7 +376,7 @@ class Applier:
         X = b.X
         n = b.n
         learner = self.learner
-        if labelled.all():
+        if all_labelled:
             bounds = [(0, n, True)]
         else:
             change = np.flatnonzero(labelled[1:] != labelled[:-1]) + 1

@@ -59,6 +59,8 @@ class ModelState:
             name: np.asarray(snapshot.counters[name], dtype=np.int64).copy()
             for name in COUNTER_NAMES
         }
+        #: (tasks, wrong-or-None) of rows learned through the batch path, not counted yet
+        self.deferred: list[tuple[np.ndarray, np.ndarray | None]] = []
         self.totals: dict[str, int] = {n: int(snapshot.totals.get(n, 0)) for n in TOTAL_NAMES}
         self.labelled: set[tuple[int, int, int]] = {
             (int(a), int(b), int(c)) for a, b, c in snapshot.labelled.tolist()
@@ -102,8 +104,28 @@ class ModelState:
         return idx
 
     # ------------------------------------------------------------ counters
+    def _fold_deferred(self) -> None:
+        """Add the deferred batch-path counts into the batch counters (one bincount)."""
+        if not self.deferred:
+            return
+        k = self.learner.n_tasks
+        for name in COUNTER_NAMES:
+            arr = self.batched[name]
+            if arr.shape[0] < k:
+                self.batched[name] = np.concatenate([arr, np.zeros(k - arr.shape[0], np.int64)])
+        tasks = np.concatenate([t for t, _ in self.deferred])
+        counts = np.bincount(tasks, minlength=k)
+        for name in ("events", "predictions", "labels"):
+            self.batched[name] += counts
+        wrong = [(t, w) for t, w in self.deferred if w is not None]
+        if wrong:
+            wt = np.concatenate([t[w] for t, w in wrong])
+            self.batched["mistakes"] += np.bincount(wt, minlength=k)
+        self.deferred.clear()
+
     def counters(self) -> dict[str, np.ndarray]:
         """Per-task counters (length K) with both halves added up."""
+        self._fold_deferred()
         k = self.learner.n_tasks
         out = {}
         for name in COUNTER_NAMES:
