@@ -45,10 +45,6 @@ __all__ = [
     "vonneumann_update",
 ]
 
-#: Lower bound of ``log`` of an eigenvalue of an unnormalised von Neumann ``A``
-#: (``exp(-700)`` is about 1e-304, whose reciprocal is still finite).
-_LOG_SMALLEST = -700.0
-
 
 # ------------------------------------------------------------------ Gram matrix
 def gram_after_rank_one(G: np.ndarray, u_post: np.ndarray, c: np.ndarray, xx: float) -> np.ndarray:
@@ -179,8 +175,9 @@ def vonneumann_log_step(
     ``log(floor)``, so the condition number of ``A_s`` is at most ``1/floor``.
     With ``normalize`` the eigenvalues are divided by their sum (Tsuda et al.'s
     matrix exponentiated gradient form: unit trace); without it the shift is
-    undone (the literal Eq. 3.8, whose scale decays like ``exp(-eta G)``; its
-    log-eigenvalues are clipped at -700 so that ``A^{-1}`` stays finite).
+    undone (the literal Eq. 3.8, whose scale decays like ``exp(-eta G)``), and the
+    eigenvalues are also floored at ``floor`` itself: otherwise A decays to 0 and
+    ``A^{-1}`` (the weight steps) overflows the weights within a few hundred updates.
     Keeping ``log A`` rather than A as the state loses nothing to rounding in
     the small eigenvalues of A (recomputing ``log A`` from A would); ``A^{-1}``
     comes from the same eigendecomposition.
@@ -209,7 +206,7 @@ def vonneumann_log_step(
     if normalize:
         log_a -= np.log(np.exp(log_a).sum())
     else:
-        log_a = np.maximum(log_a + top, _LOG_SMALLEST)
+        log_a = np.maximum(log_a + top, np.log(floor))
     return assemble(Q, log_a), assemble(Q, np.exp(log_a)), assemble(Q, np.exp(-log_a))
 
 
