@@ -50,6 +50,9 @@ __all__ = ["Applier", "Outbox", "dead_letter_fields"]
 _F4 = np.dtype("<f4")
 #: Fetches the raw field list of one log entry by id (None when it is gone).
 Fetch = Callable[[str], Sequence[Any] | None]
+#: Largest group of labelled single events learned in one batch call: a run of such
+#: events within one millisecond is cut into chunks of this size from its start.
+GROUP_MAX = 100
 _BINARY = frozenset({b"x32", b"xi", b"xv", b"X32", b"y32"})
 
 
@@ -184,7 +187,8 @@ class Applier:
         """Apply raw XREAD entries ``[id, [field, value, ...]]`` in log order.
 
         Consecutive labelled single events (binary ``x32``, known task) with the
-        same millisecond in their entry id form a *group*, applied with one
+        same millisecond in their entry id form a *group* (cut into chunks of
+        :data:`GROUP_MAX` from its start), applied with one
         ``score_and_learn_many`` call (a group of one with the per-event path).
         Groups depend on the log alone, so a replay forms the same groups. A
         group at the end of ``entries`` may still grow: it is applied only when
@@ -242,6 +246,9 @@ class Applier:
                     group = []
                 group_ms = ms
                 group.append((eid_b, flat, t, y))
+                if len(group) == GROUP_MAX:  # a full chunk is complete whatever follows
+                    n_events += self._apply_group(group)
+                    group = []
                 continue
             if group:
                 n_events += self._apply_group(group)

@@ -48,6 +48,8 @@ PUBLISH_EVERY = 0.5
 DEAD_MAXLEN = 100_000
 ALERTS_MAXLEN = 10_000
 LABELLED_PRUNE_ABOVE = 50_000
+#: Seconds before a worker tries again to load a model whose state could not be read.
+RETRY_S = 30.0
 
 
 @dataclass
@@ -115,6 +117,7 @@ class Worker:
         self.r.set_response_callback("XREAD", lambda response, **_: response)
         self.owned: dict[str, _Owned] = {}
         self.by_log: dict[bytes, _Owned] = {}
+        self.broken: dict[str, float] = {}
         self.stopping = False
         self.ttl_ms = settings.lease_ttl_ms
         self.tick = min(0.5, settings.lease_ttl_ms / 3000.0)
@@ -218,9 +221,17 @@ class Worker:
                 elif int(generation) != self.owned[name].state.generation:
                     self._drop(name, "model reconfigured; starting afresh")
                     self._load(name)
+        now_s = time.monotonic()
         for name in names:
-            if name not in self.owned and acquire(self.r, name, self.id, self.ttl_ms):
-                self._load(name)
+            if name in self.owned or self.broken.get(name, 0.0) > now_s:
+                continue
+            if acquire(self.r, name, self.id, self.ttl_ms):
+                try:
+                    self._load(name)
+                except ValueError as exc:  # an unreadable snapshot or config
+                    log.error("cannot load model %r (retrying in %.0f s): %s", name, RETRY_S, exc)
+                    self.broken[name] = now_s + RETRY_S
+                    release(self.r, name, self.id)
 
     # ------------------------------------------------------------ applying
     def _read(self, block_ms: int | None) -> tuple[dict[bytes, list[Any]], int]:
@@ -399,6 +410,8 @@ class Worker:
                     self._publish()
                     next_publish = now + PUBLISH_EVERY
                 if not self.owned:
+                    if until_idle and self._all_wanted_owned():
+                        break
                     time.sleep(min(0.05, self.tick))
                     continue
                 pending = any(o.state.pending for o in self.owned.values())
@@ -422,8 +435,15 @@ class Worker:
         return self.result
 
     def _all_wanted_owned(self) -> bool:
-        names = self.wanted if self.wanted is not None else list_models(self.r)
-        return all(name in self.owned for name in names)
+        """Whether every wanted model that exists (and can be loaded) is owned."""
+        existing = set(list_models(self.r))
+        names = self.wanted if self.wanted is not None else existing
+        now = time.monotonic()
+        return all(
+            name in self.owned
+            for name in names
+            if name in existing and self.broken.get(name, 0.0) <= now
+        )
 
     def _shutdown(self) -> None:
         """Snapshot every owned model, release the leases, publish the last metrics."""

@@ -308,3 +308,18 @@ def test_reconfiguring_a_model_restarts_it_afresh(rb: redis.Redis, settings: Set
     assert snap.generation == cfg.generation == 2
     assert snap.learner.name == "ipl"
     assert snap.counters["events"].tolist() == [1]
+
+
+def test_an_unreadable_snapshot_is_reported_and_other_models_go_on(
+    rb: redis.Redis, settings: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
+    for name in ("bad", "good"):
+        put_model(rb, name, ModelConfig(learner="cmtl", n_features=2))
+        rb.xadd(LOG(name), encode_event("a", [1.0, 2.0], y=1, binary=True))
+    rb.hset(keys.snapshot_key("bad"), mapping={"version": 3, "header": "{", "arrays": b""})
+    result = Worker(settings).run(until_idle=True, timeout=30)
+    assert result.models == ["good"]
+    assert result.events == 1
+    assert "cannot load model 'bad'" in caplog.text
+    assert rb.hget(keys.snapshot_key("bad"), "header") == b"{"  # left alone for an operator
+    assert rb.exists(keys.lease_key("bad")) == 0
