@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.rom_grid import ROWS, TUNE_DATA_SEED, TUNE_SEED, Row, candidates
+from bench.rom_grid import ROWS, TUNE_DATA_SEED, TUNE_SEED, Row, candidates, grid
 from bench.rom_paper import PAPER_TABLE
 from service.evaluation.catalog import load_dataset
 from service.evaluation.common import LearnerSetup, RowSource, learner_seed, run_rng, stream_pass
@@ -72,25 +72,55 @@ def tune_point(
     return delta2, learner, params, float(doc["metrics"]["mistake_rate_mean"])
 
 
-def tune(runs: int, jobs: int) -> dict[float, dict[str, Any]]:
-    """Best (learner, params) per row and delta^2, plus every point's score."""
-    work = [(d, name, p, runs) for d in DELTA2 for name, p in candidates(ROWS)]
-    print(f"tuning: {len(work)} grid points x {runs} runs", flush=True)
+def _key(delta2: float, learner: str, params: dict[str, Any]) -> str:
+    return json.dumps([f"{delta2:g}", learner, params], sort_keys=True)
+
+
+def previous_scores(runs: int) -> dict[str, float]:
+    """Tuning scores of an earlier run of this script with the same number of tuning runs."""
+    path = RESULTS / "rom_table.json"
+    if not path.is_file():
+        return {}
+    doc = json.loads(path.read_text())
+    if doc.get("meta", {}).get("tune_runs") != runs:
+        return {}
+    return {
+        _key(float(d), point["learner"], point["params"]): float(point["error"])
+        for d, rows in doc.get("tuning", {}).items()
+        for row in rows.values()
+        for point in row["grid"]
+    }
+
+
+def tune(runs: int, jobs: int, reuse: bool) -> dict[float, dict[str, Any]]:
+    """Best (learner, params) per row and delta^2, plus every point's score.
+
+    With ``reuse``, grid points already scored by an earlier run (same tuning runs,
+    read from ``bench/results/rom_table.json``) are not run again.
+    """
+    known = previous_scores(runs) if reuse else {}
+    points = [(d, name, p) for d in DELTA2 for name, p in candidates(ROWS)]
+    work = [(d, name, p, runs) for d, name, p in points if _key(d, name, p) not in known]
+    print(f"tuning: {len(work)} of {len(points)} grid points x {runs} runs", flush=True)
     with Pool(jobs) as pool:
-        scored = pool.map(tune_point, work, chunksize=8)
+        for d, name, p, score in pool.imap_unordered(tune_point, work, chunksize=8):
+            known[_key(d, name, p)] = score
     out: dict[float, dict[str, Any]] = {}
     for d in DELTA2:
         out[d] = {}
         for row in ROWS:
-            names = {name for name, _ in row.candidates}
-            points = [(s, n, p) for dd, n, p, s in scored if dd == d and n in names]
-            best = min(points, key=lambda t: t[0])
+            scored = [
+                (known[_key(d, name, p)], name, p)
+                for name, axes in row.candidates
+                for p in grid(axes)
+            ]
+            best = min(scored, key=lambda t: t[0])
             out[d][row.label] = {
                 "learner": best[1],
                 "params": best[2],
                 "tuning_error": best[0],
-                "grid_size": len(points),
-                "grid": [{"learner": n, "params": p, "error": s} for s, n, p in points],
+                "grid_size": len(scored),
+                "grid": [{"learner": n, "params": p, "error": s} for s, n, p in scored],
             }
     return out
 
@@ -250,9 +280,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--tune-runs", type=int, default=3)
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument(
+        "--reuse-tuning",
+        action="store_true",
+        help="skip grid points already scored in bench/results/rom_table.json",
+    )
     args = parser.parse_args(argv)
     start = time.time()
-    tuned = tune(args.tune_runs, args.jobs)
+    tuned = tune(args.tune_runs, args.jobs, args.reuse_tuning)
     print(f"tuned in {time.time() - start:.0f} s", flush=True)
     jobs = [
         (d, row, tuned[d][row.label]["learner"], tuned[d][row.label]["params"], args.runs)
