@@ -234,8 +234,9 @@ class Worker:
                     release(self.r, name, self.id)
 
     # ------------------------------------------------------------ applying
-    def _read(self, block_ms: int | None) -> tuple[dict[bytes, list[Any]], int]:
-        """One XREAD over every owned log, and the server's time (ms) right after it."""
+    def _read(self, block_ms: int | None) -> tuple[dict[bytes, list[Any]], int, list[Any]]:
+        """One XREAD over every owned log, then the server's time (ms) and each model's
+        config generation, all in one round trip."""
         streams = list(self.by_log)
         ids = [o.state.read_id for o in self.by_log.values()]
         args: list[Any] = ["XREAD", "COUNT", self.settings.read_count]
@@ -245,20 +246,31 @@ class Worker:
         with self.r.pipeline(transaction=False) as p:
             p.execute_command(*args)
             p.time()
-            reply, (seconds, micros) = p.execute()
+            for owned in self.by_log.values():
+                p.hget(keys.config_key(owned.state.name), "generation")
+            reply, (seconds, micros), *generations = p.execute()
         now_ms = int(seconds) * 1000 + int(micros) // 1000
         if not reply:
-            return {}, now_ms
+            return {}, now_ms, generations
         pairs = reply.items() if isinstance(reply, dict) else reply  # RESP3 / RESP2
-        return {bytes(stream): entries for stream, entries in pairs}, now_ms
+        return {bytes(stream): entries for stream, entries in pairs}, now_ms, generations
 
-    def _apply_reads(self, got: dict[bytes, list[Any]], now_ms: int) -> None:
-        """Apply what one read returned (and any held-back entries) for every model."""
+    def _apply_reads(
+        self, got: dict[bytes, list[Any]], now_ms: int, generations: list[Any]
+    ) -> None:
+        """Apply what one read returned (and any held-back entries) for every model.
+
+        A model whose config generation changed (or that was deleted) since it was
+        loaded is not applied: the next maintenance tick reloads or drops it.
+        """
         count = self.settings.read_count
-        for stream, owned in list(self.by_log.items()):
+        for (stream, owned), generation in zip(list(self.by_log.items()), generations):
             st = owned.state
             new = got.get(stream)
             if not new and not st.pending:
+                continue
+            if generation is None or int(generation) != st.generation:
+                self._drop(st.name, "model deleted or reconfigured")
                 continue
             if new:
                 st.read_id = new[-1][0].decode()
@@ -419,7 +431,7 @@ class Worker:
                     block: int | None = None
                 else:
                     block = 1 if pending else block_ms
-                got, now_ms = self._read(block)
+                got, now_ms, generations = self._read(block)
                 if not got and not pending:
                     if until_idle and self._all_wanted_owned():
                         break
@@ -428,7 +440,7 @@ class Worker:
                         if self._due(idle, now):
                             self._snapshot(idle)
                     continue
-                self._apply_reads(got, now_ms)
+                self._apply_reads(got, now_ms, generations)
         finally:
             self._shutdown()
             self.result.seconds = time.perf_counter() - started
