@@ -17,9 +17,10 @@ All four follow saha2011 Algorithm 1 (algorithms.md Sec. 2.1):
 the length of the training stream. When neither ``epoch_rounds`` nor
 ``expected_rounds`` is known (a service stream of unknown length), priming never
 ends: the learner stays K independent Perceptrons until it is given one of them.
-A round is one ``learn_one`` call, or for an active learner one ``query_one``
-call (whether or not the label is then asked for), so ``expected_rounds`` is the
-stream length in both modes.
+A round is one ``learn_one`` call (or one row of ``learn_many``); for an
+active learner it is one ``query_one`` call instead (whether or not the label is
+then asked for, and however late the label arrives), so ``expected_rounds`` is
+the stream length in both modes.
 
 **Active variant** (Sec. 4, algorithms.md Sec. 2.7): with ``active=True``,
 ``query_one`` asks for the label with probability ``b / (b + |r|)``, ``r`` the
@@ -216,8 +217,6 @@ class TaskRelationships(MatrixPerceptron):
         ``W.sum(axis=1)``, kept incrementally (for the covariance, Eq. 3.9).
     n_rounds_, n_mistakes_, n_a_updates_ : int
         Rounds seen, weight updates, A updates.
-    pending_round_ : bool
-        True between an active ``query_one`` (which counted the round) and its ``learn_one``.
     """
 
     state_fields: ClassVar[tuple[str, ...]] = (
@@ -229,7 +228,6 @@ class TaskRelationships(MatrixPerceptron):
         "n_rounds_",
         "n_mistakes_",
         "n_a_updates_",
-        "pending_round_",
     )
 
     # ------------------------------------------------------------- set-up
@@ -244,7 +242,6 @@ class TaskRelationships(MatrixPerceptron):
         self.colsum_ = np.zeros(K)
         self.n_rounds_ = 0
         self.n_a_updates_ = 0
-        self.pending_round_ = False
 
     @property
     def is_active(self) -> bool:
@@ -271,7 +268,6 @@ class TaskRelationships(MatrixPerceptron):
         decision = super().query_one(x, task)
         if self.is_active:
             self.n_rounds_ += 1
-            self.pending_round_ = True
         return decision
 
     def _query(self, x: Vec, task: int) -> bool:
@@ -281,9 +277,7 @@ class TaskRelationships(MatrixPerceptron):
         return bool(self.rng.random() < b / (b + margin))
 
     def _learn(self, x: Vec, y: float, task: int) -> None:
-        if self.pending_round_:
-            self.pending_round_ = False
-        else:
+        if not self.is_active:
             self.n_rounds_ += 1
         super()._learn(x, y, task)
 
@@ -322,11 +316,11 @@ class TaskRelationships(MatrixPerceptron):
     # ------------------------------------------------------------- batches
     def _score_and_learn_batch(self, batch: Batch, y: np.ndarray, tasks: np.ndarray) -> np.ndarray:
         """The exact Gram-kernel batch path while A stays fixed; row by row otherwise."""
-        self.pending_round_ = False
         if batch.dense is None or batch.n < 2 or not self._a_fixed_for(batch.n):
             return Learner._score_and_learn_batch(self, batch, y, tasks)
         scores = super()._score_and_learn_batch(batch, y, tasks)
-        self.n_rounds_ += batch.n
+        if not self.is_active:
+            self.n_rounds_ += batch.n
         return scores
 
     def _batch_update(self, yX: np.ndarray, tasks: np.ndarray) -> None:

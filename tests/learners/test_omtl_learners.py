@@ -208,7 +208,7 @@ def test_active_query_probability(name: str) -> None:
         assert m.query_one(x, t) == (twin.random() < p)
         assert m.n_rounds_ == i + 1
         if i % 2:
-            m.learn_one(x, y, t)
+            m.learn_one(x, y, t)  # a label consumed does not count a second round
         assert m.n_rounds_ == i + 1
     assert m.n_a_updates_ > 0
     fixed = _make(name, active=True, sampling_b=2.0, seed=1)
