@@ -32,7 +32,9 @@ __all__ = [
 
 def contribution(s: np.ndarray, D: np.ndarray, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """One task's terms ``((s s^T) kron D, s kron (D theta))``."""
-    return np.kron(np.outer(s, s), D), np.kron(s, D @ theta)
+    k, d = s.shape[0], D.shape[0]
+    block = (np.outer(s, s)[:, None, :, None] * D[None, :, None, :]).reshape(k * d, k * d)
+    return block, (s[:, None] * (D @ theta)[None, :]).reshape(k * d)
 
 
 def _vec(L: np.ndarray) -> np.ndarray:

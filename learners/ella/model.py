@@ -127,6 +127,9 @@ class BasisLearner(Learner):
     """
 
     kind: ClassVar[str] = "both"
+    #: Whether ELLA's accumulators ``A``, ``b`` are kept (the variants whose basis step
+    #: reads them); the others leave them at zero and save O(d^2 k^2) per code change.
+    uses_accumulators: ClassVar[bool] = True
     params: ClassVar[tuple[Param, ...]] = COMMON_PARAMS
     conformance_params: ClassVar[tuple[dict[str, Any], ...]] = (
         {"k": 4},
@@ -320,26 +323,37 @@ class BasisLearner(Learner):
         if zero.size:
             self.L_[:, zero] = self._random_columns(zero.size)
 
+    def single_task_fit(self, X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
+        """``(theta, D)`` of the base learner on labelled data; changes nothing."""
+        batch, labels, _ = self._prepare_batch(X, y, 0)
+        rows = batch.to_dense()
+        ridge = self.hyper["ridge"]
+        if self.label_kind == "classification":
+            return fit_logistic(rows, labels, ridge)
+        return fit_linear(rows.T @ rows, rows.T @ labels, rows.shape[0], ridge)
+
+    def code_for(self, theta: np.ndarray, D: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(s, L s)``: the code of Eq. (11) of a task model over the current basis."""
+        s = sparse_code(self.L_, D, theta, self.hyper["mu"])
+        return s, self.L_ @ s
+
     def encode(self, X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
         """Fit a task to ``(X, y)`` from the current basis without changing anything.
 
         Returns ``(s, L s)``: the code of Eq. (11) for the single-task fit of the data,
         and the task's weights (in the preprocessed dimension). This is how the
-        paper's evaluation treats tasks that were not learned yet.
+        paper's evaluation treats tasks that were not learned yet; the basis, the
+        codes and the random generator are untouched.
         """
-        batch, labels, _ = self._prepare_batch(X, y, 0)
-        rows = batch.to_dense()
-        ridge = self.hyper["ridge"]
-        if self.label_kind == "classification":
-            theta, D = fit_logistic(rows, labels, ridge)
-        else:
-            theta, D = fit_linear(rows.T @ rows, rows.T @ labels, rows.shape[0], ridge)
-        s = sparse_code(self.L_, D, theta, self.hyper["mu"])
-        return s, self.L_ @ s
+        return self.code_for(*self.single_task_fit(X, y))
 
     # ----------------------------------------------------- shared basis steps
     def _set_task(self, task: int, s: np.ndarray, theta: np.ndarray, D: np.ndarray) -> None:
         """Replace the task's ``(s, theta, D)`` and its terms in ``A`` and ``b``."""
+        if not self.uses_accumulators:
+            self.S_[task], self.theta_[task], self.D_[task] = s, theta, D
+            self.used_[task] = True
+            return
         if self.used_[task]:
             old_A, old_b = contribution(self.S_[task], self.D_[task], self.theta_[task])
             self.A_ -= old_A

@@ -59,6 +59,7 @@ class EllaSvd(BasisLearner):
     also revises that atom's entry in the codes of every task using it."""
 
     name: ClassVar[str] = "ella-svd"
+    uses_accumulators: ClassVar[bool] = False
     summary: ClassVar[str] = "ELLA-SVD: K-SVD-style GSVD update of the atoms the new task uses."
     paper: ClassVar[str] = RUVOLO2014
 
@@ -109,6 +110,7 @@ class MtlSvd(BasisLearner):
     until Eq. (7) improves by less than ``tol`` (relative) or ``sweeps`` are done."""
 
     name: ClassVar[str] = "mtl-svd"
+    uses_accumulators: ClassVar[bool] = False
     summary: ClassVar[str] = "MTL-SVD: batch K-SVD-style multitask learning, rerun on each refresh."
     paper: ClassVar[str] = RUVOLO2014
     params: ClassVar[tuple[Param, ...]] = (
