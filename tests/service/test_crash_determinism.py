@@ -138,8 +138,9 @@ def test_sigkill_and_restart_gives_the_state_of_an_uninterrupted_run(
     rng = np.random.default_rng(2024)
     kills = 0
     lives = 0
+    killed_at: list[int] = []  # the millisecond of the snapshot each kill left behind
     worker_settings = {
-        "snapshot_every_entries": 1500,
+        "snapshot_every_entries": 500,
         "snapshot_every_seconds": 0.05,
         "read_count": 100,
         "lease_ttl_ms": 3000,
@@ -163,7 +164,7 @@ def test_sigkill_and_restart_gives_the_state_of_an_uninterrupted_run(
             timeout=60,
         )
         # then let it run a random little while longer before the kill
-        wait_until(lambda p=proc: p.poll() is not None, timeout=float(rng.uniform(0.0, 0.08)))  # type: ignore[misc]
+        wait_until(lambda p=proc: p.poll() is not None, timeout=float(rng.uniform(0.0, 0.03)))  # type: ignore[misc]
         if proc.poll() is not None:
             proc.communicate()
             break
@@ -171,8 +172,12 @@ def test_sigkill_and_restart_gives_the_state_of_an_uninterrupted_run(
         proc.communicate()
         assert proc.returncode == -signal.SIGKILL
         kills += 1
+        killed_at.append(int(str(read_snapshot(rb, "b").last_id).split("-")[0]))  # type: ignore[union-attr]
     assert kills >= 3, f"only {kills} kills before the worker finished"
     assert lives >= 4
+    # every life made progress, and every kill hit the middle of the log
+    assert killed_at == sorted(set(killed_at))
+    assert killed_at[-1] < int(log.entries[-1][0].split("-")[0])
 
     a, b = read_snapshot(rb, "a"), read_snapshot(rb, "b")
     assert a is not None
