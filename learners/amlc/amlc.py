@@ -64,7 +64,12 @@ class ActiveMultitaskCommittees(PerTaskPerceptrons):
       (every peer errs exactly when the committee does), so AMLC behaves as one
       selective-sampling Perceptron trained on every queried example of every
       task (Sec. 3.3, "identical tasks");
-    * ``SGN(0) = +1`` (algorithms.md Sec. 0).
+    * ``SGN(0) = +1`` (algorithms.md Sec. 0);
+    * the similarity test ``tau_km >= tau_kk`` is taken with a relative tolerance
+      (``similarity_rtol``, 1e-9): the K margins of equal rows of W, computed by
+      BLAS, can differ in the last bit, which would otherwise make committee
+      weights that are equal in exact arithmetic compare unequal and drive tau
+      by rounding noise (``similarity_rtol=0`` reproduces the bare comparison).
 
     ``faithful="code"`` reproduces the authors' implementation instead of the
     paper: tau starts at 1 and every row is renormalised to sum to K (so the
