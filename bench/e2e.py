@@ -27,6 +27,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 import argparse  # noqa: E402
+import http.client  # noqa: E402
 import importlib.metadata as md  # noqa: E402
 import shutil  # noqa: E402
 import subprocess  # noqa: E402
@@ -74,12 +75,25 @@ def _predict_runs(
     env_bare = {"OMTL_BENCH_WEIGHTS": str(weights_file)}
     runs = []
     with serve("service.api.app:create_app", env_api) as api_port:
+        _check(api_port, body)
         ours = [load(api_port, body, c, seconds) for c in (1, 16)]
     with serve("bench.e2e_bare:create_app", env_bare) as bare_port:
+        _check(bare_port, body)
         bare = [load(bare_port, body, c, seconds) for c in (1, 16)]
     for o, b in zip(ours, bare, strict=True):
         runs.append((o, b))
     return runs
+
+
+def _check(port: int, body: bytes) -> None:
+    """One request must succeed before the load starts."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn.request("POST", "/predict", body=body, headers={"content-type": "application/json"})
+    response = conn.getresponse()
+    text = response.read()
+    conn.close()
+    if response.status != 200:
+        raise RuntimeError(f"POST /predict answered {response.status}: {text[:200]!r}")
 
 
 def _rate(v: float) -> str:
@@ -150,7 +164,9 @@ def main(argv: list[str] | None = None) -> int:
     """Run the benchmark, print the report and write ``bench/results/e2e.md``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--single", type=int, default=100_000, help="events, 1 per entry")
-    parser.add_argument("--batch", type=int, default=500_000, help="events, 100 per entry")
+    parser.add_argument(
+        "--batch", type=int, default=500_000, help="events, 100 per entry (0 skips)"
+    )
     parser.add_argument("--seconds", type=float, default=10.0, help="seconds per load run")
     parser.add_argument("--quick", action="store_true", help="small sizes, short runs")
     parser.add_argument("--out", type=Path, default=RESULTS, help="directory of e2e.md")
@@ -167,6 +183,8 @@ def main(argv: list[str] | None = None) -> int:
             ("1 event per entry", args.single, 1, "bench1"),
             ("100 events per entry", args.batch, 100, "bench100"),
         ):
+            if n == 0:
+                continue
             _log(f"draining {n:,} events, {per_entry} per entry ...")
             drains[label] = measure_drain(settings, make_stream(n, K, D), per_entry, model, D)
             _log(f"  {drains[label]}")

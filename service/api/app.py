@@ -8,9 +8,12 @@ shutdown.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import lru_cache
+from typing import Any
 
 from fastapi import FastAPI
 
@@ -52,8 +55,13 @@ async def _ensure_default_model(ctx: ApiContext) -> None:
         log.info("created the default model %r (%s)", s.default_model, s.default_learner)
 
 
+@lru_cache(maxsize=4096)
+def _request_counter(method: str, route: str, status: int) -> Any:
+    return metrics.HTTP_REQUESTS.labels(method, route, str(status))
+
+
 def _observe_request(method: str, route: str, status: int) -> None:
-    metrics.HTTP_REQUESTS.labels(method, route, str(status)).inc()
+    _request_counter(method, route, status).inc()
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -66,6 +74,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.ctx = ctx
         try:
             await ctx.redis.ping()
+            if ctx.fast is not None:
+                await asyncio.wait_for(ctx.fast.call("PING"), timeout=10)
             await _ensure_default_model(ctx)
             yield
         finally:

@@ -3,9 +3,10 @@
 ``/predict`` spends most of its time in the Redis client, not in Redis: a
 ``redis.asyncio`` script call costs several times the CPU of writing the
 encoded command to a socket and parsing the reply with hiredis. This class
-does only that: one TCP connection, commands written as they come (so
-concurrent requests are pipelined on the connection), replies matched to
-callers in order by a FIFO of futures, parsed by ``hiredis.Reader``.
+does only that: one TCP connection; the commands issued during one
+event-loop iteration (concurrent requests) leave in one write, pipelined;
+replies are matched to callers in order by a FIFO of futures and parsed by
+``hiredis.Reader``.
 
 It serves ``redis://`` URLs (with optional password and database); for other
 URLs (TLS, unix sockets) the API uses ``redis.asyncio`` instead.
@@ -16,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import urllib.parse
-from typing import Any
+from typing import Any, cast
 
 import hiredis
 
@@ -28,8 +29,6 @@ class RespError(Exception):
 
 
 def _bytes(part: Any) -> bytes:
-    if isinstance(part, bytes):
-        return part
     if isinstance(part, str):
         return part.encode()
     if isinstance(part, int | float):
@@ -40,11 +39,10 @@ def _bytes(part: Any) -> bytes:
 def pack(*parts: Any) -> bytes:
     """One command in the RESP protocol."""
     chunks = [b"*%d\r\n" % len(parts)]
+    append = chunks.append
     for part in parts:
-        data = _bytes(part)
-        chunks.append(b"$%d\r\n" % len(data))
-        chunks.append(data)
-        chunks.append(b"\r\n")
+        data = part if part.__class__ is bytes else _bytes(part)
+        append(b"$%d\r\n%b\r\n" % (len(data), data))
     return b"".join(chunks)
 
 
@@ -52,12 +50,25 @@ class _Protocol(asyncio.Protocol):
     def __init__(self) -> None:
         self.reader = hiredis.Reader(notEnoughData=Ellipsis)
         self.waiting: collections.deque[asyncio.Future[Any]] = collections.deque()
-        self.transport: asyncio.Transport | None = None
+        self.transport: asyncio.WriteTransport | None = None
         self.lost: BaseException | None = None
+        self.outgoing: list[bytes] = []
+
+    def send(self, data: bytes) -> None:
+        """Queue ``data``; everything queued in one loop iteration goes out in one write."""
+        if not self.outgoing:
+            asyncio.get_running_loop().call_soon(self.flush)
+        self.outgoing.append(data)
+
+    def flush(self) -> None:
+        """Write the queued commands."""
+        data, self.outgoing = self.outgoing, []
+        if self.transport is not None and self.lost is None:
+            self.transport.write(b"".join(data))
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # uvloop's transports implement the interface without subclassing asyncio's.
+        self.transport = cast(asyncio.WriteTransport, transport)
 
     def data_received(self, data: bytes) -> None:
         self.reader.feed(data)
@@ -123,9 +134,8 @@ class RespConnection:
         if protocol is None or protocol.lost is not None:
             protocol = await self._ready()
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        assert protocol.transport is not None
         protocol.waiting.append(future)
-        protocol.transport.write(pack(*parts))
+        protocol.send(pack(*parts))
         return await future
 
     async def evalsha(self, sha: str, script: str, keys: list[str], args: list[Any]) -> Any:

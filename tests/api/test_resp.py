@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 import redis
+import uvloop
 
 from service.api.resp import RespConnection, RespError, pack
 from service.api.scripts import LuaScript
@@ -17,7 +20,13 @@ def test_pack_is_resp() -> None:
     assert pack("SET", b"k", 12) == b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$2\r\n12\r\n"
 
 
-def test_pipelined_calls_get_their_own_replies(redis_url: str, rb: redis.Redis) -> None:
+RUNNERS = [pytest.param(asyncio.run, id="asyncio"), pytest.param(uvloop.run, id="uvloop")]
+
+
+@pytest.mark.parametrize("runner", RUNNERS)
+def test_pipelined_calls_get_their_own_replies(
+    redis_url: str, rb: redis.Redis, runner: Callable[[Any], Any]
+) -> None:
     async def run() -> list[object]:
         conn = RespConnection(redis_url)
         try:
@@ -26,7 +35,7 @@ def test_pipelined_calls_get_their_own_replies(redis_url: str, rb: redis.Redis) 
         finally:
             conn.close()
 
-    assert asyncio.run(run()) == list(range(1, 51))
+    assert runner(run()) == list(range(1, 51))
 
 
 def test_evalsha_loads_a_missing_script_and_errors_raise(redis_url: str, rb: redis.Redis) -> None:

@@ -8,6 +8,7 @@ snapshot at the time of the request.
 from __future__ import annotations
 
 import time
+from functools import lru_cache
 from typing import Any
 
 from service import metrics
@@ -24,6 +25,12 @@ from service.api.services.appending import (
 from service.codec import X
 
 __all__ = ["predict", "predict_batch"]
+
+
+@lru_cache(maxsize=4096)
+def _model_metrics(model: str) -> tuple[Any, Any]:
+    """The model's predict counter and latency histogram (label lookups cached)."""
+    return metrics.PREDICT_REQUESTS.labels(model), metrics.PREDICT_LATENCY.labels(model)
 
 
 def _answer(view: ModelView, task: str, x: X, event_id: str | None) -> dict[str, Any]:
@@ -53,8 +60,9 @@ async def predict(ctx: ApiContext, req: PredictRequest) -> dict[str, Any]:
         return _answer(view, req.task, holder[0], event_id)
 
     answer = await append_with_retry(ctx, name, prepare, then)
-    metrics.PREDICT_REQUESTS.labels(name).inc()
-    metrics.PREDICT_LATENCY.labels(name).observe(time.perf_counter() - started)
+    requests, latency = _model_metrics(name)
+    requests.inc()
+    latency.observe(time.perf_counter() - started)
     return answer
 
 
@@ -83,6 +91,7 @@ async def predict_batch(ctx: ApiContext, req: PredictBatchRequest) -> dict[str, 
         return {"model_version": view.version, "items": items}
 
     answer = await append_with_retry(ctx, name, prepare, then)
-    metrics.PREDICT_REQUESTS.labels(name).inc(len(req.items))
-    metrics.PREDICT_LATENCY.labels(name).observe(time.perf_counter() - started)
+    requests, latency = _model_metrics(name)
+    requests.inc(len(req.items))
+    latency.observe(time.perf_counter() - started)
     return answer
