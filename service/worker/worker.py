@@ -17,6 +17,7 @@ over models whose lease expired.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import signal
 import time
@@ -415,36 +416,53 @@ class Worker:
                 now = time.monotonic()
                 if deadline is not None and now >= deadline:
                     break
-                if now >= next_maintain:
-                    self._maintain()
-                    next_maintain = now + self.tick
-                if now >= next_publish:
-                    self._publish()
-                    next_publish = now + PUBLISH_EVERY
-                if not self.owned:
-                    if until_idle and self._all_wanted_owned():
+                try:
+                    if now >= next_maintain:
+                        self._maintain()
+                        next_maintain = now + self.tick
+                    if now >= next_publish:
+                        self._publish()
+                        next_publish = now + PUBLISH_EVERY
+                    if self._step(until_idle, block_ms):
                         break
-                    time.sleep(min(0.05, self.tick))
-                    continue
-                pending = any(o.state.pending for o in self.owned.values())
-                if until_idle:
-                    block: int | None = None
-                else:
-                    block = 1 if pending else block_ms
-                got, now_ms, generations = self._read(block)
-                if not got and not pending:
-                    if until_idle and self._all_wanted_owned():
-                        break
-                    now = time.monotonic()
-                    for idle in list(self.owned.values()):
-                        if self._due(idle, now):
-                            self._snapshot(idle)
-                    continue
-                self._apply_reads(got, now_ms, generations)
+                except (redis.ConnectionError, redis.TimeoutError) as exc:
+                    self._lost_connection(exc)
+                    next_maintain = 0.0
         finally:
             self._shutdown()
             self.result.seconds = time.perf_counter() - started
         return self.result
+
+    def _step(self, until_idle: bool, block_ms: int) -> bool:
+        """One read and its application; True when an ``until_idle`` run is done."""
+        if not self.owned:
+            if until_idle and self._all_wanted_owned():
+                return True
+            time.sleep(min(0.05, self.tick))
+            return False
+        pending = any(o.state.pending for o in self.owned.values())
+        block: int | None = None if until_idle else (1 if pending else block_ms)
+        got, now_ms, generations = self._read(block)
+        if not got and not pending:
+            if until_idle and self._all_wanted_owned():
+                return True
+            now = time.monotonic()
+            for idle in list(self.owned.values()):
+                if self._due(idle, now):
+                    self._snapshot(idle)
+            return False
+        self._apply_reads(got, now_ms, generations)
+        return False
+
+    def _lost_connection(self, exc: Exception) -> None:
+        """Redis went away: forget the models (their state is reloaded from the last
+        snapshot once Redis is back, and the log replayed) and wait a little."""
+        log.warning("worker %s lost Redis (%s); retrying", self.id, exc)
+        for name in list(self.owned):
+            self._drop(name, "connection lost")
+        deadline = time.monotonic() + 1.0
+        while not self.stopping and time.monotonic() < deadline:
+            time.sleep(0.05)
 
     def _all_wanted_owned(self) -> bool:
         """Whether every wanted model that exists (and can be loaded) is owned."""
@@ -466,14 +484,15 @@ class Worker:
                 if owned.state.entries_since_snapshot > 0:
                     self._snapshot(owned)
             self._publish()
-        finally:
-            for name in list(self.owned):
-                owned = self.owned[name]
-                self._count(owned)
+        except redis.RedisError as exc:
+            log.error("worker %s could not write its final snapshots: %s", self.id, exc)
+        for name in list(self.owned):
+            self._count(self.owned[name])
+            m.LEASE_OWNER.labels(name, self.id).set(0)
+            with contextlib.suppress(redis.RedisError):  # else the lease expires on its own
                 release(self.r, name, self.id)
-                m.LEASE_OWNER.labels(name, self.id).set(0)
-            self.owned.clear()
-            self.by_log.clear()
+        self.owned.clear()
+        self.by_log.clear()
 
     def close(self) -> None:
         """Close the Redis connections."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import signal
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,6 +15,7 @@ import redis
 import learners
 from service import keys
 from service.codec import encode_batch, encode_event, encode_label
+from service.embedded_redis import EmbeddedRedis
 from service.models import ModelConfig, put_model
 from service.settings import Settings
 from service.snapshot import read_snapshot, read_version
@@ -323,3 +325,45 @@ def test_an_unreadable_snapshot_is_reported_and_other_models_go_on(
     assert "cannot load model 'bad'" in caplog.text
     assert rb.hget(keys.snapshot_key("bad"), "header") == b"{"  # left alone for an operator
     assert rb.exists(keys.lease_key("bad")) == 0
+
+
+def test_the_worker_survives_a_redis_restart(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The server stops and comes back on the same port and data: the worker reloads the
+    model from its snapshot, replays, and every event is applied exactly once."""
+    server = EmbeddedRedis(tmp_path).start()
+    port = server.port
+    settings = Settings(redis_url=server.url, block_ms=50, snapshot_every_seconds=0.1)
+    r = redis.Redis.from_url(server.url)
+    put_model(r, "m", ModelConfig(learner="cmtl", n_features=2))
+    worker = Worker(settings, ["m"], "w-survivor")
+    thread = threading.Thread(target=worker.run, daemon=True)
+    thread.start()
+    try:
+        for _ in range(10):
+            r.xadd(LOG("m"), encode_event("a", [1.0, -1.0], y=1, binary=True))
+        assert wait_until(lambda: (read_version(r, "m") or 0) >= 1, timeout=30)
+        assert server.stop() == 0
+        server = EmbeddedRedis(tmp_path, port=port).start()
+        r = redis.Redis.from_url(server.url)
+        last = b""
+        for _ in range(10):
+            last = r.xadd(LOG("m"), encode_event("a", [1.0, -1.0], y=-1, binary=True))
+
+        def caught_up() -> bool:
+            snap = read_snapshot(r, "m")
+            return snap is not None and snap.last_id == last.decode()
+
+        assert wait_until(caught_up, timeout=30)
+        assert thread.is_alive()
+        assert "lost Redis" in caplog.text
+    finally:
+        worker.stop()
+        thread.join(timeout=30)
+        server.stop()
+    assert not thread.is_alive()
+    with EmbeddedRedis(tmp_path) as again:
+        snap = read_snapshot(redis.Redis.from_url(again.url), "m")
+        assert snap is not None
+        assert snap.counters["events"].tolist() == [20]
