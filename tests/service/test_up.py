@@ -1,0 +1,82 @@
+"""``omtl up`` on a machine with no Redis: embedded server, API, worker, clean stop."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+import redis
+
+from service import keys
+from service.embedded_redis import free_port
+from tests.service.helpers import ROOT, wait_until
+
+
+@pytest.mark.slow
+def test_up_serves_predictions_learns_and_stops_cleanly(tmp_path: Path) -> None:
+    api_port, metrics_port = free_port(), free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OMTL_")}
+    env.pop("REDIS_URL", None)
+    env.update(
+        OMTL_API_PORT=str(api_port),
+        OMTL_WORKER_METRICS_PORT=str(metrics_port),
+        OMTL_DEFAULT_N_FEATURES="3",
+        OMTL_SNAPSHOT_EVERY_SECONDS="0.1",
+        OMTL_LOG_LEVEL="warning",
+    )
+    data = tmp_path / "data"
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).parent / "omtl"), "up", "--data-dir", str(data)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    base = f"http://127.0.0.1:{api_port}"
+
+    def ready() -> bool:
+        try:
+            return httpx.get(f"{base}/health/ready", timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    try:
+        assert wait_until(ready, timeout=60, interval=0.1), "the API never became ready"
+        assert httpx.get(f"{base}/docs").status_code == 200
+        first = httpx.post(f"{base}/predict", json={"task": "spam", "x": [1.0, 0.5, -1.0]})
+        assert first.status_code == 200, first.text
+        event_id = first.json()["event_id"]
+        label = httpx.post(f"{base}/label", json={"event_id": event_id, "y": -1})
+        assert label.status_code == 202, label.text
+
+        def learned() -> bool:
+            body = httpx.get(f"{base}/models/default").json()
+            return body["counts"]["labels"] == 1
+
+        assert wait_until(learned, timeout=30, interval=0.05)
+        worker_metrics = httpx.get(f"http://127.0.0.1:{metrics_port}/metrics").text
+        assert 'omtl_labels_total{model="default",task="spam"} 1.0' in worker_metrics
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err
+    assert f"{base}/docs" in out
+    assert f"{base}/queries?model=default" in out
+    assert "bye bye" in (data / "redis" / "server.log").read_text()
+    # everything was persisted: a server on the same directory has the log and the snapshot
+    from service.embedded_redis import EmbeddedRedis
+
+    with EmbeddedRedis(data / "redis") as server:
+        c = redis.Redis.from_url(server.url)
+        assert c.xlen(keys.log_key("default")) == 2  # the event and its label
+        assert c.hget(keys.snapshot_key("default"), "version") is not None
+        c.close()
