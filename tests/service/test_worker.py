@@ -367,3 +367,37 @@ def test_the_worker_survives_a_redis_restart(
         snap = read_snapshot(redis.Redis.from_url(again.url), "m")
         assert snap is not None
         assert snap.counters["events"].tolist() == [20]
+
+
+def test_worker_metrics_follow_the_counters_with_capped_task_labels(
+    rb: redis.Redis, settings: Settings
+) -> None:
+    from prometheus_client import REGISTRY
+
+    model = "metrics-model"
+    put_model(rb, model, ModelConfig(learner="ipl", n_features=2))
+    for task, n in (("a", 3), ("b", 2), ("c", 4), ("d", 1)):
+        for _ in range(n):
+            rb.xadd(LOG(model), encode_event(task, [1.0, 0.5], y=-1, binary=True))
+    rb.xadd(LOG(model), encode_event("a", [1.0, 0.5], binary=True))  # one label request
+    rb.xadd(LOG(model), {"k": "?"})  # one dead letter
+    worker = Worker(settings.model_copy(update={"task_label_cap": 2}), [model])
+    worker.run(until_idle=True, timeout=30)
+
+    def value(name: str, **labels: str) -> float | None:
+        return REGISTRY.get_sample_value(name, {"model": model, **labels})
+
+    assert value("omtl_events_total", task="a") == 4
+    assert value("omtl_events_total", task="b") == 2
+    assert value("omtl_events_total", task="other") == 5  # c and d share one series
+    assert value("omtl_events_total", task="c") is None
+    assert value("omtl_labels_total", task="a") == 3
+    # ipl scores 0 before its first update and predicts +1, so each task's first -1 is wrong
+    assert value("omtl_online_mistakes_total", task="a") == 1
+    assert value("omtl_online_mistakes_total", task="other") == 2
+    assert value("omtl_label_requests_total", task="a") == 1
+    assert value("omtl_dead_letters_total") == 1
+    assert value("omtl_worker_entries_total") == 12
+    assert value("omtl_log_lag_entries") == 0
+    assert value("omtl_snapshot_version") == 1
+    assert value("omtl_lease_owner", worker=worker.id) == 0  # released at the end
