@@ -1,0 +1,225 @@
+"""The ELLA-family learners: batches, refresh schedule, accumulators, unseen tasks, relations."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import learners
+from learners.checks.common import assert_states_equal
+from learners.ella.base_learners import fit_linear
+from learners.ella.gsvd import atom_weights
+from learners.ella.lasso import sparse_code
+from learners.ella.model import BasisLearner
+from learners.ella.variants import EllaDual
+
+VARIANTS = ("ella", "ella-svd", "ella-incremental", "ella-dual", "mtl-svd")
+WITH_ACCUMULATORS = ("ella", "ella-incremental", "ella-dual")
+
+
+def _make(name: str, **params: object) -> BasisLearner:
+    model = learners.make(name, n_features=4, n_tasks=5, seed=3, **params)
+    assert isinstance(model, BasisLearner)
+    return model
+
+
+def _task_batches(seed: int, n_tasks: int = 5, n: int = 25) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Regression tasks sharing two latent components (theta_t = L* s_t)."""
+    rng = np.random.default_rng(seed)
+    basis = rng.normal(size=(4, 2))
+    out = []
+    for _ in range(n_tasks):
+        X = rng.normal(size=(n, 4))
+        out.append((X, X @ (basis @ rng.normal(size=2)) + 0.1 * rng.normal(size=n)))
+    return out
+
+
+def test_learn_many_is_one_ella_step_per_batch_against_a_dense_reference() -> None:
+    """Slow reference: STL by the normal equations, Lasso code, then vec(L) from explicit
+    kron sums: (1/T sum (s s^T) kron D + lam I)^{-1} (1/T sum s kron D theta)."""
+    model = _make("ella", k=3, lam=0.1, ridge=0.05, mu=0.01)
+    L = model.basis()
+    seen: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+    for t, (X, y) in enumerate(_task_batches(0)):
+        model.learn_many(X, y, t)
+        Xb = np.hstack([X, np.ones((X.shape[0], 1))])
+        n, d = Xb.shape
+        D = Xb.T @ Xb / n + 0.05 * np.eye(d)
+        theta = np.linalg.solve(D, Xb.T @ y / n)
+        s = sparse_code(L, D, theta, 0.01)
+        seen[t] = (s, D, theta)
+        T = len(seen)
+        A = sum(np.kron(np.outer(s_, s_), D_) for s_, D_, _ in seen.values()) / T
+        b = sum(np.kron(s_, D_ @ th_) for s_, D_, th_ in seen.values()) / T
+        L = np.linalg.solve(A + 0.1 * np.eye(d * 3), b).reshape(3, d).T
+        np.testing.assert_allclose(model.basis(), L, atol=1e-9)
+        np.testing.assert_allclose(model.codes()[t], s, atol=1e-9)
+    assert np.array_equal(model.pending_, np.zeros(5, dtype=np.int64))
+
+
+@pytest.mark.parametrize("name", WITH_ACCUMULATORS)
+def test_accumulators_equal_a_recomputation_from_scratch(name: str) -> None:
+    """After batches, revisits and streamed rows, A = sum (s s^T) kron D and b = sum s kron D theta
+    over the tasks that shaped the basis, with their current codes."""
+    model = _make(name, k=3, refresh_every=4)
+    batches = _task_batches(1)
+    for t, (X, y) in enumerate(batches):
+        model.learn_many(X[:15], y[:15], t)
+    model.learn_many(batches[2][0][15:], batches[2][1][15:], 2)
+    for i in range(10):
+        model.learn_one(batches[0][0][15 + i], float(batches[0][1][15 + i]), 0)
+    used = np.flatnonzero(model.used_)
+    A = sum(np.kron(np.outer(model.S_[t], model.S_[t]), model.D_[t]) for t in used)
+    b = sum(np.kron(model.S_[t], model.D_[t] @ model.theta_[t]) for t in used)
+    np.testing.assert_allclose(model.A_, A, atol=1e-9)
+    np.testing.assert_allclose(model.b_, b, atol=1e-9)
+
+
+def test_refresh_schedule_of_learn_one() -> None:
+    """refresh_every = 3: nothing is coded until the task's third example, then pending resets."""
+    model = _make("ella", refresh_every=3)
+    X, y = _task_batches(2)[0]
+    for i in range(2):
+        model.learn_one(X[i], float(y[i]), 1)
+    assert not model.codes().any() and model.pending_[1] == 2
+    model.learn_one(X[2], float(y[2]), 1)
+    assert model.codes()[1].any() and model.pending_[1] == 0 and model.count_[1] == 3
+    model.learn_one(X[3], float(y[3]), 1)
+    model.refresh()
+    assert model.pending_[1] == 0
+    theta, _ = fit_linear(model.xtx_[1], model.xty_[1], 4, model.hyper["ridge"])
+    np.testing.assert_allclose(model.theta_[1], theta)
+
+
+def test_streamed_statistics_equal_the_batch_statistics() -> None:
+    """Sufficient statistics: learn_one row by row accumulates X^T X and X^T y of the batch."""
+    a, b = _make("ella", refresh_every=1000), _make("ella", refresh_every=1000)
+    X, y = _task_batches(3)[0]
+    for row, label in zip(X, y.tolist(), strict=True):
+        a.learn_one(row, label, 0)
+    b.learn_many(X, y, 0)
+    np.testing.assert_allclose(a.xtx_[0], b.xtx_[0], atol=1e-10)
+    np.testing.assert_allclose(a.xty_[0], b.xty_[0], atol=1e-10)
+    a.refresh(0)
+    np.testing.assert_allclose(a.codes() @ a.basis().T, b.codes() @ b.basis().T, atol=1e-9)
+
+
+@pytest.mark.parametrize("name", VARIANTS)
+def test_encode_fits_an_unseen_task_without_changing_anything(name: str) -> None:
+    model = _make(name, k=2)
+    batches = _task_batches(4)
+    for t in range(3):
+        model.learn_many(*batches[t], t)
+    before = model.state_dict()
+    s, w = model.encode(*batches[4])
+    assert_states_equal(before, model.state_dict(), "after encode")
+    theta, D = model.single_task_fit(*batches[4])
+    np.testing.assert_allclose(s, sparse_code(model.basis(), D, theta, model.hyper["mu"]))
+    np.testing.assert_allclose(w, model.basis() @ s)
+
+
+def test_relation_matrix_is_the_cosine_of_the_codes() -> None:
+    model = _make("ella", k=3)
+    batches = _task_batches(5)
+    for t in range(4):
+        model.learn_many(*batches[t], t)
+    S = model.codes()
+    R = model.relation_matrix()
+    assert R is not None
+    for u in range(4):
+        for v in range(4):
+            expected = S[u] @ S[v] / (np.linalg.norm(S[u]) * np.linalg.norm(S[v]))
+            assert R[u, v] == pytest.approx(1.0 if u == v else expected, abs=1e-12)
+    assert R[4, 4] == 1.0 and R[4, :4].tolist() == [0.0] * 4  # task 4 has no code yet
+
+
+def test_ella_svd_atoms_are_unit_in_the_consensus_metric() -> None:
+    """After the GSVD step (Eq. 8) an updated atom satisfies l^T M l = 1 over its tasks."""
+    model = _make("ella-svd", k=3)
+    batches = _task_batches(6)
+    for t, batch in enumerate(batches):
+        model.learn_many(*batch, t)
+    last = batches and len(batches) - 1
+    for j in np.flatnonzero(model.codes()[last]).tolist():
+        users = np.flatnonzero(model.used_ & (model.S_[:, j] != 0))
+        M, _ = atom_weights(model.D_[users])
+        atom = model.basis()[:, j]
+        assert atom @ M @ atom == pytest.approx(1.0, rel=1e-9)
+
+
+def test_dual_update_counts_every_svd_step_and_never_keeps_a_worse_one() -> None:
+    """Probe between the two halves of each Dual Update: the state after the (possibly undone)
+    SVD step never has a larger Eq. (7) than before it, and equals the SVD result when kept."""
+    records: list[tuple[float, float, float]] = []
+
+    class Probe(EllaDual):
+        def _svd_step(self, task: int) -> None:
+            before = self.objective()
+            super()._svd_step(task)
+            self.probe_ = (before, self.objective())
+
+        def _incremental_step(self, task: int) -> None:
+            records.append((*self.probe_, self.objective()))
+            super()._incremental_step(task)
+
+    model = Probe(n_features=4, n_tasks=5, seed=3, k=3)
+    for t, batch in enumerate(_task_batches(7)):
+        model.learn_many(*batch, t)
+    assert model.svd_kept_ + model.svd_undone_ == 5 == len(records)
+    for before, after_svd, kept in records:
+        assert kept <= before
+        assert kept == (after_svd if after_svd <= before else before)
+
+
+def test_logistic_decision_is_the_logit_of_the_coded_model() -> None:
+    rng = np.random.default_rng(8)
+    model = _make("ella-incremental", base_learner="logistic", k=2)
+    assert model.label_kind == "classification"
+    X = rng.normal(size=(40, 4))
+    y = np.where(X[:, 0] - X[:, 1] > 0, 1.0, -1.0)
+    model.learn_many(X, y, 2)
+    w = model.task_weights()
+    assert w is not None
+    x = np.array([1.0, -1.0, 0.0, 0.5])
+    assert model.decision_one(x, 2) == pytest.approx(np.append(x, 1.0) @ w[2])
+    assert model.predict_one(x, 2) == 1
+    with pytest.raises(ValueError):
+        model.learn_one(x, 0.5, 2)
+
+
+def test_regression_variant_accepts_real_targets_and_predicts_them() -> None:
+    model = _make("ella", k=2)
+    X, y = _task_batches(9)[0]
+    model.learn_many(X, y, 0)
+    assert model.label_kind == "regression"
+    assert isinstance(model.predict_one(X[0], 0), float)
+    rmse = np.sqrt(np.mean([(model.predict_one(x, 0) - t) ** 2 for x, t in zip(X, y, strict=True)]))
+    assert rmse < 0.5 * np.std(y)
+
+
+def test_add_task_at_any_time_then_learn_it() -> None:
+    model = _make("ella-dual", k=2)
+    batches = _task_batches(10, n_tasks=6)
+    for t in range(5):
+        model.learn_many(*batches[t], t)
+    assert model.add_task() == 5
+    assert model.decision_one(batches[5][0][0], 5) == 0.0
+    model.learn_many(*batches[5], 5)
+    assert model.codes().shape == (6, 2) and model.codes()[5].any()
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 1000), name=st.sampled_from(VARIANTS))
+def test_codes_stay_sparse_solutions_and_predictions_finite(seed: int, name: str) -> None:
+    """Invariant: after any sequence of batches every task weight row is L s_t and finite."""
+    model = _make(name, k=3)
+    rng = np.random.default_rng(seed)
+    batches = _task_batches(seed)
+    for t in rng.integers(0, 5, size=6).tolist():
+        X, y = batches[int(t)]
+        model.learn_many(X, y, int(t))
+    W = model.task_weights()
+    assert W is not None and np.isfinite(W).all()
+    np.testing.assert_allclose(W, model.codes() @ model.basis().T)
