@@ -252,10 +252,12 @@ def batchopt_update(
 ) -> tuple[np.ndarray, np.ndarray]:
     """BATCHOPT, saha2011 Eq. (3.10): ``A_s = G^{1/2} / tr(G^{1/2})``.
 
-    The batch optimum of Zhang and Yeung (2010). ``G^{1/2}`` from ``eigh`` with
-    negative rounding clipped to 0; unit trace by construction (kept after the
-    ridge). For ``G = 0`` (no weights yet) the result is ``I/K``. ``as_inverse``
-    as in :func:`covariance_update`.
+    The batch optimum of Zhang and Yeung (2010). One ``eigh`` of G gives
+    everything: ``G^{1/2}`` has the same eigenvectors (negative rounding clipped
+    to 0), and so have its ridged, normalised and floored versions and their
+    inverses. Unit trace by construction (kept after the ridge). For ``G = 0``
+    (no weights yet) the result is ``I/K``. ``as_inverse`` as in
+    :func:`covariance_update`.
 
     Parameters
     ----------
@@ -269,12 +271,18 @@ def batchopt_update(
     A, Ainv : ndarray, shape (K, K)
     """
     lam, Q = np.linalg.eigh(sym(G))
+    K = G.shape[0]
     root = np.sqrt(np.maximum(lam, 0.0))
-    if root.sum() <= TINY:
-        S = np.eye(G.shape[0])
-    else:
-        S = sym((Q * root) @ Q.T)
-    return _covariance_like(ridged(S, ridge), normalize=True, as_inverse=as_inverse, floor=floor)
+    total = float(root.sum())
+    S = root / total if total > TINY else np.full(K, 1.0 / K)  # eigenvalues of G^{1/2}/tr
+    S = S + ridge * max(float(S.sum()) / K, 1e-12)  # ridged() in the same eigenbasis
+    S = S / S.sum()
+    if as_inverse:
+        S = S * float(K * K)
+    S = np.maximum(S, floor * float(S.max()))
+    if as_inverse:
+        return assemble(Q, 1.0 / S), assemble(Q, S)
+    return assemble(Q, S), assemble(Q, 1.0 / S)
 
 
 def _covariance_like(
