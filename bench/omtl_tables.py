@@ -36,6 +36,7 @@ Usage::
     .venv/bin/python bench/omtl_tables.py                 # everything (about 15 min here)
     .venv/bin/python bench/omtl_tables.py --only table2
     .venv/bin/python bench/omtl_tables.py --only landmine --runs 10
+    .venv/bin/python bench/omtl_tables.py --only cost      # events/s with A updating
     .venv/bin/python bench/omtl_tables.py --report        # rebuild the markdown from the JSON
 
 Writes ``bench/results/omtl_table2.json``, ``bench/results/omtl_<dataset>.json`` and
@@ -224,6 +225,51 @@ def dataset_table(dataset: str, runs: int, seed: int = 0) -> dict[str, Any]:
     return out
 
 
+# ------------------------------------------------------------------ per-event cost
+COST_STREAMS = ((10, 100, False, 20_000), (100, 100, False, 4_000), (10, 100_000, True, 10_000))
+COST_LEARNERS = ("ipl", "cmtl", "omtl-logdet", "omtl-vonneumann", "omtl-cov", "batchopt")
+
+
+def cost() -> dict[str, Any]:
+    """Predict + learn events/s with A updated on every mistake from the first round.
+
+    ``bench/throughput.py`` sets ``expected_rounds`` to its whole stream but times a
+    prefix, which can end before EPOCH; here ``epoch_rounds = 0`` so every mistake
+    pays the A update (O(K nnz + K^3)).
+    """
+    from bench.throughput_streams import make_stream
+    from learners import make
+    from learners.inputs import Batch
+
+    out: dict[str, Any] = {"rows": []}
+    for K, d, sparse, n in COST_STREAMS:
+        stream = make_stream(K, d, n, sparse=sparse, seed=0)
+        vecs = Batch.from_input(stream.X, d).rows()
+        y, task = stream.y.tolist(), stream.task.tolist()
+        for name in COST_LEARNERS:
+            extra = {} if name in ("ipl", "cmtl") else {"epoch_rounds": 0}
+            model = make(name, n_features=d, n_tasks=K, seed=0, **extra)
+            start = time.perf_counter()
+            for v, label, t in zip(vecs, y, task, strict=True):
+                model.decision_one(v, t)
+                model.learn_one(v, label, t)
+            spent = time.perf_counter() - start
+            row = {
+                "stream": stream.label,
+                "K": K,
+                "d": d,
+                "learner": name,
+                "events": n,
+                "events_per_s": n / spent,
+                "mistake_rate": model.n_mistakes_ / n,  # type: ignore[attr-defined]
+                "a_updates": int(getattr(model, "n_a_updates_", 0)),
+            }
+            out["rows"].append(row)
+            print(f"cost {stream.label:14s} {name:16s} {row['events_per_s']:9,.0f} ev/s "
+                  f"mistakes {row['mistake_rate']:.1%} A updates {row['a_updates']}", flush=True)  # fmt: skip
+    return out
+
+
 # ------------------------------------------------------------------ report
 def _fmt_corr(C: list[list[float]]) -> str:
     return f"{C[0][1]:+.4f} | {C[0][2]:+.4f} | {C[1][2]:+.4f}"
@@ -266,7 +312,28 @@ def report() -> str:
             continue
         doc = json.loads(path.read_text())
         lines += _dataset_section(doc)
+    path = RESULTS / "omtl_cost.json"
+    if path.exists():
+        lines += _cost_section(json.loads(path.read_text()))
     return "\n".join(lines) + "\n"
+
+
+def _cost_section(doc: dict[str, Any]) -> list[str]:
+    lines = [
+        "## Per-event cost with A updated on every mistake (`--only cost`)",
+        "",
+        "decision_one + learn_one per event, one BLAS thread, OMTL learners with "
+        "`epoch_rounds = 0`; streams of `bench/throughput_streams.py`.",
+        "",
+        "| stream | learner | events/s | mistake rate | A updates |",
+        "|---|---|---|---|---|",
+    ]
+    for r in doc["rows"]:
+        lines.append(
+            f"| {r['stream']} | {r['learner']} | {r['events_per_s']:,.0f} | "
+            f"{100 * r['mistake_rate']:.1f}% | {r['a_updates']} |"
+        )
+    return [*lines, ""]
 
 
 def _dataset_section(doc: dict[str, Any]) -> list[str]:
@@ -340,7 +407,7 @@ def _claims(doc: dict[str, Any]) -> list[str]:
 def main(argv: list[str] | None = None) -> None:
     """Command line entry (see the module docstring)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--only", help="table2 or one dataset name")
+    parser.add_argument("--only", help="table2, cost, or one dataset name")
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--report", action="store_true", help="only rebuild the markdown")
     args = parser.parse_args(argv)
@@ -349,6 +416,8 @@ def main(argv: list[str] | None = None) -> None:
         if args.only in (None, "table2"):
             doc = table2()
             (RESULTS / "omtl_table2.json").write_text(json.dumps(doc, indent=1))
+        if args.only in (None, "cost"):
+            (RESULTS / "omtl_cost.json").write_text(json.dumps(cost(), indent=1))
         for dataset in DATASETS:
             if args.only in (None, dataset):
                 doc = dataset_table(dataset, args.runs)
