@@ -294,9 +294,13 @@ class Applier:
             if np.isfinite(X).all():
                 tasks = np.fromiter([g[2] for g in group], np.int64, n)
                 y = np.fromiter([g[3] for g in group], np.float64, n)
-                scores = self.learner.score_and_learn_many(X, y, tasks)
-                self._count_labelled(scores, y, tasks)
-                return n
+                try:
+                    scores = self.learner.score_and_learn_many(X, y, tasks)
+                except ValueError:
+                    pass  # the batch was refused before any change: apply row by row
+                else:
+                    self._count_labelled(scores, y, tasks)
+                    return n
         for eid_b, flat, t, y_one in group:
             try:
                 x = np.frombuffer(flat[5], _F4)
