@@ -72,7 +72,17 @@ ETA_GRID = (1e-3, 1e-2, 1e-1, 1.0, 10.0)
 ETA_LEARNERS = ("omtl-logdet", "omtl-vonneumann")
 TUNE_SEED = 1000
 TUNE_RUNS = {"synthetic-saha": 10, "landmine": 3, "sentiment4": 3}
-TABLE2_LEARNERS = ("cmtl", "ipl", "omtl-logdet", "omtl-vonneumann", "omtl-cov", "batchopt")
+#: (label, learner, params): defaults first (the acceptance rows), then eta = 1 for contrast.
+TABLE2_ROWS: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    ("cmtl", "cmtl", {}),
+    ("ipl", "ipl", {}),
+    ("omtl-logdet", "omtl-logdet", {}),
+    ("omtl-vonneumann", "omtl-vonneumann", {}),
+    ("omtl-cov", "omtl-cov", {}),
+    ("batchopt", "batchopt", {}),
+    ("omtl-logdet, eta = 1", "omtl-logdet", {"eta": 1.0}),
+    ("omtl-vonneumann, eta = 1", "omtl-vonneumann", {"eta": 1.0}),
+)
 
 #: saha2011 Table 2 (single run): corr(1,2), corr(1,3), corr(2,3).
 PAPER_TABLE2 = {
@@ -112,21 +122,23 @@ def table2(runs: int = 20, seed: int = 0) -> dict[str, Any]:
     """saha2011 Table 2 on synthetic-saha: mean weight correlations over ``runs``."""
     ds = load_dataset("synthetic-saha")
     out: dict[str, Any] = {"dataset": ds.name, "runs": runs, "seed": seed, "rows": []}
-    for name in TABLE2_LEARNERS:
-        doc = run_split(ds, name, {}, runs=runs, seed=seed)
+    for label, name, params in TABLE2_ROWS:
+        doc = run_split(ds, name, params, runs=runs, seed=seed)
         C = np.asarray(doc["weight_correlation"])
         passes = bool(C[0, 1] < -0.5 and abs(C[0, 2]) <= 0.3 and abs(C[1, 2]) <= 0.3)
         out["rows"].append(
             {
+                "label": label,
                 "learner": name,
+                "params": params,
                 "weight_correlation": C.tolist(),
                 "relation_matrix": doc.get("relation_matrix"),
                 "accuracy_mean": doc["metrics"]["accuracy_mean"],
                 "criterion_holds": passes,
-                "paper": PAPER_TABLE2.get(name),
+                "paper": PAPER_TABLE2.get(label),
             }
         )
-        print(f"table2 {name:16s} corr12 {C[0, 1]:+.4f} corr13 {C[0, 2]:+.4f} "
+        print(f"table2 {label:24s} corr12 {C[0, 1]:+.4f} corr13 {C[0, 2]:+.4f} "
               f"corr23 {C[1, 2]:+.4f} holds={passes}", flush=True)  # fmt: skip
     return out
 
@@ -301,7 +313,7 @@ def report() -> str:
             paper = r["paper"]
             ptxt = " / ".join(f"{v:+.4f}" for v in paper) if paper else "-"
             lines.append(
-                f"| {r['learner']} | {_fmt_corr(r['weight_correlation'])} | "
+                f"| {r['label']} | {_fmt_corr(r['weight_correlation'])} | "
                 f"{'holds' if r['criterion_holds'] else 'fails'} | {r['accuracy_mean']:.4f} | "
                 f"{ptxt} |"
             )
@@ -315,7 +327,49 @@ def report() -> str:
     path = RESULTS / "omtl_cost.json"
     if path.exists():
         lines += _cost_section(json.loads(path.read_text()))
+    lines += ANALYSIS.strip("\n").splitlines()
     return "\n".join(lines) + "\n"
+
+
+#: Why the figures look as they do (the mechanisms; the figures are in the sections above).
+ANALYSIS = """
+## Analysis
+
+**Table 2 holds, but not because of the learned A.** omtl-logdet and omtl-vonneumann meet
+the criterion at their defaults; so does ipl, whose rows never interact. On synthetic-saha
+the anti-correlation of tasks 1 and 2 is in the data, and independent Perceptrons recover
+it; cmtl fails because its fixed positive coupling pulls every task towards the others
+(the effect the paper reports). With eta = 1 the von Neumann update drives A to the
+eigenvalue floor within a few dozen updates: A^{-1} becomes nearly rank one, tasks 1 and 2
+are updated as one vector with opposite signs (correlation exactly -1) and accuracy drops.
+That is why the defaults are the small etas the tuning grid prefers.
+
+**Passive mistakes: the claim holds against cmtl only on synthetic-saha.** On landmine and
+sentiment4 the tasks are positively related (stl and cmtl make the fewest mistakes), and
+omtl-logdet / omtl-vonneumann stay within the confidence interval of ipl. Three mechanisms:
+(1) with EPOCH = 0.5 the first half of every pass is ipl by construction, while cmtl shares
+updates from the first round; (2) the eta chosen by training mistakes is the smallest that
+changes anything: larger eta concentrates A^{-1} on the top eigenvector of W^T W and costs
+mistakes, so the learned coupling stays weak; (3) the Perceptron weights that feed W^T W
+are noisy sums of mistakes, a poor estimate of the task covariance after a few hundred
+updates per task. omtl-cov and batchopt read literally (A = covariance, learning rates from
+its inverse, a precision matrix) push positively correlated tasks apart and make many more
+mistakes; the cov_is_A_inverse reading removes most of that loss but does not beat ipl.
+
+**Active: fewer labels, but not at similar accuracy, and not because of A.** The OMTL active
+rule (b = sum_j |A_{i,j}|) asks for far fewer labels than active cmtl, as the paper says,
+but its accuracy and AUC are clearly lower. The control row "IPL, b = 1/K^2" (selective
+sampling on ipl with a fixed b) reproduces the queries, mistakes and accuracy of active
+omtl-logdet/vonneumann almost exactly: during priming A = I/K gives b = 1/K while
+A^{-1} = K I scales every margin by K, so the query probability is 1/(1 + K^2 |r_ipl|).
+Few labels mean few mistakes learned, hence few A updates, and A hardly moves before the
+pass ends. The reduction is a matter of scale, not of learned task relations. The literal
+omtl-cov and batchopt (fixed b = 1) active variants fail on landmine: their weights grow
+with the precision-matrix rates, margins explode and almost no labels are asked for.
+
+**Landmine accuracy** is below the 94% of always answering "no landmine" for every method
+(6% positives); its AUC column is the more informative figure.
+"""
 
 
 def _cost_section(doc: dict[str, Any]) -> list[str]:
@@ -391,6 +445,15 @@ def _claims(doc: dict[str, Any]) -> list[str]:
                 f"mistakes ({diff:+.1f}; 95% CI half-widths {o['mistakes_ci95']:.1f} / "
                 f"{b['mistakes_ci95']:.1f}): {verdict}."
             )
+    control = next(r for r in doc["rows"] if r["label"].startswith("IPL, b = 1/K^2"))
+    for ours in ("OMTLLOG", "OMTLVON"):
+        o = by[("active", ours)]
+        lines.append(
+            f"- active {ours} vs the fixed-b control (IPL, b = 1/K^2): {o['queries_mean']:.0f} vs "
+            f"{control['queries_mean']:.0f} queries, accuracy {100 * o['accuracy_mean']:.2f} vs "
+            f"{100 * control['accuracy_mean']:.2f}, mistakes {o['mistakes_mean']:.1f} vs "
+            f"{control['mistakes_mean']:.1f}."
+        )
     c = by[("active", "CMTL")]
     for ours in ("OMTLLOG", "OMTLCOV"):
         o = by[("active", ours)]
