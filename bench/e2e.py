@@ -67,22 +67,19 @@ def _versions(server: str) -> dict[str, str]:
 
 
 def _predict_runs(
-    url: str, model: str, weights_file: Path, seconds: float
+    url: str, redis_pid: int, model: str, weights_file: Path, seconds: float
 ) -> list[tuple[LoadResult, LoadResult]]:
     x = make_stream(1, K, D, seed=7).X[0].astype(np.float64).tolist()
     body = orjson.dumps({"model": model, "task": "t7", "x": x})
     env_api = {"REDIS_URL": url, "OMTL_DEFAULT_MODEL": "", "OMTL_LOG_LEVEL": "warning"}
     env_bare = {"OMTL_BENCH_WEIGHTS": str(weights_file)}
-    runs = []
-    with serve("service.api.app:create_app", env_api) as api_port:
+    with serve("service.api.app:create_app", env_api) as (api_port, api_pid):
         _check(api_port, body)
-        ours = [load(api_port, body, c, seconds) for c in (1, 16)]
-    with serve("bench.e2e_bare:create_app", env_bare) as bare_port:
+        ours = [load(api_port, body, c, seconds, [api_pid, redis_pid]) for c in (1, 16)]
+    with serve("bench.e2e_bare:create_app", env_bare) as (bare_port, bare_pid):
         _check(bare_port, body)
-        bare = [load(bare_port, body, c, seconds) for c in (1, 16)]
-    for o, b in zip(ours, bare, strict=True):
-        runs.append((o, b))
-    return runs
+        bare = [load(bare_port, body, c, seconds, [bare_pid]) for c in (1, 16)]
+    return list(zip(ours, bare, strict=True))
 
 
 def _check(port: int, body: bytes) -> None:
@@ -153,6 +150,21 @@ def report(
             lines.append(f"| (errors: ours {ours.errors}, bare {bare.errors}) | | | | | | | |")
     lines += [
         "",
+        "Server CPU per request during the same runs (ours: API process + Redis server; "
+        "bare: its process), which depends far less on other load on the machine than "
+        "requests per second do:",
+        "",
+        "| connections | ours CPU / request | bare CPU / request | bare / ours |",
+        "|---:|---:|---:|---:|",
+    ]
+    for ours, bare in predicts:
+        lines.append(
+            f"| {ours.connections} | {ours.cpu_us_per_request:.0f} µs | "
+            f"{bare.cpu_us_per_request:.0f} µs | "
+            f"{bare.cpu_us_per_request / ours.cpu_us_per_request:.0%} |"
+        )
+    lines += [
+        "",
         "Targets (issue 4): worker >= 70% of raw for single-event entries; >= 500,000 events/s "
         "for batch entries of 100; /predict >= 70% of the bare endpoint.",
         "",
@@ -196,7 +208,8 @@ def main(argv: list[str] | None = None) -> int:
         np.save(weights_file, weights)
         r.delete("omtl:{bench100}:log")
         _log("loading /predict ...")
-        predicts = _predict_runs(server.url, "bench1", weights_file, args.seconds)
+        assert server.pid is not None
+        predicts = _predict_runs(server.url, server.pid, "bench1", weights_file, args.seconds)
         r.close()
     text = report(drains, predicts, machine(), _versions(str(server_version)))
     print(text)

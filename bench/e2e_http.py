@@ -27,7 +27,7 @@ import numpy as np
 
 from service.embedded_redis import free_port
 
-__all__ = ["LoadResult", "load", "serve"]
+__all__ = ["LoadResult", "cpu_seconds", "load", "serve"]
 
 
 @dataclass
@@ -41,11 +41,18 @@ class LoadResult:
     p50_ms: float
     p99_ms: float
     errors: int
+    cpu_us_per_request: float = float("nan")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 @contextmanager
-def serve(app: str, env: dict[str, str]) -> Iterator[int]:
-    """Run ``uvicorn app --factory`` on a free port; yields the port."""
+def serve(app: str, env: dict[str, str]) -> Iterator[tuple[int, int]]:
+    """Run ``uvicorn app --factory`` on a free port; yields ``(port, pid)``."""
     port = free_port()
     cmd = [
         sys.executable, "-m", "uvicorn", app, "--factory", "--host", "127.0.0.1",
@@ -68,7 +75,7 @@ def serve(app: str, env: dict[str, str]) -> Iterator[int]:
                 if time.monotonic() > deadline:
                     raise TimeoutError(f"{app} did not start") from None
                 time.sleep(0.05)
-        yield port
+        yield port, proc.pid
     finally:
         proc.terminate()
         try:
@@ -147,8 +154,20 @@ def _python_load(port: int, body: bytes, connections: int, seconds: float) -> Lo
     )
 
 
-def load(port: int, body: bytes, connections: int, seconds: float) -> LoadResult:
-    """Load ``POST /predict`` with ``body`` for ``seconds`` over ``connections`` connections."""
+def load(port: int, body: bytes, connections: int, seconds: float, pids: list[int]) -> LoadResult:
+    """Load ``POST /predict`` with ``body`` for ``seconds`` over ``connections`` connections.
+
+    ``cpu_us_per_request`` is the CPU the processes ``pids`` (the server side)
+    spent per request during the run, warm-up included: unlike requests per
+    second it hardly depends on what else runs on the machine.
+    """
+    before = sum(cpu_seconds(p) for p in pids)
     if shutil.which("wrk"):
-        return _wrk(port, body, connections, seconds)
-    return _python_load(port, body, connections, seconds)
+        result = _wrk(port, body, connections, seconds)
+        counted = result.requests_per_sec * (seconds + 2)
+    else:
+        result = _python_load(port, body, connections, seconds)
+        counted = result.requests_per_sec * seconds
+    spent = sum(cpu_seconds(p) for p in pids) - before
+    result.cpu_us_per_request = spent / counted * 1e6 if counted else float("nan")
+    return result

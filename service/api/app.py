@@ -64,6 +64,13 @@ def _observe_request(method: str, route: str, status: int) -> None:
     _request_counter(method, route, status).inc()
 
 
+def _serve_docs_last(app: FastAPI) -> None:
+    """Match the API routes before /docs, /redoc and /openapi.json (routes are tried in order)."""
+    routes = app.router.routes
+    docs = [r for r in routes if getattr(r, "include_in_schema", True) is False]
+    routes[:] = [r for r in routes if r not in docs] + docs
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the API for ``settings`` (default: :func:`service.settings.get_settings`)."""
     settings = settings or get_settings()
@@ -89,6 +96,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     for module in (predict, label, events, queries, models, health):
         app.include_router(module.router)
+    _serve_docs_last(app)
     install_handlers(app)
     openapi.install(app)
     app.add_middleware(

@@ -12,13 +12,14 @@ pipelines concurrent requests on one connection.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import redis.asyncio as aredis
 from redis.exceptions import NoScriptError
 
 from service.api.cache import ModelCache
+from service.api.group_commit import GroupCommit
 from service.api.resp import RespConnection
 from service.api.scripts import LuaScript
 from service.settings import Settings
@@ -34,6 +35,10 @@ class ApiContext:
     redis: aredis.Redis
     cache: ModelCache
     fast: RespConnection | None
+    appender: GroupCommit = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.appender = GroupCommit(self.run_script, self.fast, self.settings.stream_maxlen)
 
     @classmethod
     def connect(cls, settings: Settings) -> ApiContext:

@@ -41,7 +41,13 @@ def pack(*parts: Any) -> bytes:
     chunks = [b"*%d\r\n" % len(parts)]
     append = chunks.append
     for part in parts:
-        data = part if part.__class__ is bytes else _bytes(part)
+        cls = part.__class__
+        if cls is bytes:
+            data = part
+        elif cls is str:
+            data = part.encode()
+        else:
+            data = _bytes(part)
         append(b"$%d\r\n%b\r\n" % (len(data), data))
     return b"".join(chunks)
 
@@ -128,14 +134,24 @@ class RespConnection:
                 protocol = await self._connect()
             return protocol
 
-    async def call(self, *parts: Any) -> Any:
-        """Send one command and await its reply (error replies raise :class:`RespError`)."""
+    def send(self, *parts: Any) -> asyncio.Future[Any] | None:
+        """Send one command now if connected; its reply future, or None when not connected."""
         protocol = self._protocol
         if protocol is None or protocol.lost is not None:
-            protocol = await self._ready()
+            return None
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         protocol.waiting.append(future)
         protocol.send(pack(*parts))
+        return future
+
+    async def call(self, *parts: Any) -> Any:
+        """Send one command and await its reply (error replies raise :class:`RespError`)."""
+        future = self.send(*parts)
+        if future is None:
+            await self._ready()
+            future = self.send(*parts)
+            if future is None:
+                raise ConnectionError("connection to Redis lost while connecting")
         return await future
 
     async def evalsha(self, sha: str, script: str, keys: list[str], args: list[Any]) -> Any:

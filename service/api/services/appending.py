@@ -15,12 +15,10 @@ from typing import TypeVar
 
 import numpy as np
 
-from service import keys
 from service.api.cache import ModelView
 from service.api.context import ApiContext
 from service.api.errors import ApiError, BadInput, NotFound, PayloadTooLarge
 from service.api.schemas import SparseX
-from service.api.scripts import APPEND_EVENTS
 from service.codec import X, encode_batch, encode_event, parse_x_json
 
 __all__ = [
@@ -101,26 +99,16 @@ def encode_events(events: Prepared) -> tuple[list[dict[str, bytes | str]], bool]
 
 async def _append(ctx: ApiContext, view: ModelView, events: Prepared | None) -> Appended | None:
     entries, batched = encode_events(events) if events is not None else ([], False)
-    args: list[bytes | str | int] = [view.generation, ctx.settings.stream_maxlen, len(entries)]
-    for fields in entries:
-        args.append(2 * len(fields))
-        for key, value in fields.items():
-            args.append(key)
-            args.append(value)
-    name = view.name
-    reply = await ctx.run_script(
-        APPEND_EVENTS, [keys.config_key(name), keys.log_key(name), keys.snapshot_key(name)], args
-    )
-    status = int(reply[0])
-    if status == 0:
-        ctx.cache.forget(name)
-        raise NotFound(f"unknown model {name!r}")
-    if status == -1:
+    reply = await ctx.appender.append(view.name, view.generation, entries)
+    if reply.status == 0:
+        ctx.cache.forget(view.name)
+        raise NotFound(f"unknown model {view.name!r}")
+    if reply.status == -1:
         return None
-    ids = [i.decode() for i in reply[2:]]
+    ids = reply.ids
     if batched:
         ids = [f"{ids[0]}/{i}" for i in range(len(events.tasks))]  # type: ignore[union-attr]
-    return Appended(int(reply[1]), ids)
+    return Appended(reply.version, ids)
 
 
 async def append_with_retry(

@@ -1,0 +1,44 @@
+"""Concurrent appends in one event-loop iteration share one script call, each with its own ids."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx
+import redis
+
+from service.api.app import create_app
+from service.settings import Settings
+
+
+async def _concurrently(settings: Settings, bodies: list[dict[str, Any]]) -> list[httpx.Response]:
+    app = create_app(settings)
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://api") as client:
+            await client.put("/models/other", json={"learner": "ipl", "n_features": 2})
+            return list(await asyncio.gather(*(client.post("/predict", json=b) for b in bodies)))
+
+
+def test_concurrent_predicts_are_batched_in_arrival_order(
+    api_settings: Settings, rb: redis.Redis
+) -> None:
+    bodies: list[dict[str, Any]] = [
+        {"task": f"t{i}", "x": [i, 1, 2], "ref": str(i)} for i in range(20)
+    ]
+    bodies.insert(5, {"model": "other", "task": "a", "x": [1, 2]})
+    bodies.insert(9, {"model": "missing", "task": "a", "x": [1, 2]})
+    rb.config_resetstat()
+    answers = asyncio.run(_concurrently(api_settings, bodies))
+    statuses = [a.status_code for a in answers]
+    assert statuses == [404 if b.get("model") == "missing" else 200 for b in bodies]
+    ours = [a.json()["event_id"] for a, b in zip(answers, bodies, strict=True) if "model" not in b]
+    assert len(set(ours)) == 20
+    log = rb.xrange("omtl:{default}:log")
+    assert [eid.decode() for eid, _ in log] == ours
+    assert [fields[b"ref"].decode() for _, fields in log] == [str(i) for i in range(20)]
+    assert rb.xlen("omtl:{other}:log") == 1
+    assert rb.exists("omtl:{missing}:log") == 0
+    calls = int(rb.info("commandstats")["cmdstat_evalsha"]["calls"])
+    assert calls < 10, f"{calls} script calls for 22 concurrent requests"
