@@ -13,6 +13,7 @@ square root of D, which this form does not need).
 from __future__ import annotations
 
 import numpy as np
+from scipy.linalg import solve_triangular
 
 __all__ = ["is_optimal", "lasso_objective", "sparse_code", "sparse_code_quadratic"]
 
@@ -20,6 +21,8 @@ __all__ = ["is_optimal", "lasso_objective", "sparse_code", "sparse_code_quadrati
 MAX_STEPS = 200
 #: Bound on the coordinate-descent sweeps of the fallback.
 MAX_SWEEPS = 20000
+#: Smallest pivot ratio of Q for the all-active shortcut.
+CONDITION = 1e-10
 #: Relative tolerance of the optimality conditions.
 TOL = 1e-9
 
@@ -105,6 +108,34 @@ def _support_optimal(Q: np.ndarray, c: np.ndarray, mu: float, s: np.ndarray, tol
     return bool(np.all(np.abs(g + mu * np.sign(s[on])) <= tol))
 
 
+def _all_active_guess(Q: np.ndarray, c: np.ndarray, mu: float) -> np.ndarray | None:
+    """The answer when every coordinate is active (common for a small ``mu``), or None.
+
+    With a well-conditioned ``Q`` (Cholesky, pivots above ``CONDITION`` times the
+    largest) and the signs ``z`` of the unpenalised minimiser, ``s`` solves
+    ``Q s = c - (mu / 2) z``; it is returned only if its signs are ``z`` and it meets
+    the optimality conditions, so a returned value is always the minimiser.
+    """
+    try:
+        chol = np.linalg.cholesky(Q)
+    except np.linalg.LinAlgError:
+        return None
+    pivots = np.diag(chol) ** 2
+    if pivots.min() <= CONDITION * pivots.max():
+        return None
+
+    def solve(rhs: np.ndarray) -> np.ndarray:
+        return np.asarray(solve_triangular(chol.T, solve_triangular(chol, rhs, lower=True)))
+
+    signs = np.sign(solve(c))
+    if not signs.all():
+        return None
+    s = solve(c - 0.5 * mu * signs)
+    if np.array_equal(np.sign(s), signs) and is_optimal(Q, c, mu, s):
+        return s
+    return None
+
+
 def sparse_code_quadratic(Q: np.ndarray, c: np.ndarray, mu: float) -> np.ndarray:
     """Minimise ``s^T Q s - 2 c^T s + mu ||s||_1`` for a PSD ``Q`` (feature-sign search).
 
@@ -118,6 +149,9 @@ def sparse_code_quadratic(Q: np.ndarray, c: np.ndarray, mu: float) -> np.ndarray
     the result misses the optimality conditions, coordinate descent finishes from
     there. Coordinates with ``Q_jj = 0`` (an all-zero atom) stay at 0.
     """
+    guess = _all_active_guess(Q, c, mu)
+    if guess is not None:
+        return guess
     usable = np.diag(Q) > 0.0
     tol = TOL * (1.0 + float(np.abs(c).max(initial=0.0)) + mu)
     s = np.zeros(c.shape[0])
