@@ -195,11 +195,15 @@ class TaskStats(BaseModel):
 
     task: str
     events: int
-    labels: int
-    mistakes: int
+    labels: int = Field(description="Labels learned: labelled events and posted labels.")
+    mistakes: int = Field(description="Online mistakes on events that arrived labelled.")
     label_requests: int
     predictions: int
-    online_accuracy: float | None = Field(description="1 - mistakes / labelled; null before any.")
+    online_accuracy: float | None = Field(
+        description="1 - mistakes / labels; null before any label. The worker scores events that "
+        "arrive with their label before learning them (progressive validation); labels posted "
+        "later through /label are learned but not scored, so they count as correct here."
+    )
     outlier_score: float | None = None
     outlier: bool | None = None
 
