@@ -53,6 +53,9 @@ Fetch = Callable[[str], Sequence[Any] | None]
 #: Largest group of labelled single events learned in one batch call: a run of such
 #: events within one millisecond is cut into chunks of this size from its start.
 GROUP_MAX = 100
+#: Smaller groups are applied event by event: below this size one batch call costs
+#: more than the per-event calls (measured with cmtl, K = d = 100).
+GROUP_MIN = 4
 _BINARY = frozenset({b"x32", b"xi", b"xv", b"X32", b"y32"})
 
 
@@ -189,7 +192,8 @@ class Applier:
         Consecutive labelled single events (binary ``x32``, known task) with the
         same millisecond in their entry id form a *group* (cut into chunks of
         :data:`GROUP_MAX` from its start), applied with one
-        ``score_and_learn_many`` call (a group of one with the per-event path).
+        ``score_and_learn_many`` call (groups smaller than :data:`GROUP_MIN` with
+        the per-event path).
         Groups depend on the log alone, so a replay forms the same groups. A
         group at the end of ``entries`` may still grow: it is applied only when
         its millisecond is below ``horizon_ms`` (the server time after a read
@@ -289,7 +293,7 @@ class Applier:
     def _apply_group(self, group: list[tuple[Any, Any, int, float]]) -> int:
         """Apply a group of labelled single events (see :meth:`apply`); returns its size."""
         n = len(group)
-        if n > 1:
+        if n >= GROUP_MIN:
             X = np.frombuffer(b"".join([g[1][5] for g in group]), _F4).reshape(n, self.d)
             if np.isfinite(X).all():
                 tasks = np.fromiter([g[2] for g in group], np.int64, n)

@@ -52,7 +52,7 @@ class Log:
     def add(self, fields: dict[str, bytes | str]) -> str:
         i = len(self.entries)
         # several entries share a millisecond: runs of labelled events in one ms form groups
-        entry_id = f"{i // 6 + 1}-{i % 6}"
+        entry_id = f"{i // 10 + 1}-{i % 10}"
         self.entries.append((entry_id, fields))
         return entry_id
 

@@ -26,7 +26,7 @@ from service.snapshot import read_snapshot
 from service.worker import Worker
 
 D = 4
-PER_MS = 3  # entries per millisecond of the explicit ids
+PER_MS = 8  # entries per millisecond of the explicit ids
 
 
 def _log() -> list[tuple[str, dict[str, bytes | str]]]:
@@ -79,7 +79,7 @@ def test_learner_runs_in_the_worker_and_survives_restarts(
     whole = Worker(settings, ["a"]).run(until_idle=True, timeout=60)
     assert whole.entries == len(log)
     assert whole.dead_letters == 0, rb.xrange(keys.dead_key("a"))
-    cut = [0, 12 * PER_MS, 21 * PER_MS, len(log)]  # parts end on a millisecond boundary
+    cut = [0, 4 * PER_MS, 7 * PER_MS, len(log)]  # parts end on a millisecond boundary
     for start, end in itertools.pairwise(cut):
         _write(rb, "b", log[start:end])
         Worker(settings.model_copy(update={"read_count": 7}), ["b"]).run(
