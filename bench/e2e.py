@@ -102,6 +102,7 @@ def report(
     predicts: list[tuple[LoadResult, LoadResult]],
     info: dict[str, str],
     versions: dict[str, str],
+    load_avg: tuple[float, float],
 ) -> str:
     """The markdown report."""
     lines = [
@@ -109,6 +110,11 @@ def report(
         "",
         f"{info['date']} on {info['cpu']}, {info['cores']} cores, {info['memory']}, "
         f"{info['os']}, Python {info['python']}.",
+        "",
+        f"Load average (1 min) at the start and at the end of the run: {load_avg[0]:.1f} and "
+        f"{load_avg[1]:.1f}. Every process of a comparison shares the same cores; figures "
+        "taken on a busy machine understate anything that needs several processes to be "
+        "scheduled in turn (a Redis round trip), so read the ratios together with the load.",
         "",
         "Versions: " + ", ".join(f"{k} {v}" for k, v in versions.items()) + ".",
         "",
@@ -183,6 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes, short runs")
     parser.add_argument("--out", type=Path, default=RESULTS, help="directory of e2e.md")
     args = parser.parse_args(argv)
+    load_start = os.getloadavg()[0]
     if args.quick:
         args.single, args.batch, args.seconds = 20_000, 100_000, 3.0
     with tempfile.TemporaryDirectory() as tmp, EmbeddedRedis(Path(tmp) / "redis") as server:
@@ -211,7 +218,8 @@ def main(argv: list[str] | None = None) -> int:
         assert server.pid is not None
         predicts = _predict_runs(server.url, server.pid, "bench1", weights_file, args.seconds)
         r.close()
-    text = report(drains, predicts, machine(), _versions(str(server_version)))
+    load_avg = (load_start, os.getloadavg()[0])
+    text = report(drains, predicts, machine(), _versions(str(server_version)), load_avg)
     print(text)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "e2e.md").write_text(text)
