@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -71,6 +72,10 @@ def main() -> None:
     ap.add_argument("--lam", type=float, default=float(np.exp(-5)))
     ap.add_argument("--grid", action="store_true")
     ap.add_argument("--grid-runs", type=int, default=3)
+    ap.add_argument("--grid-k", default=",".join(map(str, GRID_K)), help="comma-separated k values")
+    ap.add_argument(
+        "--grid-lam", default=",".join(map(str, GRID_LAM)), help="comma-separated lambda values"
+    )
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--tag", default="")
     args = ap.parse_args()
@@ -79,7 +84,9 @@ def main() -> None:
     grid_scores: dict[str, list[dict[str, Any]]] = {}
     with ProcessPoolExecutor(args.workers) as pool:
         if args.grid:
-            points = [(k, lam) for k in GRID_K for lam in GRID_LAM]
+            grid_k = [int(v) for v in args.grid_k.split(",")]
+            grid_lam = [float(v) for v in args.grid_lam.split(",")]
+            points = [(k, lam) for k in grid_k for lam in grid_lam]
             jobs = [
                 (args.dataset, name, params_for(kind, k, lam), args.grid_runs, args.seed + 1000)
                 for name in LEARNERS
@@ -99,6 +106,7 @@ def main() -> None:
     RESULTS.mkdir(exist_ok=True)
     summary = {
         "dataset": args.dataset,
+        "command": "bench/ella_curves.py " + " ".join(sys.argv[1:]),
         "runs": args.runs,
         "seed": args.seed,
         "grid": grid_scores,

@@ -55,7 +55,7 @@ from learners.ella.accumulators import (
 from learners.ella.base_learners import fit_linear, fit_logistic
 from learners.ella.gsvd import atom_weights, gsvd_rank_one
 from learners.ella.lasso import sparse_code
-from learners.inputs import Batch, Vec
+from learners.inputs import Batch, Vec, check_task
 
 __all__ = ["RUVOLO2013", "RUVOLO2014", "BasisLearner", "positive_int"]
 
@@ -294,7 +294,10 @@ class BasisLearner(Learner):
 
     def refresh(self, task: int | None = None) -> None:
         """Refresh ``task`` now (or every task with unused examples when None)."""
-        todo = [int(task)] if task is not None else np.flatnonzero(self.pending_).tolist()
+        if task is not None:
+            todo = [check_task(task, self.n_tasks)]
+        else:
+            todo = np.flatnonzero(self.pending_).tolist()
         for t in todo:
             if self.count_[t] > 0:
                 self._refresh(t)

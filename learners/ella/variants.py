@@ -11,7 +11,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from learners.base import Param
+from learners.base import Param, non_negative
 from learners.ella.lasso import sparse_code
 from learners.ella.model import COMMON_PARAMS, RUVOLO2013, RUVOLO2014, BasisLearner, positive_int
 from learners.registry import register
@@ -116,7 +116,7 @@ class MtlSvd(BasisLearner):
     params: ClassVar[tuple[Param, ...]] = (
         *COMMON_PARAMS,
         Param("sweeps", 20, "Maximum alternating sweeps per refresh.", positive_int),
-        Param("tol", 1e-4, "Stop when Eq. (7) improves by less than this fraction.", float),
+        Param("tol", 1e-4, "Stop when Eq. (7) improves by less than this fraction.", non_negative),
     )
 
     def _update_basis(self, task: int) -> None:

@@ -87,6 +87,8 @@ def test_refresh_schedule_of_learn_one() -> None:
     model.learn_one(X[2], float(y[2]), 1)
     assert model.codes()[1].any() and model.pending_[1] == 0 and model.count_[1] == 3
     model.learn_one(X[3], float(y[3]), 1)
+    with pytest.raises(ValueError):
+        model.refresh(5)
     model.refresh()
     assert model.pending_[1] == 0
     theta, _ = fit_linear(model.xtx_[1], model.xty_[1], 4, model.hyper["ridge"])
