@@ -19,6 +19,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -144,6 +145,30 @@ def _start_worker(settings: Settings) -> subprocess.Popen[bytes]:
     )
 
 
+class _WorkerSupervisor:
+    """Runs the worker child process and starts it again if it dies unexpectedly."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.proc = _start_worker(settings)
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._watch, name="worker-supervisor", daemon=True)
+        self.thread.start()
+
+    def _watch(self) -> None:
+        while not self.stopping.wait(1.0):
+            code = self.proc.poll()
+            if code is not None and not self.stopping.is_set():
+                log.warning("the worker exited with code %s; starting it again", code)
+                self.proc = _start_worker(self.settings)
+
+    def stop(self) -> None:
+        """Stop watching, then stop the worker (SIGTERM: it drains and snapshots)."""
+        self.stopping.set()
+        self.thread.join(timeout=5)
+        _stop_worker(self.proc)
+
+
 def _stop_worker(proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
@@ -181,7 +206,7 @@ def run_up(args: argparse.Namespace) -> int:
     settings = _settings(args)
     _logging(settings)
     server: EmbeddedRedis | None = None
-    worker: subprocess.Popen[bytes] | None = None
+    worker: _WorkerSupervisor | None = None
     # SIGTERM behaves like Ctrl-C: uvicorn shuts down, then the finally block runs
     previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
@@ -202,7 +227,7 @@ def run_up(args: argparse.Namespace) -> int:
             return 1
         finally:
             client.close()
-        worker = _start_worker(settings)
+        worker = _WorkerSupervisor(settings)
         print(_banner(settings, url, server is not None), flush=True)
         _serve_api(settings)
         return 0
@@ -211,6 +236,6 @@ def run_up(args: argparse.Namespace) -> int:
     finally:
         signal.signal(signal.SIGTERM, previous)
         if worker is not None:
-            _stop_worker(worker)
+            worker.stop()
         if server is not None:
             server.stop()

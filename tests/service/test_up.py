@@ -14,6 +14,7 @@ import redis
 
 from service import keys
 from service.embedded_redis import free_port
+from service.snapshot import read_snapshot
 from tests.service.helpers import ROOT, wait_until
 
 
@@ -28,6 +29,7 @@ def test_up_serves_predictions_learns_and_stops_cleanly(tmp_path: Path) -> None:
         OMTL_DEFAULT_N_FEATURES="3",
         OMTL_SNAPSHOT_EVERY_SECONDS="0.1",
         OMTL_LOG_LEVEL="warning",
+        OMTL_LEASE_TTL_MS="1000",
     )
     data = tmp_path / "data"
     proc = subprocess.Popen(
@@ -60,8 +62,26 @@ def test_up_serves_predictions_learns_and_stops_cleanly(tmp_path: Path) -> None:
             return body["counts"]["labels"] == 1
 
         assert wait_until(learned, timeout=30, interval=0.05)
-        worker_metrics = httpx.get(f"http://127.0.0.1:{metrics_port}/metrics").text
-        assert 'omtl_labels_total{model="default",task="spam"} 1.0' in worker_metrics
+
+        def published() -> bool:  # the worker publishes its counters every 0.5 s
+            text = httpx.get(f"http://127.0.0.1:{metrics_port}/metrics").text
+            return 'omtl_labels_total{model="default",task="spam"} 1.0' in text
+
+        assert wait_until(published, timeout=10, interval=0.1)
+
+        # the worker dies: `omtl up` starts a new one, which takes the model over
+        (worker_pid,) = _children(proc.pid, "service.worker")
+        os.kill(worker_pid, signal.SIGKILL)
+        assert wait_until(lambda: _children(proc.pid, "service.worker") != [worker_pid], 30)
+        second = httpx.post(f"{base}/predict", json={"task": "ham", "x": [0.0, 1.0, 2.0]})
+        assert second.status_code == 200, second.text
+        label = httpx.post(f"{base}/label", json={"event_id": second.json()["event_id"], "y": 1})
+        assert label.status_code == 202, label.text
+
+        def learned_twice() -> bool:
+            return httpx.get(f"{base}/models/default").json()["counts"]["labels"] == 2
+
+        assert wait_until(learned_twice, timeout=30, interval=0.05)
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=60)
     finally:
@@ -77,6 +97,23 @@ def test_up_serves_predictions_learns_and_stops_cleanly(tmp_path: Path) -> None:
 
     with EmbeddedRedis(data / "redis") as server:
         c = redis.Redis.from_url(server.url)
-        assert c.xlen(keys.log_key("default")) == 2  # the event and its label
-        assert c.hget(keys.snapshot_key("default"), "version") is not None
+        assert c.xlen(keys.log_key("default")) == 4  # two events and their labels
+        snapshot = read_snapshot(c, "default")
+        assert snapshot is not None
+        assert snapshot.task_names == ["spam", "ham"]
+        assert int(snapshot.counters["labels"].sum()) == 2
         c.close()
+
+
+def _children(pid: int, marker: str) -> list[int]:
+    """Live child processes of ``pid`` whose command line contains ``marker``."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            cmdline = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z" and marker in cmdline:
+            found.append(int(stat.parent.name))
+    return found
