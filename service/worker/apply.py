@@ -398,7 +398,6 @@ class Applier:
             starts = [0, *change.tolist()]
             ends = [*change.tolist(), n]
             bounds = [(a, e, bool(labelled[a])) for a, e in zip(starts, ends)]
-        remembered = False
         for a, e, is_labelled in bounds:
             if is_labelled:
                 ty, tt = y[a:e], tasks[a:e]
@@ -412,10 +411,9 @@ class Applier:
                 st.single["events"][t] += 1
                 st.single["predictions"][t] += 1
                 ref = b.refs[i] if b.refs is not None else None
-                self._request(f"{b.id}/{i}", t, x, s, ref)
-            remembered = True
-        if remembered:
-            st.remember(b.id, b)
+                row_id = f"{b.id}/{i}"
+                self._request(row_id, t, x, s, ref)
+                st.remember(row_id, (t, x.copy()))
         return n
 
     def _label(self, lab: Label) -> None:
@@ -428,7 +426,7 @@ class Applier:
         if key in st.labelled:
             raise _Dead(f"event {lab.event} already has a label")
         y = self._check_y(lab.y)
-        cached = st.recent.get(lab.event if row is None else entry)
+        cached = st.recent.get(lab.event)
         if cached is None:
             flat = self.fetch(entry)
             if flat is None:
@@ -451,16 +449,13 @@ class Applier:
             if not math.isnan(cached.y[row]):
                 raise _Dead(f"event {lab.event} already has a label")
             t, x = self._known_task(cached.tasks[row], lab.event), cached.X[row]
-        else:  # a cached single event: (task index, x)
-            if row is not None:
-                raise _Dead(f"event {entry} is a single event, it has no row {row}")
+        else:  # a recent unlabelled event or batch row: (task index, x)
             t, x = cached
         self.learner.learn_one(x, y, t)
         st.labelled.add(key)
         st.single["labels"][t] += 1
         st.totals["labels_applied"] += 1
-        if row is None:
-            st.recent.pop(lab.event, None)
+        st.recent.pop(lab.event, None)
 
     def _known_task(self, name: str, event_id: str) -> int:
         idx = self.state.task_index.get(name.encode())
