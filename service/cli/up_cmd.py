@@ -118,6 +118,9 @@ def run_worker(args: argparse.Namespace) -> int:
     client = redis.Redis.from_url(settings.redis_url)
     try:
         ensure_default_model(client, settings)
+    except ValueError as exc:
+        print(f"omtl worker: cannot create the default model: {exc}", file=sys.stderr)
+        return 1
     finally:
         client.close()
     argv = [f"--model={m}" for m in args.model or []]
