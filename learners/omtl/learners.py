@@ -26,9 +26,11 @@ the stream length in both modes.
 ``query_one`` asks for the label with probability ``b / (b + |r|)``, ``r`` the
 margin of the current task, ``b = sum_j |A_{i_t, j}|`` (row of the current A),
 or the fixed ``sampling_b`` when given (the rule of the paper's baselines;
-BATCHOPT is one, so its default is ``sampling_b = 1``). A fixed b does not
-depend on the scale of W, whereas the row sum of A does: during priming it is
-``1/K`` while margins grow with the ``K``-scaled steps.
+BATCHOPT is one, so its default is ``sampling_b = 1``). Both rules compare b
+with a margin on the scale of W: during priming ``b = 1/K`` while
+``A^{-1} = K I`` makes every margin K times ipl's, so the query probability is
+``1 / (1 + K^2 |r_ipl|)`` — the fixed-b rule on ipl with ``b = 1/K^2``
+(bench/results/omtl_tables.md measures the consequence).
 
 **New tasks** (``add_task``) enter A as independent at the current scale: a zero
 row and column with diagonal entry ``tr(A)/K`` (the mean diagonal), and
