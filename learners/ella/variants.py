@@ -113,6 +113,10 @@ class MtlSvd(BasisLearner):
     uses_accumulators: ClassVar[bool] = False
     summary: ClassVar[str] = "MTL-SVD: batch K-SVD-style multitask learning, rerun on each refresh."
     paper: ClassVar[str] = RUVOLO2014
+    conformance_params: ClassVar[tuple[dict[str, object], ...]] = (
+        {"k": 4, "sweeps": 3},
+        {"k": 4, "base_learner": "logistic", "sweeps": 3},
+    )
     params: ClassVar[tuple[Param, ...]] = (
         *COMMON_PARAMS,
         Param("sweeps", 20, "Maximum alternating sweeps per refresh.", positive_int),
