@@ -222,8 +222,8 @@ class Worker:
                     self._drop(name, "model deleted")
                     release(self.r, name, self.id)
                 elif int(generation) != self.owned[name].state.generation:
+                    # still leased to us: loaded afresh just below
                     self._drop(name, "model reconfigured; starting afresh")
-                    self._load(name)
         now_s = time.monotonic()
         for name in names:
             if name in self.owned or self.broken.get(name, 0.0) > now_s:
