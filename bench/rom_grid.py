@@ -49,7 +49,7 @@ ROWS: tuple[Row, ...] = (
     Row(
         "PA-Individual (pa-individual, PA-I)",
         ("PA-Individual",),
-        (("pa-individual", {"variant": ("pa1",), "C": (1e-2, 1e-1, 1.0, 10.0)}),),
+        (("pa-individual", {"variant": ("pa1",), "C": (1e-3, 1e-2, 1e-1, 1.0, 10.0)}),),
     ),
     Row(
         "Multi-P (cmtl, b in 0..K)",
@@ -61,14 +61,14 @@ ROWS: tuple[Row, ...] = (
         ("OMTL-B",),
         (
             ("omtl-cov", {}),
-            ("omtl-logdet", {"eta": (1e-2, 1e-1, 1.0, 10.0)}),
-            ("omtl-vonneumann", {"eta": (1e-2, 1e-1, 1.0, 10.0)}),
+            ("omtl-logdet", {"eta": (1e-3, 1e-2, 1e-1, 1.0, 10.0)}),
+            ("omtl-vonneumann", {"eta": (1e-3, 1e-2, 1e-1, 1.0, 10.0)}),
         ),
     ),
     Row(
         "COML [R] (coml)",
         ("COML", "COML-1", "COML-2"),
-        (("coml", {"C": (1e-2, 1e-1, 1.0), "nu": (1e-1, 1.0, 10.0, 100.0)}),),
+        (("coml", {"C": (1e-3, 1e-2, 1e-1, 1.0), "nu": (1e-2, 1e-1, 1.0, 10.0, 100.0)}),),
     ),
     Row(
         "ROM-PGD (rom-pgd)",

@@ -62,7 +62,13 @@ class RobustPGD(RobustMultitask):
 
     **Outlier tasks.** ``outlier_scores()`` is ``||q_i||_2``. Note
     (algorithms.md Sec. 5.4): from ``q_i = 0`` one step gives ``||q_hat|| =
-    eta ||x||``, so ``q_i`` can only leave zero on an event with ``||x|| > gamma``.
+    eta ||x||``, so ``q_i`` can only leave zero on an event with ``||x|| > gamma``,
+    and every later step shrinks it by ``eta gamma`` again: ``q_i`` is either
+    always zero (``gamma`` above the input norms) or holds about the last few
+    steps, whose norm says little about how far task i is from the others. On
+    ``synthetic-rom`` no ``gamma`` singles out the outlier task
+    (bench/results/rom_table.md); ``rom-rda``, which accumulates, is the better
+    detector.
 
     Attributes
     ----------

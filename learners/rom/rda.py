@@ -59,7 +59,10 @@ class RobustRDA(RobustMultitask):
     **Outlier tasks.** ``||q_i|| = max(0, ||G_i|| - gamma t) / theta_t``: task i
     is flagged while the norm of its averaged subgradient ``||G_i|| / t`` exceeds
     ``gamma``. Since the averages accumulate, this is the more meaningful
-    detector of the two ROM variants (algorithms.md Sec. 5.4).
+    detector of the two ROM variants (algorithms.md Sec. 5.4). The averaged
+    subgradient also carries the noise of the summed inputs, of order
+    ``sqrt(updates_i) * ||x|| / t``, so ``gamma`` must sit above that floor for
+    the related tasks to keep ``q_i = 0``.
 
     Attributes
     ----------
