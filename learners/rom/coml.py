@@ -48,6 +48,8 @@ class CollaborativeMultitask(Learner):
     scalars ``b_k`` and ``s_k``, and a change ``delta`` of ``u`` is cancelled in
     the other tasks by ``V_j -= (b_j / s_j) delta`` (sparse, for every j).
 
+    ``relation_matrix()`` is None: the tasks relate only through ``u``.
+
     Attributes
     ----------
     u_ : ndarray, shape (dim,)
