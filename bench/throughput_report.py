@@ -24,7 +24,12 @@ def machine() -> dict[str, str]:
         memory = f"{mem_kb / 1024**2:.0f} GiB"
     except OSError:
         memory = "?"
+    try:
+        load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
+    except OSError:
+        load = "?"
     return {
+        "load": load,
         "cpu": cpu,
         "cores": str(os.cpu_count()),
         "memory": memory,
@@ -76,7 +81,8 @@ def markdown(result: dict[str, Any]) -> str:
     m = result["machine"]
     out.append(
         f"Machine: {m['cpu']}, {m['cores']} cores, {m['memory']} RAM, {m['os']}, "
-        f"Python {m['python']}. Date: {m['date']}."
+        f"Python {m['python']}. Date: {m['date']}. Load average at the start (1, 5, 15 min): "
+        f"{m['load']} (a shared host: single figures move between runs; compare within one run)."
     )
     out.append("")
     out.append("Versions: " + ", ".join(f"{k} {v}" for k, v in result["versions"].items()) + ".")

@@ -3,8 +3,8 @@
 Following guides/perf-anchors.md: tasks drawn uniformly from K; true vectors
 ``w_k = w0 + 0.5 u_k`` with ``|w0| = 1`` and ``u_k ~ N(0, I/d)``; labels
 ``y = sign(w_k . x)`` with 5% flipped. Dense streams: ``x ~ N(0, I)`` scaled to
-unit norm. Sparse stream: d = 100,000 with 80-120 non-zeros per row, Zipf-like
-feature ids, positive tf-idf-like values, unit norm.
+unit norm. Sparse stream: d = 100,000 with 80-120 distinct non-zeros per row,
+Zipf-like feature ids (rank ``d u^3``, u uniform), positive tf-idf-like values, unit norm.
 """
 
 from __future__ import annotations
@@ -51,6 +51,15 @@ def _true_weights(K: int, d: int, rng: np.random.Generator) -> np.ndarray:
     return w0 + 0.5 * rng.standard_normal((K, d)) / np.sqrt(d)
 
 
+def _skewed_distinct(rng: np.random.Generator, d: int, m: int) -> np.ndarray:
+    """``m`` distinct ranks in ``[0, d)`` with a Zipf-like skew (rank ``d u^3``, u uniform)."""
+    while True:
+        draws = (d * rng.random(4 * m) ** 3).astype(np.int64)
+        uniq, first = np.unique(draws, return_index=True)
+        if uniq.shape[0] >= m:
+            return draws[np.sort(first)[:m]]
+
+
 def make_stream(
     K: int, d: int, n: int, *, sparse: bool = False, seed: int = 0, flip: float = 0.05
 ) -> BenchStream:
@@ -65,14 +74,17 @@ def make_stream(
         return BenchStream(f"K={K} d={d}", X, y, task, K)
     nnz = rng.integers(80, 121, size=n)
     indptr = np.concatenate([[0], np.cumsum(nnz)])
-    ranks = rng.zipf(1.3, size=int(indptr[-1])) % d
-    perm = rng.permutation(d)  # Zipf ranks -> scattered feature ids
-    cols = perm[ranks]
+    perm = rng.permutation(d)  # skewed ranks -> scattered feature ids
+    cols = np.empty(int(indptr[-1]), dtype=np.int64)
+    for i in range(n):
+        cols[indptr[i] : indptr[i + 1]] = perm[_skewed_distinct(rng, d, int(nnz[i]))]
     vals = rng.exponential(1.0, size=cols.shape[0]) + 0.1
     X = sp.csr_matrix((vals, cols, indptr), shape=(n, d))
     X.sum_duplicates()
     norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
     X = sp.csr_matrix(sp.diags(1.0 / norms) @ X)
     X.sort_indices()
-    y = _labels(np.asarray((X.multiply(W[task])).sum(axis=1)).ravel(), rng, flip)
+    row = np.repeat(np.arange(n), np.diff(X.indptr))
+    scores = np.bincount(row, weights=X.data * W[task[row], X.indices], minlength=n)
+    y = _labels(scores, rng, flip)
     return BenchStream(f"sparse K={K}", X, y, task, K)

@@ -1,4 +1,4 @@
-"""``omtl evaluate`` and ``omtl compare``: offline evaluation of learners on datasets.
+"""``omtl evaluate``, ``omtl compare`` and ``omtl datasets``: offline evaluation of learners.
 
 ``omtl evaluate DATASET --learner NAME [--param key=value ...] [--protocol online|split]
 [--runs R] [--seed S] [--budget N] [--json FILE]`` prints a table (and writes the
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from service.evaluation import protocols
-from service.evaluation.catalog import dataset_names, load_dataset
+from service.evaluation.catalog import dataset_names, dataset_summary, load_dataset
 from service.evaluation.compare import compare, plot_curves
 from service.evaluation.datapath import DataNotFoundError
 from service.evaluation.progress import ProgressBar
@@ -83,6 +83,18 @@ def register(sub: Any) -> None:
         "--plot", metavar="FILE.png", help="draw the learners' curves (needs matplotlib)"
     )
     cmp.set_defaults(func=run_compare)
+    ds = sub.add_parser("datasets", help="list the built-in evaluation datasets")
+    ds.set_defaults(func=run_datasets)
+
+
+def run_datasets(args: argparse.Namespace) -> int:
+    """Run ``omtl datasets``: one line per built-in dataset."""
+    names = dataset_names()
+    width = max(len(n) for n in names)
+    for name in names:
+        print(f"{name:<{width}}  {dataset_summary(name)}")
+    print("\nParameters after a colon (NAME:key=value,...); or a .npz file (see the docs).")
+    return 0
 
 
 def _check(args: argparse.Namespace) -> None:
@@ -116,6 +128,10 @@ def run_evaluate(args: argparse.Namespace) -> int:
     except (ValueError, DataNotFoundError, FileNotFoundError) as exc:
         bar.close()
         print(f"omtl evaluate: {exc}", file=sys.stderr)
+        return 2
+    except MemoryError:
+        bar.close()
+        print(f"omtl evaluate: out of memory: {args.learner} on {args.dataset}", file=sys.stderr)
         return 2
     bar.close()
     print(format_document(doc), end="")
@@ -152,10 +168,10 @@ def run_compare(args: argparse.Namespace) -> int:
         )
         if args.plot:
             plot_curves(docs, args.plot)
-    except (ValueError, RuntimeError, DataNotFoundError, FileNotFoundError) as exc:
+    except (ValueError, RuntimeError, DataNotFoundError, FileNotFoundError, MemoryError) as exc:
         if bars:
             bars[-1].close()
-        print(f"omtl compare: {exc}", file=sys.stderr)
+        print(f"omtl compare: {exc or type(exc).__name__}", file=sys.stderr)
         return 2
     if bars:
         bars[-1].close()

@@ -22,7 +22,7 @@ from service.evaluation.realdata import (
 )
 from service.evaluation.synthetic import synthetic_ella, synthetic_rom, synthetic_saha
 
-__all__ = ["DATASETS", "dataset_names", "load_dataset"]
+__all__ = ["DATASETS", "dataset_names", "dataset_summary", "load_dataset"]
 
 Loader = Callable[[DatasetParams], Dataset]
 
@@ -37,6 +37,12 @@ DATASETS: dict[str, Loader] = {
     "synthetic-rom": synthetic_rom,
     "synthetic-ella": synthetic_ella,
 }
+
+
+def dataset_summary(name: str) -> str:
+    """The first docstring line of the built-in dataset's loader."""
+    doc = DATASETS[name].__doc__ or ""
+    return doc.strip().splitlines()[0] if doc.strip() else ""
 
 
 def dataset_names() -> list[str]:

@@ -131,3 +131,10 @@ def test_compare_online_plots_mistake_rate_curves(tmp_path):
 def test_unscoped_parameters_go_to_every_learner_that_declares_them():
     got = split_params({"append_bias": True, "cmtl.b": 1}, ["ipl", "cmtl"])
     assert got == {"ipl": {"append_bias": True}, "cmtl": {"append_bias": True, "b": 1}}
+
+
+def test_datasets_lists_every_built_in_name(capsys):
+    assert main(["datasets"]) == 0
+    text = capsys.readouterr().out
+    for name in ("landmine", "landmine19", "school", "tdt2", "sentiment4", "synthetic-saha"):
+        assert f"\n{name} " in f"\n{text}"
