@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from service import keys
-from service.api.resp import RespConnection, RespError
+from service.api.resp import RespConnection, RespError, pack_args
 from service.api.scripts import APPEND_EVENTS, LuaScript
 
 __all__ = ["AppendReply", "GroupCommit"]
@@ -52,6 +52,7 @@ class GroupCommit:
         self._maxlen = maxlen
         self._groups: dict[tuple[str, int], _Group] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self._prefixes: dict[str, bytes] = {}
 
     def append(self, name: str, generation: int, entries: list[Entry]) -> Awaitable[AppendReply]:
         """Queue ``entries`` for model ``name``; the future resolves once they are written."""
@@ -83,13 +84,21 @@ class GroupCommit:
             script_keys, args = self._args(group)
             sent = None
             if self._fast is not None:
-                sent = self._fast.send(
-                    "EVALSHA", APPEND_EVENTS.sha, len(script_keys), *script_keys, *args
+                sent = self._fast.send_packed(
+                    self._command(group.name, script_keys, args), now=True
                 )
             if sent is not None:
                 sent.add_done_callback(functools.partial(self._done, group, script_keys, args))
             else:
                 self._spawn(self._slow(group, script_keys, args))
+
+    def _command(self, name: str, script_keys: list[str], args: list[Any]) -> bytes:
+        """EVALSHA of the append script, its constant head packed once per model."""
+        prefix = self._prefixes.get(name)
+        if prefix is None:
+            prefix = pack_args(["EVALSHA", APPEND_EVENTS.sha, len(script_keys), *script_keys])
+            self._prefixes[name] = prefix
+        return b"*%d\r\n" % (3 + len(script_keys) + len(args)) + prefix + pack_args(args)
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.ensure_future(work)

@@ -35,7 +35,8 @@ class GuardMiddleware:
             return
         status = 500
         limit = self.max_body_bytes
-        if self._declared_length(scope) > limit:
+        declared = self._declared_length(scope)
+        if declared is not None and declared > limit:
             status = 413
             await self._refuse(send, f"request body larger than the limit of {limit} bytes")
             self.observe(scope["method"], "unmatched", status)
@@ -57,21 +58,25 @@ class GuardMiddleware:
                 status = message["status"]
             await send(message)
 
+        # With a Content-Length the server delivers exactly that many bytes; only a
+        # chunked body has to be counted as it arrives.
         try:
-            await self.app(scope, counted_receive, recorded_send)
+            await self.app(
+                scope, receive if declared is not None else counted_receive, recorded_send
+            )
         finally:
             route = scope.get("route")
             self.observe(scope["method"], getattr(route, "path", "unmatched"), status)
 
     @staticmethod
-    def _declared_length(scope: Scope) -> int:
+    def _declared_length(scope: Scope) -> int | None:
         for name, value in scope["headers"]:
             if name == b"content-length":
                 try:
                     return int(value)
                 except ValueError:
-                    return 0
-        return 0
+                    return None
+        return None
 
     @staticmethod
     async def _refuse(send: Send, message: str) -> None:

@@ -17,11 +17,12 @@ from __future__ import annotations
 import asyncio
 import collections
 import urllib.parse
+from collections.abc import Iterable
 from typing import Any, cast
 
 import hiredis
 
-__all__ = ["RespConnection", "RespError", "pack"]
+__all__ = ["RespConnection", "RespError", "pack", "pack_args"]
 
 
 class RespError(Exception):
@@ -36,20 +37,23 @@ def _bytes(part: Any) -> bytes:
     raise TypeError(f"cannot send {type(part).__name__} to Redis")
 
 
+def _encode(part: Any) -> bytes:
+    cls = part.__class__
+    if cls is bytes:
+        return part
+    if cls is str:
+        return part.encode()
+    return _bytes(part)
+
+
+def pack_args(parts: Iterable[Any]) -> bytes:
+    """The RESP bulk strings of ``parts``, without the array header."""
+    return b"".join([b"$%d\r\n%b\r\n" % (len(d), d) for d in map(_encode, parts)])
+
+
 def pack(*parts: Any) -> bytes:
     """One command in the RESP protocol."""
-    chunks = [b"*%d\r\n" % len(parts)]
-    append = chunks.append
-    for part in parts:
-        cls = part.__class__
-        if cls is bytes:
-            data = part
-        elif cls is str:
-            data = part.encode()
-        else:
-            data = _bytes(part)
-        append(b"$%d\r\n%b\r\n" % (len(data), data))
-    return b"".join(chunks)
+    return b"*%d\r\n" % len(parts) + pack_args(parts)
 
 
 class _Protocol(asyncio.Protocol):
@@ -67,7 +71,9 @@ class _Protocol(asyncio.Protocol):
         self.outgoing.append(data)
 
     def flush(self) -> None:
-        """Write the queued commands."""
+        """Write the queued commands (a no-op when the queue was already written)."""
+        if not self.outgoing:
+            return
         data, self.outgoing = self.outgoing, []
         if self.transport is not None and self.lost is None:
             self.transport.write(b"".join(data))
@@ -135,13 +141,24 @@ class RespConnection:
             return protocol
 
     def send(self, *parts: Any) -> asyncio.Future[Any] | None:
-        """Send one command now if connected; its reply future, or None when not connected."""
+        """Queue one command if connected; its reply future, or None when not connected.
+
+        Commands queued in one event-loop iteration leave in one write.
+        """
+        return self.send_packed(pack(*parts))
+
+    def send_packed(self, command: bytes, now: bool = False) -> asyncio.Future[Any] | None:
+        """:meth:`send` for an already packed command; ``now`` writes the queue at once."""
         protocol = self._protocol
         if protocol is None or protocol.lost is not None:
             return None
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         protocol.waiting.append(future)
-        protocol.send(pack(*parts))
+        if now:
+            protocol.outgoing.append(command)
+            protocol.flush()
+        else:
+            protocol.send(command)
         return future
 
     async def call(self, *parts: Any) -> Any:

@@ -9,6 +9,9 @@ import httpx
 import redis
 
 from service.api.app import create_app
+from service.api.group_commit import GroupCommit
+from service.api.resp import pack
+from service.api.scripts import APPEND_EVENTS
 from service.settings import Settings
 
 
@@ -42,3 +45,14 @@ def test_concurrent_predicts_are_batched_in_arrival_order(
     assert rb.exists("omtl:{missing}:log") == 0
     calls = int(rb.info("commandstats")["cmdstat_evalsha"]["calls"])
     assert calls < 10, f"{calls} script calls for 22 concurrent requests"
+
+
+def test_the_cached_command_head_packs_like_a_plain_command() -> None:
+    commit = GroupCommit(run_script=None, fast=None, maxlen=100)  # type: ignore[arg-type]
+    script_keys = ["omtl:{m}:config", "omtl:{m}:log", "omtl:{m}:snapshot"]
+    args: list[Any] = [3, 100, 1, 4, "k", "e", "x32", b"\x00\x01"]
+    expected = pack("EVALSHA", APPEND_EVENTS.sha, 3, *script_keys, *args)
+    assert commit._command("m", script_keys, args) == expected
+    assert commit._command("m", script_keys, args[:3]) == pack(
+        "EVALSHA", APPEND_EVENTS.sha, 3, *script_keys, *args[:3]
+    )
