@@ -121,6 +121,7 @@ class RobustPGD(RobustMultitask):
         self.q_sqnorm_ = np.zeros(K)
         self.n_updates_ = 0
         self._q_support: list[list[np.ndarray] | None] = [[] for _ in range(K)]
+        self._q_support_size = [0] * K
 
     def _parts(self, x: Vec, task: int) -> tuple[float, float, float]:
         """``(u.x, p_i.x, q_i.x)``, O(nnz)."""
@@ -176,7 +177,8 @@ class RobustPGD(RobustMultitask):
         support = self._q_support[task]
         if support is None:
             return
-        if x.idx is None or sum(s.shape[0] for s in support) + x.nnz > self.dim // 4:
+        self._q_support_size[task] += x.nnz
+        if x.idx is None or self._q_support_size[task] > self.dim // 4:
             self._q_support[task] = None
         else:
             support.append(x.idx)
@@ -190,6 +192,7 @@ class RobustPGD(RobustMultitask):
             for idx in support:
                 self.Q_[task, idx] = 0.0
         self._q_support[task] = []
+        self._q_support_size[task] = 0
 
     def _set_state(self, state: Any) -> None:
         super()._set_state(state)
@@ -203,6 +206,7 @@ class RobustPGD(RobustMultitask):
         self.q_scale_ = np.append(self.q_scale_, 1.0)
         self.q_sqnorm_ = np.append(self.q_sqnorm_, 0.0)
         self._q_support.append([])
+        self._q_support_size.append(0)
 
     def shared_weights(self) -> np.ndarray:
         """The shared part ``u``, shape ``(dim,)``."""
