@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager
 from functools import lru_cache
 from typing import Any
 
+import redis
 from fastapi import FastAPI
 
 from service import __version__, metrics
@@ -23,7 +24,7 @@ from service.api.context import ApiContext
 from service.api.errors import install_handlers
 from service.api.middleware import GuardMiddleware
 from service.api.routes import events, health, label, models, predict, queries
-from service.models import ModelConfig, get_model_async, put_model_async
+from service.models import ensure_default_model
 from service.settings import Settings, get_settings
 
 __all__ = ["create_app"]
@@ -36,23 +37,17 @@ labels joined to earlier events by event id, label requests for annotators.
 """
 
 
-async def _ensure_default_model(ctx: ApiContext) -> None:
+async def _ensure_default_model(settings: Settings) -> None:
     """Create the settings' default model unless a model of that name exists."""
-    s = ctx.settings
-    if not s.default_model or await get_model_async(ctx.redis, s.default_model) is not None:
+    if not settings.default_model:
         return
-    config = ModelConfig(
-        learner=s.default_learner,
-        params=s.default_params,
-        n_features=s.default_n_features,
-        tasks=s.default_tasks,
-    )
+    client = redis.Redis.from_url(str(settings.redis_url))
     try:
-        await put_model_async(ctx.redis, s.default_model, config)
+        await asyncio.to_thread(ensure_default_model, client, settings)
     except ValueError as exc:
-        log.error("cannot create the default model %r: %s", s.default_model, exc)
-    else:
-        log.info("created the default model %r (%s)", s.default_model, s.default_learner)
+        log.error("cannot create the default model %r: %s", settings.default_model, exc)
+    finally:
+        client.close()
 
 
 @lru_cache(maxsize=4096)
@@ -83,7 +78,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             await ctx.redis.ping()
             if ctx.fast is not None:
                 await asyncio.wait_for(ctx.fast.call("PING"), timeout=10)
-            await _ensure_default_model(ctx)
+            await _ensure_default_model(settings)
             yield
         finally:
             await ctx.close()

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
 import redis
 from fastapi.testclient import TestClient
 
 from service import __version__
+from service.api.app import create_app
+from service.settings import Settings
 
 
 def test_info(client: TestClient) -> None:
@@ -49,3 +52,13 @@ def test_openapi_documents_the_raw_bodies(client: TestClient) -> None:
     ]
     assert "x" in schemas["PredictRequest"]["properties"]
     assert client.get("/docs").status_code == 200
+
+
+def test_an_invalid_default_model_does_not_stop_the_api(
+    api_settings: Settings, rb: redis.Redis, caplog: pytest.LogCaptureFixture
+) -> None:
+    broken = api_settings.model_copy(update={"default_learner": "no-such-learner"})
+    with TestClient(create_app(broken)) as client:
+        assert client.get("/").json()["models"] == []
+        assert client.get("/health/live").status_code == 200
+    assert "cannot create the default model 'default'" in caplog.text
