@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import solve_triangular
 
-__all__ = ["is_optimal", "lasso_objective", "sparse_code", "sparse_code_quadratic"]
+__all__ = ["is_optimal", "lasso_objective", "sparse_code", "sparse_code_quadratic", "sparse_codes"]
 
 #: Bound on feature-sign steps (never reached in practice: each step lowers the objective).
 MAX_STEPS = 200
@@ -179,3 +179,40 @@ def sparse_code(L: np.ndarray, D: np.ndarray, theta: np.ndarray, mu: float) -> n
     Q = 0.5 * (Q + Q.T)
     c = DL.T @ theta
     return sparse_code_quadratic(Q, c, mu)
+
+
+def sparse_codes(L: np.ndarray, Ds: np.ndarray, thetas: np.ndarray, mu: float) -> np.ndarray:
+    """:func:`sparse_code` for many task models at once (rows of the result).
+
+    The all-active shortcut runs as one stacked solve; every task it does not settle
+    (the answer there is not all-active, or ``Q`` is ill-conditioned) goes through
+    :func:`sparse_code_quadratic` on its own. Same minimisers as calling
+    :func:`sparse_code` per task.
+    """
+    DL = Ds @ L
+    Q = np.einsum("dk,tdj->tkj", L, DL)
+    Q = 0.5 * (Q + np.swapaxes(Q, 1, 2))
+    c = np.einsum("tdk,td->tk", DL, thetas)
+    T, k = c.shape
+    out = np.zeros((T, k))
+    settled = np.zeros(T, dtype=bool)
+    diag = np.diagonal(Q, axis1=1, axis2=2)
+    well = (diag.min(axis=1, initial=np.inf) > 0.0) & (T > 0)
+    if well.any():
+        idx = np.flatnonzero(well)
+        try:
+            signs = np.sign(np.linalg.solve(Q[idx], c[idx][..., None])[..., 0])
+            s = np.linalg.solve(Q[idx], (c[idx] - 0.5 * mu * signs)[..., None])[..., 0]
+        except np.linalg.LinAlgError:
+            idx = np.zeros(0, dtype=np.int64)
+        if idx.size:
+            Qs = np.einsum("tkj,tj->tk", Q[idx], s)
+            scale = TOL * (1.0 + np.abs(c[idx]).max(axis=1) + mu + np.abs(Qs).max(axis=1))
+            kkt = np.abs(2.0 * (Qs - c[idx]) + mu * signs).max(axis=1) <= scale
+            eig_ok = np.linalg.eigvalsh(Q[idx]).min(axis=1) > CONDITION * diag[idx].max(axis=1)
+            good = kkt & eig_ok & (signs != 0).all(axis=1) & (np.sign(s) == signs).all(axis=1)
+            out[idx[good]] = s[good]
+            settled[idx[good]] = True
+    for t in np.flatnonzero(~settled).tolist():
+        out[t] = sparse_code_quadratic(Q[t], c[t], mu)
+    return out

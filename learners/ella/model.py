@@ -54,7 +54,7 @@ from learners.ella.accumulators import (
 )
 from learners.ella.base_learners import fit_linear, fit_logistic
 from learners.ella.gsvd import atom_weights, gsvd_rank_one
-from learners.ella.lasso import sparse_code
+from learners.ella.lasso import sparse_code, sparse_codes
 from learners.inputs import Batch, Vec, check_task
 
 __all__ = ["RUVOLO2013", "RUVOLO2014", "BasisLearner", "positive_int"]
@@ -339,6 +339,10 @@ class BasisLearner(Learner):
         """``(s, L s)``: the code of Eq. (11) of a task model over the current basis."""
         s = sparse_code(self.L_, D, theta, self.hyper["mu"])
         return s, self.L_ @ s
+
+    def codes_for(self, thetas: np.ndarray, Ds: np.ndarray) -> np.ndarray:
+        """:meth:`code_for` of many task models at once: the codes, one row per model."""
+        return sparse_codes(self.L_, Ds, thetas, self.hyper["mu"])
 
     def encode(self, X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
         """Fit a task to ``(X, y)`` from the current basis without changing anything.

@@ -10,8 +10,9 @@ Per run (its randomness from ``(seed, run)``, so every learner sees the same dat
    update and one basis update);
 4. after each task, every task is scored on its test rows: tasks already learned
    with their current model; tasks not learned yet with a model fitted from the
-   current basis to their training rows, without changing the learner
-   (``encode``, offered by the ELLA family; other learners score unseen tasks with
+   current basis to their training rows, without changing the learner (the ELLA
+   family's ``single_task_fit`` once per run, then ``codes_for`` over the current
+   basis at every step, as ``encode`` does; other learners score unseen tasks with
    their untrained model).
 
 The performance after a step is the **mean over tasks** of the per-task figure:
@@ -98,16 +99,25 @@ class Scorer:
             for idx in rows.test
         ]
         fit = getattr(model, "single_task_fit", None)
-        self.fits = [fit(*rows.train_xy(t)) for t in range(len(rows.test))] if fit else None
+        self.fits: tuple[np.ndarray, np.ndarray] | None = None
+        if fit is not None:
+            pairs = [fit(*rows.train_xy(t)) for t in range(len(rows.test))]
+            self.fits = (np.stack([p[0] for p in pairs]), np.stack([p[1] for p in pairs]))
 
     def scores(self, learned: set[int]) -> list[np.ndarray]:
         """Test scores of every task; unseen tasks fitted from the current basis."""
         weights = self.model.task_weights()
+        unseen = [t for t in range(len(self.features)) if t not in learned]
+        coded: dict[int, np.ndarray] = {}
+        if self.fits is not None and unseen:
+            thetas, Ds = self.fits
+            codes = self.model.codes_for(thetas[unseen], Ds[unseen])  # type: ignore[attr-defined]
+            basis = self.model.basis()  # type: ignore[attr-defined]
+            coded = dict(zip(unseen, codes @ basis.T, strict=True))
         out = []
         for t, X in enumerate(self.features):
-            if t not in learned and self.fits is not None:
-                _, w = self.model.code_for(*self.fits[t])  # type: ignore[attr-defined]
-                out.append(X @ w)
+            if t in coded:
+                out.append(X @ coded[t])
             elif weights is not None:
                 out.append(X @ weights[t])
             else:
