@@ -7,10 +7,16 @@ format (:class:`fastapi.exceptions.RequestValidationError`).
 
 from __future__ import annotations
 
+import logging
+
 from fastapi import FastAPI, Request
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 from starlette.responses import Response
 
 from service.api.jsonio import json_response
+
+log = logging.getLogger("omtl.api")
 
 __all__ = [
     "ApiError",
@@ -61,6 +67,17 @@ async def _api_error(request: Request, exc: Exception) -> Response:
     return json_response({"detail": exc.message}, status_code=exc.status_code)
 
 
+async def _redis_unavailable(request: Request, exc: Exception) -> Response:
+    log.warning("Redis unavailable during %s %s: %s", request.method, request.url.path, exc)
+    return json_response(
+        {"detail": f"Redis is unavailable, retry later ({type(exc).__name__}: {exc})"},
+        status_code=503,
+    )
+
+
 def install_handlers(app: FastAPI) -> None:
-    """Register the handler for :class:`ApiError` and its subclasses."""
+    """Register the handlers: :class:`ApiError` -> its status; Redis unreachable -> 503."""
     app.add_exception_handler(ApiError, _api_error)
+    app.add_exception_handler(RedisConnectionError, _redis_unavailable)
+    app.add_exception_handler(RedisTimeoutError, _redis_unavailable)
+    app.add_exception_handler(ConnectionError, _redis_unavailable)
