@@ -1,9 +1,11 @@
 """Crash determinism: a worker killed with SIGKILL and restarted ends in the same state.
 
 One log of more than 20,000 entries (single labelled and unlabelled events in
-binary and JSON encodings, batch entries with unlabelled rows, labels for
-unlabelled events including repeats and unknown ids, garbage, tasks appearing
-late) is written with explicit ids to two models with the same configuration.
+binary and JSON encodings, batch entries with unlabelled rows, annotators'
+labels for queried events including repeats and unknown ids, garbage, tasks
+appearing late) is written with explicit ids to two models with the same
+configuration. The labels answer the label requests a probe worker emitted for
+the first 12,000 entries (the same requests both models emit).
 Model ``a`` is applied by one uninterrupted worker. Model ``b`` is applied by a
 worker process that is killed with SIGKILL at least three times at random
 points and restarted each time. The learner is active (selective sampling
@@ -45,7 +47,6 @@ class Log:
     """The entries of the test log and what applying them must do."""
 
     entries: list[tuple[str, dict[str, bytes | str]]] = field(default_factory=list)
-    unlabelled: list[str] = field(default_factory=list)
     labelled_by_entry: set[str] = field(default_factory=set)
     dead: set[str] = field(default_factory=set)
 
@@ -57,55 +58,63 @@ class Log:
         return entry_id
 
 
-def build_log(n_entries: int, seed: int) -> Log:
-    """A deterministic mixed log of ``n_entries`` entries (see the module docstring)."""
-    rng = np.random.default_rng(seed)
-    w = rng.normal(size=(len(TASKS), D))
-    log = Log()
+class LogBuilder:
+    """Appends deterministic random entries to a :class:`Log` (see the module docstring)."""
 
-    def task_of(i: int) -> int:
+    def __init__(self, seed: int, late_tasks_after: int) -> None:
+        self.rng = np.random.default_rng(seed)
+        self.w = self.rng.normal(size=(len(TASKS), D))
+        self.late = late_tasks_after
+        self.log = Log()
+
+    def _task(self, i: int) -> int:
         # the last two tasks only appear after a while (add_task during the run)
-        return int(rng.integers(len(TASKS) if i > n_entries // 3 else 4))
+        return int(self.rng.integers(len(TASKS) if i > self.late else 4))
 
-    def label(t: int, x: np.ndarray) -> int:
-        return 1 if float(w[t] @ x) >= 0 else -1
+    def _label(self, t: int, x: np.ndarray) -> int:
+        return 1 if float(self.w[t] @ x) >= 0 else -1
 
-    while len(log.entries) < n_entries:
-        i = len(log.entries)
-        u = rng.random()
-        if u < 0.62:  # labelled single event
-            t = task_of(i)
-            x = rng.normal(size=D).astype(np.float32)
-            log.add(encode_event(TASKS[t], x, y=label(t, x), binary=rng.random() < 0.9))
-        elif u < 0.80:  # unlabelled single event
-            t = task_of(i)
-            x = rng.normal(size=D).astype(np.float32)
-            eid = log.add(encode_event(TASKS[t], x, ref=f"r{i}", binary=rng.random() < 0.9))
-            log.unlabelled.append(eid)
-        elif u < 0.84:  # batch of 20 rows, about a fifth unlabelled
-            ts = [task_of(i) for _ in range(20)]
-            X = rng.normal(size=(20, D)).astype(np.float32)
-            ys: list[float | None] = [
-                None if rng.random() < 0.2 else label(t, x) for t, x in zip(ts, X)
-            ]
-            eid = log.add(encode_batch([TASKS[t] for t in ts], X, y=ys))
-            log.unlabelled += [f"{eid}/{j}" for j, yv in enumerate(ys) if yv is None]
-        elif u < 0.99:  # a label for an earlier unlabelled event (sometimes a repeat)
-            if not log.unlabelled:
-                continue
-            target = log.unlabelled[
-                int(rng.integers(max(0, len(log.unlabelled) - 300), len(log.unlabelled)))
-            ]
-            eid = log.add(encode_label(target, 1 if rng.random() < 0.5 else -1, annotator="sim"))
-            if target in log.labelled_by_entry:
-                log.dead.add(eid)
-            else:
-                log.labelled_by_entry.add(target)
-        elif u < 0.995:  # a label for an event that is not in the log
-            log.dead.add(log.add(encode_label(f"0-{int(rng.integers(1, 9))}", 1)))
-        else:  # garbage
-            log.dead.add(log.add({"k": "e", "task": "t0", "x32": b"\x00\x01\x02"}))
-    return log
+    def extend(self, n_entries: int, queried: list[str]) -> Log:
+        """Add entries until the log has ``n_entries``; labels answer ``queried`` events."""
+        rng, log = self.rng, self.log
+        answered: list[str] = []
+        while len(log.entries) < n_entries:
+            i = len(log.entries)
+            u = rng.random()
+            if u < 0.62:  # labelled single event
+                t = self._task(i)
+                x = rng.normal(size=D).astype(np.float32)
+                log.add(encode_event(TASKS[t], x, y=self._label(t, x), binary=rng.random() < 0.9))
+            elif u < 0.80:  # unlabelled single event
+                t = self._task(i)
+                x = rng.normal(size=D).astype(np.float32)
+                log.add(encode_event(TASKS[t], x, ref=f"r{i}", binary=rng.random() < 0.9))
+            elif u < 0.84:  # batch of 20 rows, about a fifth unlabelled
+                ts = [self._task(i) for _ in range(20)]
+                X = rng.normal(size=(20, D)).astype(np.float32)
+                ys: list[float | None] = [
+                    None if rng.random() < 0.2 else self._label(t, x) for t, x in zip(ts, X)
+                ]
+                log.add(encode_batch([TASKS[t] for t in ts], X, y=ys))
+            elif u < 0.99:  # an annotator's answer to a label request (sometimes a repeat)
+                if answered and rng.random() < 0.05:
+                    target = answered[int(rng.integers(len(answered)))]
+                elif queried:
+                    target = queried.pop(int(rng.integers(min(20, len(queried)))))
+                else:
+                    continue
+                y = 1 if rng.random() < 0.5 else -1
+                eid = log.add(encode_label(target, y, annotator="sim"))
+                if target in log.labelled_by_entry:
+                    log.dead.add(eid)
+                else:
+                    log.labelled_by_entry.add(target)
+                    answered.append(target)
+            elif u < 0.995:  # a label for an event that is not in the log
+                log.dead.add(log.add(encode_label(f"0-{int(rng.integers(1, 9))}", 1)))
+            else:  # garbage
+                log.dead.add(log.add({"k": "e", "task": "t0", "x32": b"\x00\x01\x02"}))
+        return log
 
 
 def write_log(r: redis.Redis, model: str, log: Log) -> None:
@@ -124,8 +133,18 @@ def _ids(r: redis.Redis, key: str, name: bytes) -> list[str]:
 def test_sigkill_and_restart_gives_the_state_of_an_uninterrupted_run(
     rb: redis.Redis, redis_url: str, settings: Settings
 ) -> None:
-    log = build_log(20_400, seed=7)
+    # phase 1: events only; a probe worker finds which events the active learner queries
+    builder = LogBuilder(seed=7, late_tasks_after=6_000)
+    first = builder.extend(12_000, queried=[])
+    put_model(rb, "probe", LEARNER)
+    write_log(rb, "probe", first)
+    Worker(settings, models=["probe"]).run(until_idle=True, timeout=120)
+    requests = _ids(rb, keys.queries_key("probe"), b"event")
+    assert len(requests) > 500
+    # phase 2: more events, and the annotators' answers to those label requests
+    log = builder.extend(20_400, queried=list(requests))
     assert len(log.entries) >= 20_000
+    assert len(log.labelled_by_entry) > 500
     for model in ("a", "b"):
         put_model(rb, model, LEARNER)
         write_log(rb, model, log)
@@ -212,4 +231,6 @@ def test_sigkill_and_restart_gives_the_state_of_an_uninterrupted_run(
     queries_a = _ids(rb, keys.queries_key("a"), b"event")
     assert queries_a == _ids(rb, keys.queries_key("b"), b"event")
     assert len(set(queries_a)) == len(queries_a) == a.totals["label_requests"]
-    assert 0 < len(queries_a) < len(log.unlabelled)  # the active rule asks for some, not all
+    # the active rule asks for some labels, not all; the probe saw the same first phase
+    assert queries_a[: len(requests)] == requests
+    assert len(queries_a) < len(log.entries)
