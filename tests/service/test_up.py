@@ -41,30 +41,31 @@ def test_up_serves_predictions_learns_and_stops_cleanly(tmp_path: Path) -> None:
         text=True,
     )
     base = f"http://127.0.0.1:{api_port}"
+    http = httpx.Client(timeout=30)  # generous: the machine may be busy
 
     def ready() -> bool:
         try:
-            return httpx.get(f"{base}/health/ready", timeout=1).status_code == 200
+            return http.get(f"{base}/health/ready", timeout=1).status_code == 200
         except httpx.HTTPError:
             return False
 
     try:
         assert wait_until(ready, timeout=60, interval=0.1), "the API never became ready"
-        assert httpx.get(f"{base}/docs").status_code == 200
-        first = httpx.post(f"{base}/predict", json={"task": "spam", "x": [1.0, 0.5, -1.0]})
+        assert http.get(f"{base}/docs").status_code == 200
+        first = http.post(f"{base}/predict", json={"task": "spam", "x": [1.0, 0.5, -1.0]})
         assert first.status_code == 200, first.text
         event_id = first.json()["event_id"]
-        label = httpx.post(f"{base}/label", json={"event_id": event_id, "y": -1})
+        label = http.post(f"{base}/label", json={"event_id": event_id, "y": -1})
         assert label.status_code == 202, label.text
 
         def learned() -> bool:
-            body = httpx.get(f"{base}/models/default").json()
+            body = http.get(f"{base}/models/default").json()
             return body["counts"]["labels"] == 1
 
         assert wait_until(learned, timeout=30, interval=0.05)
 
         def published() -> bool:  # the worker publishes its counters every 0.5 s
-            text = httpx.get(f"http://127.0.0.1:{metrics_port}/metrics").text
+            text = http.get(f"http://127.0.0.1:{metrics_port}/metrics").text
             return 'omtl_labels_total{model="default",task="spam"} 1.0' in text
 
         assert wait_until(published, timeout=10, interval=0.1)
@@ -73,18 +74,19 @@ def test_up_serves_predictions_learns_and_stops_cleanly(tmp_path: Path) -> None:
         (worker_pid,) = _children(proc.pid, "service.worker")
         os.kill(worker_pid, signal.SIGKILL)
         assert wait_until(lambda: _children(proc.pid, "service.worker") != [worker_pid], 30)
-        second = httpx.post(f"{base}/predict", json={"task": "ham", "x": [0.0, 1.0, 2.0]})
+        second = http.post(f"{base}/predict", json={"task": "ham", "x": [0.0, 1.0, 2.0]})
         assert second.status_code == 200, second.text
-        label = httpx.post(f"{base}/label", json={"event_id": second.json()["event_id"], "y": 1})
+        label = http.post(f"{base}/label", json={"event_id": second.json()["event_id"], "y": 1})
         assert label.status_code == 202, label.text
 
         def learned_twice() -> bool:
-            return httpx.get(f"{base}/models/default").json()["counts"]["labels"] == 2
+            return http.get(f"{base}/models/default").json()["counts"]["labels"] == 2
 
         assert wait_until(learned_twice, timeout=30, interval=0.05)
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=60)
     finally:
+        http.close()
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
