@@ -166,7 +166,7 @@ def run(
         ),
         "method_note": (
             f"Ours: every registered learner with default hyperparameters (learners of both kinds "
-            f"switched to classification; `expected_rounds` = stream length), seed 0, float64. "
+            f"switched to classification; OMTL learners update A after a priming of 1,000 rounds), seed 0, float64. "
             f"`batch` = `score_and_learn_many` on blocks of {BATCH} rows (passive learners); "
             f"`event` = `decision_one`, `query_one`, `learn_one` per event (sparse rows as "
             f"(indices, values) pairs). Each measurement runs until the stream ends or {seconds:g} s "

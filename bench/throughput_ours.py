@@ -41,13 +41,26 @@ ALARM_GRACE = 3
 MEMORY_LIMIT = 6 * 1024**3
 
 
+#: Rounds of priming for learners with an EPOCH (OMTL): short, so that the timed
+#: part of every stream measures the learner with its task-relationship updates on.
+PRIMING_ROUNDS = 1000
+
+
 def learner_params(name: str, n: int) -> dict[str, Any]:
-    """Default parameters, made to learn classification, with ``expected_rounds = n``."""
+    """Default parameters, made to learn classification, with priming over the first rounds.
+
+    Learners with ``epoch_rounds`` (the OMTL family) update their interaction matrix
+    from round :data:`PRIMING_ROUNDS` on (or ``n`` if the stream is shorter); others with
+    only ``expected_rounds`` get the stream length.
+    """
     cls = learners.get(name)
+    names = {p.name for p in cls.params}
     params: dict[str, Any] = {}
     if cls.kind == "both":
         params.update(kind_switch(cls, {}, "classification") or {})
-    if "expected_rounds" in {p.name for p in cls.params}:
+    if "epoch_rounds" in names:
+        params["epoch_rounds"] = min(PRIMING_ROUNDS, n)
+    elif "expected_rounds" in names:
         params["expected_rounds"] = n
     return params
 

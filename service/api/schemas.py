@@ -196,13 +196,15 @@ class TaskStats(BaseModel):
     task: str
     events: int
     labels: int = Field(description="Labels learned: labelled events and posted labels.")
-    mistakes: int = Field(description="Online mistakes on events that arrived labelled.")
+    mistakes: int = Field(
+        description="Online mistakes: the prediction just before each label was learned was wrong."
+    )
     label_requests: int
     predictions: int
     online_accuracy: float | None = Field(
-        description="1 - mistakes / labels; null before any label. The worker scores events that "
-        "arrive with their label before learning them (progressive validation); labels posted "
-        "later through /label are learned but not scored, so they count as correct here."
+        description="1 - mistakes / labels; null before any label. The worker scores every label "
+        "before learning it (progressive validation): an event that arrives with its label is "
+        "scored on arrival, a label posted later through /label is scored when it is applied."
     )
     outlier_score: float | None = None
     outlier: bool | None = None

@@ -451,9 +451,13 @@ class Applier:
             t, x = self._known_task(cached.tasks[row], lab.event), cached.X[row]
         else:  # a recent unlabelled event or batch row: (task index, x)
             t, x = cached
-        self.learner.learn_one(x, y, t)
+        # Predict-then-learn at the time the label is applied: the online mistake of a
+        # label that arrives after its event is counted against the model that learns it.
+        s = self._score_and_learn(x, y, t)
         st.labelled.add(key)
         st.single["labels"][t] += 1
+        if self.classification and (s >= 0.0) != (y > 0.0):
+            st.single["mistakes"][t] += 1
         st.totals["labels_applied"] += 1
         st.recent.pop(lab.event, None)
 

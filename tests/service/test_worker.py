@@ -55,16 +55,27 @@ def test_events_batches_and_labels_match_a_direct_run_of_the_learner(
 
     ref = learners.make("cmtl", n_features=3, n_tasks=2)
     x = X.astype(np.float64)
-    s0 = ref.decision_one(x[0], 0)
-    ref.learn_one(x[0], 1, 0)
+    mistakes = [0, 0, 0]
+
+    def learn(xi: np.ndarray, yi: float, t: int) -> float:
+        """Predict, then learn: every label is scored just before it is learned."""
+        score = ref.decision_one(xi, t)
+        mistakes[t] += int((score >= 0.0) != (yi > 0.0))
+        ref.learn_one(xi, yi, t)
+        return score
+
+    s0 = learn(x[0], 1, 0)
     s1 = ref.decision_one(x[1], 1)
     ref.add_task()
-    ref.learn_one(x[2], -1, 2)
-    ref.score_and_learn_many(x[3:5], np.array([1.0, -1.0]), np.array([0, 1]))
+    learn(x[2], -1, 2)
+    batch_y, batch_t = np.array([1.0, -1.0]), np.array([0, 1])
+    batch_scores = ref.score_and_learn_many(x[3:5], batch_y, batch_t)
+    for score, yi, t in zip(batch_scores, batch_y, batch_t, strict=True):
+        mistakes[t] += int((score >= 0.0) != (yi > 0.0))
     s_row2 = ref.decision_one(x[5], 0)
-    ref.learn_one(x[6], 1, 2)
-    ref.learn_one(x[1], -1, 1)
-    ref.learn_one(x[5], 1, 0)
+    learn(x[6], 1, 2)
+    learn(x[1], -1, 1)  # the label entry for e1, scored when it is applied
+    learn(x[5], 1, 0)  # the label entry for row 2 of the batch
 
     snap = read_snapshot(rb, "m")
     assert snap is not None
@@ -79,9 +90,11 @@ def test_events_batches_and_labels_match_a_direct_run_of_the_learner(
     assert snap.counters["labels"].tolist() == [3, 2, 2]  # labelled events + applied labels
     assert snap.counters["queries"].tolist() == [1, 1, 0]
     assert snap.counters["predictions"].tolist() == [3, 2, 2]
-    # online mistakes: score 0 predicts +1, so e0 (y=+1) is right; e2 (y=-1, score 0) is wrong
+    # online mistakes, labels posted later included: score 0 predicts +1, so e0 (y=+1) is
+    # right and e2 (y=-1, score 0, a new task) is wrong
     assert s0 == 0.0
-    assert snap.counters["mistakes"][2] >= 1
+    assert mistakes[2] >= 1
+    assert snap.counters["mistakes"].tolist() == mistakes
 
     requests = _stream(rb, keys.queries_key("m"))
     assert [q["event"] for q in requests] == [e1, f"{e3}/2"]
