@@ -7,6 +7,7 @@ saha2011 Eq. 2.2) updates every task j on a mistake of task i by
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -14,6 +15,8 @@ import scipy.linalg as la
 
 __all__ = [
     "b_family_inverse",
+    "initial_interaction_inverse",
+    "uses_b_family",
     "b_family_matrix",
     "check_spd",
     "graph_matrix",
@@ -72,3 +75,33 @@ def spd_inverse(A: np.ndarray) -> np.ndarray:
     factor = la.cho_factor(A, lower=True)
     inv = la.cho_solve(factor, np.eye(A.shape[0]))
     return 0.5 * (inv + inv.T)
+
+
+def uses_b_family(params: Mapping[str, Any]) -> bool:
+    """True when neither a graph nor a matrix is given, so A is the b-family matrix."""
+    return params["graph"] is None and params["A"] is None
+
+
+def initial_interaction_inverse(params: Mapping[str, Any], n_tasks: int) -> np.ndarray:
+    """``A^{-1}`` for ``n_tasks`` tasks, from the ``cmtl`` interaction parameters.
+
+    b-family: ``A_b^{-1} = (I + (b/K) 1 1^T)/(1 + b)`` with ``b = K`` when ``b`` is
+    None (saha2011 Sec. 2). Graph / matrix: ``A = I + c L`` or the given A, padded
+    with identity rows and columns for tasks beyond its size (algorithms.md Sec. 1.2).
+    """
+    K = n_tasks
+    if uses_b_family(params):
+        b = params["b"]
+        return b_family_inverse(K, float(K if b is None else b))
+    given = (
+        graph_matrix(params["graph"], params["graph_scale"])
+        if params["graph"] is not None
+        else params["A"]
+    )
+    if given.shape[0] > K:
+        raise ValueError(
+            f"interaction matrix is {given.shape[0]} x {given.shape[0]} but n_tasks = {K}"
+        )
+    A = np.eye(K)
+    A[: given.shape[0], : given.shape[0]] = given
+    return spd_inverse(A)

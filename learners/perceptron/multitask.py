@@ -34,7 +34,9 @@ from learners.perceptron.interaction import (
     b_family_matrix,
     check_spd,
     graph_matrix,
+    initial_interaction_inverse,
     spd_inverse,
+    uses_b_family,
 )
 from learners.registry import register
 
@@ -394,7 +396,7 @@ class MultitaskPerceptron(MatrixPerceptron):
     @property
     def uses_b_family(self) -> bool:
         """True when A is the b-family matrix (the O(nnz) shared + per-task form)."""
-        return self.hyper["graph"] is None and self.hyper["A"] is None
+        return uses_b_family(self.hyper)
 
     def _b(self) -> float:
         b = self.hyper["b"]
@@ -416,19 +418,7 @@ class MultitaskPerceptron(MatrixPerceptron):
             super()._init_state()
 
     def _initial_inverse(self) -> np.ndarray:
-        K = self.n_tasks
-        given = (
-            graph_matrix(self.hyper["graph"], self.hyper["graph_scale"])
-            if self.hyper["graph"] is not None
-            else self.hyper["A"]
-        )
-        if given.shape[0] > K:
-            raise ValueError(
-                f"interaction matrix is {given.shape[0]} x {given.shape[0]} but n_tasks = {K}"
-            )
-        A = np.eye(K)
-        A[: given.shape[0], : given.shape[0]] = given
-        return spd_inverse(A)
+        return initial_interaction_inverse(self.hyper, self.n_tasks)
 
     def _get_state(self) -> dict[str, Any]:
         if self.uses_b_family:

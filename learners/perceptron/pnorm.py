@@ -36,14 +36,13 @@ import numpy as np
 
 from learners.base import APPEND_BIAS, L2_NORMALIZE, Learner, Param, optional
 from learners.inputs import Vec
+from learners.perceptron.interaction import initial_interaction_inverse, uses_b_family
 from learners.perceptron.multitask import CAVALLANTI2010, is_mistake, rank_one_update
 from learners.perceptron.second_order import (
     INTERACTION_PARAMS,
     check_interaction_params,
     grown_interaction_inverse,
-    initial_interaction_inverse,
     interaction_matrix,
-    uses_b_family,
 )
 from learners.registry import register
 

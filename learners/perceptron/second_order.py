@@ -42,10 +42,10 @@ import numpy as np
 from learners.base import APPEND_BIAS, L2_NORMALIZE, Learner, Param, positive
 from learners.inputs import Vec
 from learners.perceptron.interaction import (
-    b_family_inverse,
     b_family_matrix,
-    graph_matrix,
+    initial_interaction_inverse,
     spd_inverse,
+    uses_b_family,
 )
 from learners.perceptron.multitask import CAVALLANTI2010, MultitaskPerceptron, is_mistake
 from learners.registry import register
@@ -54,8 +54,6 @@ __all__ = [
     "INTERACTION_PARAMS",
     "SecondOrderMultitaskPerceptron",
     "check_interaction_params",
-    "initial_interaction_inverse",
-    "uses_b_family",
 ]
 
 CESA_BIANCHI2005 = (
@@ -71,36 +69,6 @@ INTERACTION_PARAMS: tuple[Param, ...] = tuple(
 def check_interaction_params(params: Mapping[str, Any]) -> None:
     """At most one of ``b``, ``graph`` and ``A``; the graph must be valid (as for ``cmtl``)."""
     MultitaskPerceptron._check_params(dict(params))
-
-
-def uses_b_family(params: Mapping[str, Any]) -> bool:
-    """True when neither a graph nor a matrix is given, so A is the b-family matrix."""
-    return params["graph"] is None and params["A"] is None
-
-
-def initial_interaction_inverse(params: Mapping[str, Any], n_tasks: int) -> np.ndarray:
-    """``A^{-1}`` for ``n_tasks`` tasks, from the ``cmtl`` interaction parameters.
-
-    b-family: ``A_b^{-1} = (I + (b/K) 1 1^T)/(1 + b)`` with ``b = K`` when ``b`` is
-    None (saha2011 Sec. 2). Graph / matrix: ``A = I + c L`` or the given A, padded
-    with identity rows and columns for tasks beyond its size (algorithms.md Sec. 1.2).
-    """
-    K = n_tasks
-    if uses_b_family(params):
-        b = params["b"]
-        return b_family_inverse(K, float(K if b is None else b))
-    given = (
-        graph_matrix(params["graph"], params["graph_scale"])
-        if params["graph"] is not None
-        else params["A"]
-    )
-    if given.shape[0] > K:
-        raise ValueError(
-            f"interaction matrix is {given.shape[0]} x {given.shape[0]} but n_tasks = {K}"
-        )
-    A = np.eye(K)
-    A[: given.shape[0], : given.shape[0]] = given
-    return spd_inverse(A)
 
 
 def grown_interaction_inverse(params: Mapping[str, Any], Ainv: np.ndarray) -> np.ndarray:
