@@ -37,6 +37,12 @@ LEARNERS = ("ella", "ella-svd", "ella-incremental", "ella-dual")
 GRID_K = (2, 4, 6, 8)
 GRID_LAM = (float(np.exp(-5)), float(np.exp(-3)), float(np.exp(-1)), float(np.exp(1)))
 MU = float(np.exp(-5))
+MATRICES = (
+    "relation_matrix",
+    "weight_correlation",
+    "relation_matrix_last",
+    "weight_correlation_last",
+)
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
@@ -117,8 +123,11 @@ def main() -> None:
         },
         "seconds": {doc["learner"]: doc["seconds"] for doc in docs},
     }
-    (RESULTS / f"{stem}.json").write_text(json.dumps({"summary": summary, "documents": docs}))
     plot_curves(docs, RESULTS / f"{stem}.png")
+    for doc in docs:  # the K x K matrices would make the file megabytes; curves and metrics stay
+        for key in MATRICES:
+            doc.pop(key, None)
+    (RESULTS / f"{stem}.json").write_text(json.dumps({"summary": summary, "documents": docs}))
     print(json.dumps(summary, indent=1))
 
 
