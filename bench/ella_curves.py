@@ -62,10 +62,13 @@ def evaluate(job: tuple[str, str, dict[str, Any], int, int]) -> dict[str, Any]:
     return doc
 
 
-def params_for(kind: str, k: int, lam: float) -> dict[str, Any]:
+def params_for(kind: str, k: int, lam: float, first_k: bool = False) -> dict[str, Any]:
     """The learner parameters of one grid point."""
     base = "linear" if kind == "regression" else "logistic"
-    return {"base_learner": base, "k": k, "lam": lam, "ridge": lam, "mu": MU}
+    out: dict[str, Any] = {"base_learner": base, "k": k, "lam": lam, "ridge": lam, "mu": MU}
+    if first_k:
+        out["init_first_k"] = True
+    return out
 
 
 def main() -> None:
@@ -84,9 +87,12 @@ def main() -> None:
     )
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--tag", default="")
+    ap.add_argument(
+        "--init-first-k", action="store_true", help="start L from the first k task models"
+    )
     args = ap.parse_args()
     kind = load_dataset(args.dataset).kind
-    chosen = {name: params_for(kind, args.k, args.lam) for name in LEARNERS}
+    chosen = {name: params_for(kind, args.k, args.lam, args.init_first_k) for name in LEARNERS}
     grid_scores: dict[str, list[dict[str, Any]]] = {}
     with ProcessPoolExecutor(args.workers) as pool:
         if args.grid:
@@ -94,7 +100,13 @@ def main() -> None:
             grid_lam = [float(v) for v in args.grid_lam.split(",")]
             points = [(k, lam) for k in grid_k for lam in grid_lam]
             jobs = [
-                (args.dataset, name, params_for(kind, k, lam), args.grid_runs, args.seed + 1000)
+                (
+                    args.dataset,
+                    name,
+                    params_for(kind, k, lam, args.init_first_k),
+                    args.grid_runs,
+                    args.seed + 1000,
+                )
                 for name in LEARNERS
                 for k, lam in points
             ]
@@ -105,7 +117,7 @@ def main() -> None:
                 )
             for name in LEARNERS:
                 best = max(grid_scores[name], key=lambda g: g["final"])
-                chosen[name] = params_for(kind, best["k"], best["lam"])
+                chosen[name] = params_for(kind, best["k"], best["lam"], args.init_first_k)
         jobs = [(args.dataset, name, chosen[name], args.runs, args.seed) for name in LEARNERS]
         docs = list(pool.map(evaluate, jobs))
     stem = "ella_" + args.dataset.split(":")[0] + (f"_{args.tag}" if args.tag else "")

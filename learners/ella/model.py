@@ -115,6 +115,13 @@ COMMON_PARAMS: tuple[Param, ...] = (
         "Append a constant 1 feature to x (the paper's bias feature).",
         boolean,
     ),
+    Param(
+        "init_first_k",
+        False,
+        "Copy the models of the first k new tasks into the columns of L, with one-hot codes "
+        "(the ELLA MATLAB code's initializeWithFirstKTasks, algorithms.md Sec. 4.3 step 4).",
+        boolean,
+    ),
     L2_NORMALIZE,
 )
 
@@ -316,7 +323,13 @@ class BasisLearner(Learner):
         theta, D = self._fit_task(task)
         self.pending_[task] = 0
         self._redraw_zero_columns()
-        s = sparse_code(self.L_, D, theta, self.hyper["mu"])
+        first = self._n_used()
+        if self.hyper["init_first_k"] and not self.used_[task] and first < self.k:
+            self.L_[:, first] = theta
+            s = np.zeros(self.k)
+            s[first] = 1.0
+        else:
+            s = sparse_code(self.L_, D, theta, self.hyper["mu"])
         self._set_task(task, s, theta, D)
         self._update_basis(task)
 

@@ -13,7 +13,7 @@ from learners.ella.base_learners import fit_linear
 from learners.ella.gsvd import atom_weights
 from learners.ella.lasso import sparse_code
 from learners.ella.model import BasisLearner
-from learners.ella.variants import EllaDual
+from learners.ella.variants import EllaDual, EllaIncremental
 
 VARIANTS = ("ella", "ella-svd", "ella-incremental", "ella-dual", "mtl-svd")
 WITH_ACCUMULATORS = ("ella", "ella-incremental", "ella-dual")
@@ -225,3 +225,24 @@ def test_codes_stay_sparse_solutions_and_predictions_finite(seed: int, name: str
     W = model.task_weights()
     assert W is not None and np.isfinite(W).all()
     np.testing.assert_allclose(W, model.codes() @ model.basis().T)
+
+
+def test_init_first_k_copies_the_first_task_models_into_the_basis() -> None:
+    """init_first_k: task number T (T < k) gets column T = theta_T and code e_T, so before
+    the basis step its model is its own single-task fit; later tasks are coded by the Lasso."""
+
+    class Probe(EllaIncremental):
+        def _update_basis(self, task: int) -> None:
+            seen.append((self.L_.copy(), self.S_[task].copy(), self.theta_[task].copy()))
+            super()._update_basis(task)
+
+    seen: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    model = Probe(n_features=4, n_tasks=5, seed=3, k=2, init_first_k=True)
+    batches = _task_batches(11)
+    for t in (3, 1, 0):
+        model.learn_many(*batches[t], t)
+    for T, (L, s, theta) in enumerate(seen[:2]):
+        np.testing.assert_array_equal(s, np.eye(2)[T])
+        np.testing.assert_array_equal(L[:, T], theta)
+    L, s, theta = seen[2]
+    np.testing.assert_allclose(s, sparse_code(L, model.D_[0], theta, model.hyper["mu"]))
