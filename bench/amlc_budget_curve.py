@@ -27,7 +27,6 @@ import json
 import subprocess
 import sys
 import tempfile
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -44,17 +43,12 @@ def budgets() -> list[int]:
     return [round(N_TRAIN * k / 100) for k in range(1, 11)]
 
 
-def _run(cmd: list[str], attempts: int = 3) -> Any:
-    """Run one CLI call and return its JSON output (retried: the tree may be mid-edit)."""
-    for attempt in range(attempts):
-        with tempfile.TemporaryDirectory() as tmp:
-            out = Path(tmp) / "doc.json"
-            done = subprocess.run([*cmd, "--json", str(out)], stdout=subprocess.DEVNULL)
-            if done.returncode == 0:
-                return json.loads(out.read_text())
-        if attempt + 1 < attempts:
-            time.sleep(30)
-    raise RuntimeError(f"failed {attempts} times: {' '.join(cmd)}")
+def _run(cmd: list[str]) -> Any:
+    """Run one CLI call and return its JSON output."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "doc.json"
+        subprocess.run([*cmd, "--json", str(out)], stdout=subprocess.DEVNULL, check=True)
+        return json.loads(out.read_text())
 
 
 def compare_at(budget: int, runs: int, seed: int, plot: Path | None) -> dict[str, Any]:
