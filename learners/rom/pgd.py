@@ -13,7 +13,7 @@ import numpy as np
 from learners.base import APPEND_BIAS, L2_NORMALIZE, Param, non_negative, positive
 from learners.inputs import Vec
 from learners.registry import register
-from learners.rom.base import OUTLIER_THRESHOLD, ZHANG2018, RobustMultitask, hinge_active
+from learners.rom.base import OUTLIER_PARAMS, ZHANG2018, RobustMultitask, hinge_active
 from learners.rom.prox import shrink_factor
 from learners.rom.scaled import add_scaled, rescale, scaled_dense
 
@@ -90,7 +90,7 @@ class RobustPGD(RobustMultitask):
         Param("alpha", 1e-3, "Ridge weight alpha on the shared part u (Eq. 6).", non_negative),
         Param("beta", 1e-3, "Ridge weight beta on the individual parts p_i (Eq. 7).", non_negative),
         Param("gamma", 0.5, "Group-lasso weight gamma on the columns q_i (Eq. 10).", non_negative),
-        OUTLIER_THRESHOLD,
+        *OUTLIER_PARAMS,
         APPEND_BIAS,
         L2_NORMALIZE,
     )

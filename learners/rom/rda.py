@@ -11,7 +11,7 @@ import numpy as np
 from learners.base import APPEND_BIAS, L2_NORMALIZE, Param, non_negative, positive
 from learners.inputs import Vec
 from learners.registry import register
-from learners.rom.base import OUTLIER_THRESHOLD, ZHANG2018, RobustMultitask, hinge_active
+from learners.rom.base import OUTLIER_PARAMS, ZHANG2018, RobustMultitask, hinge_active
 from learners.rom.prox import shrink_factor
 
 __all__ = ["RobustRDA"]
@@ -93,14 +93,21 @@ class RobustRDA(RobustMultitask):
             "Group-lasso weight gamma: q_i = 0 while ||average subgradient|| <= gamma (Eq. 22).",
             non_negative,
         ),
-        OUTLIER_THRESHOLD,
+        *OUTLIER_PARAMS,
         APPEND_BIAS,
         L2_NORMALIZE,
     )
     conformance_params = (
         {},
         {"gamma": 0.0, "alpha": 0.0, "beta": 0.0, "kappa": 0.1},
-        {"gamma": 1.0, "alpha": 1.0, "kappa": 10.0, "append_bias": True, "l2_normalize": True},
+        {
+            "gamma": 1.0,
+            "alpha": 1.0,
+            "kappa": 10.0,
+            "append_bias": True,
+            "l2_normalize": True,
+            "outlier_rule": "relative",
+        },
     )
     state_fields = ("Gu_", "G_", "G_sqnorm_", "t_", "n_updates_")
 
