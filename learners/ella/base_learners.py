@@ -13,23 +13,50 @@ return the matrix of Eq. (7),
 Putting ``ridge`` inside ``D`` is the AAAI-2014 form (algorithms.md Sec. 4.1); it
 keeps ``D`` positive definite, which the GSVD step needs. With ``n = 0`` the fit
 is ``theta = 0, D = ridge I``.
+
+``ridge`` may also be a vector ``p`` (one weight per coordinate): the penalty is then
+``theta^T diag(p) theta`` and ``D = diag(p) + Hessian ...``. :func:`icml_ridge` builds
+the vector of the ICML-2013 / MATLAB form (algorithms.md Sec. 4.1, Sec. 8 #12), where
+``D`` is half the Hessian of the whole fitting objective with a ridge that scales as
+``1/n`` and leaves the bias free: ``D = (X^T X + ridge I') / n`` (linear) and
+``D = (1/(2n)) (sum_i p_i (1 - p_i) x_i x_i^T + ridge I')`` (logistic).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["fit_linear", "fit_logistic", "logistic_objective"]
+__all__ = ["fit_linear", "fit_logistic", "icml_ridge", "logistic_objective"]
 
 NEWTON_MAX_ITER = 100
 NEWTON_TOL = 1e-10
 
 
+Ridge = float | np.ndarray
+
+
+def icml_ridge(ridge: float, d: int, n: int, logistic: bool, free_bias: bool) -> np.ndarray:
+    """The per-coordinate penalty of the ICML / MATLAB form (algorithms.md Sec. 4.1).
+
+    ``ridge / n`` (linear) or ``ridge / (2n)`` (logistic) on every coordinate, 0 on the
+    last one (the bias) when ``free_bias``; so ``D`` is ``(X^T X + ridge I') / n`` or
+    ``(1/(2n)) (sum_i p_i (1 - p_i) x_i x_i^T + ridge I')``, as the MATLAB code builds it.
+    With ``n = 0`` it is ``ridge`` everywhere (the no-data fit ``theta = 0, D = ridge I``).
+    """
+    if n == 0:
+        return np.full(d, float(ridge))
+    p = np.full(d, ridge / (2.0 * n if logistic else float(n)))
+    if free_bias:
+        p[-1] = 0.0
+    return p
+
+
 def fit_linear(
-    xtx: np.ndarray, xty: np.ndarray, n: int, ridge: float
+    xtx: np.ndarray, xty: np.ndarray, n: int, ridge: Ridge
 ) -> tuple[np.ndarray, np.ndarray]:
     """Ridge regression from ``X^T X``, ``X^T y`` and ``n``; returns ``(theta, D)``.
 
+    ``ridge`` is a scalar or one weight per coordinate (see the module docstring).
     Cost O(d^3) (one d x d solve), whatever ``n`` is.
     """
     d = xty.shape[0]
@@ -38,7 +65,9 @@ def fit_linear(
     D = xtx / n + ridge * np.eye(d)
     D = 0.5 * (D + D.T)
     theta = (
-        np.linalg.lstsq(D, xty / n, rcond=None)[0] if ridge == 0 else np.linalg.solve(D, xty / n)
+        np.linalg.lstsq(D, xty / n, rcond=None)[0]
+        if np.min(ridge) <= 0
+        else np.linalg.solve(D, xty / n)
     )
     return theta, D
 
@@ -47,13 +76,13 @@ def _sigmoid(z: np.ndarray) -> np.ndarray:
     return np.exp(-np.logaddexp(0.0, -z))
 
 
-def logistic_objective(theta: np.ndarray, X: np.ndarray, y: np.ndarray, ridge: float) -> float:
-    """``(1/n) sum_i log(1 + exp(-y_i x_i^T theta)) + ridge ||theta||^2``."""
+def logistic_objective(theta: np.ndarray, X: np.ndarray, y: np.ndarray, ridge: Ridge) -> float:
+    """``(1/n) sum_i log(1 + exp(-y_i x_i^T theta)) + theta^T diag(ridge) theta``."""
     margins = y * (X @ theta)
-    return float(np.mean(np.logaddexp(0.0, -margins)) + ridge * theta @ theta)
+    return float(np.mean(np.logaddexp(0.0, -margins)) + theta @ (ridge * theta))
 
 
-def fit_logistic(X: np.ndarray, y: np.ndarray, ridge: float) -> tuple[np.ndarray, np.ndarray]:
+def fit_logistic(X: np.ndarray, y: np.ndarray, ridge: Ridge) -> tuple[np.ndarray, np.ndarray]:
     """Regularised logistic regression by Newton's method; returns ``(theta, D)``.
 
     Cost O(iterations * (n d^2 + d^3)); Newton converges in a few iterations.

@@ -52,7 +52,7 @@ from learners.ella.accumulators import (
     solve_basis,
     update_columns,
 )
-from learners.ella.base_learners import fit_linear, fit_logistic
+from learners.ella.base_learners import Ridge, fit_linear, fit_logistic, icml_ridge
 from learners.ella.gsvd import atom_weights, gsvd_rank_one
 from learners.ella.lasso import sparse_code, sparse_codes
 from learners.inputs import Batch, Vec, check_task
@@ -96,6 +96,14 @@ COMMON_PARAMS: tuple[Param, ...] = (
         float(np.exp(-5)),
         "Ridge of the base learner; also added to D_t (Eq. 7), which keeps D_t positive definite.",
         positive,
+    ),
+    Param(
+        "ridge_form",
+        "aaai",
+        "Base-learner ridge (algorithms.md Sec. 8 #12): 'aaai' (ruvolo2014 Eq. 7: ridge "
+        "||theta||^2 in the fit, D = ridge I + Hessian) or 'icml' (ELLA 2013 / MATLAB: "
+        "D = (X^T X + ridge I') / n, ridge / n on theta, bias free when append_bias).",
+        one_of("aaai", "icml"),
     ),
     Param(
         "refresh_every",
@@ -309,14 +317,22 @@ class BasisLearner(Learner):
             if self.count_[t] > 0:
                 self._refresh(t)
 
+    def _ridge(self, n: int) -> Ridge:
+        """The base learner's penalty for ``n`` examples in the chosen ``ridge_form``."""
+        ridge = float(self.hyper["ridge"])
+        if self.hyper["ridge_form"] == "aaai":
+            return ridge
+        logistic = self.label_kind == "classification"
+        return icml_ridge(ridge, self.dim, n, logistic, bool(self.hyper["append_bias"]))
+
     def _fit_task(self, task: int) -> tuple[np.ndarray, np.ndarray]:
         """``(theta_t, D_t)`` from the task's statistics or buffer."""
-        ridge = self.hyper["ridge"]
         B = self.bufx_.shape[1]
         if B:
             m = int(min(self.count_[task], B))
-            return fit_logistic(self.bufx_[task, :m], self.bufy_[task, :m], ridge)
-        return fit_linear(self.xtx_[task], self.xty_[task], int(self.count_[task]), ridge)
+            return fit_logistic(self.bufx_[task, :m], self.bufy_[task, :m], self._ridge(m))
+        n = int(self.count_[task])
+        return fit_linear(self.xtx_[task], self.xty_[task], n, self._ridge(n))
 
     def _refresh(self, task: int) -> None:
         """Refit the task, recompute its code over the current basis, update the basis."""
@@ -343,7 +359,7 @@ class BasisLearner(Learner):
         """``(theta, D)`` of the base learner on labelled data; changes nothing."""
         batch, labels, _ = self._prepare_batch(X, y, 0)
         rows = batch.to_dense()
-        ridge = self.hyper["ridge"]
+        ridge = self._ridge(rows.shape[0])
         if self.label_kind == "classification":
             return fit_logistic(rows, labels, ridge)
         return fit_linear(rows.T @ rows, rows.T @ labels, rows.shape[0], ridge)

@@ -13,7 +13,13 @@ import numpy as np
 
 from learners.base import Param, non_negative
 from learners.ella.lasso import sparse_code
-from learners.ella.model import COMMON_PARAMS, RUVOLO2013, RUVOLO2014, BasisLearner, positive_int
+from learners.ella.model import (
+    COMMON_PARAMS,
+    RUVOLO2013,
+    RUVOLO2014,
+    BasisLearner,
+    positive_int,
+)
 from learners.registry import register
 
 __all__ = ["Ella", "EllaDual", "EllaIncremental", "EllaSvd", "MtlSvd"]
@@ -30,11 +36,22 @@ class Ella(BasisLearner):
     >>> model.learn_many(X, np.array([2.0, -1.0]), 0)
     >>> round(model.predict_one(np.array([1.0, 0.0]), 0), 1)
     2.0
+
+    ``ridge_form='icml'`` gives the ICML / MATLAB form of the base learner
+    (algorithms.md Sec. 8 #12): ``lam`` acts on ``||L||_F`` only and the small
+    ``ridge`` of the single-task fit enters ``D_t`` divided by ``n_t``, bias free.
+    It is not the default: on linearly separable classification streams its
+    ``ridge / (2 n_t)`` lets the logistic fit run off (``D_t`` -> 0) and the codes
+    carry no information (the conformance stream ends at a 0.50 mistake rate).
     """
 
     name: ClassVar[str] = "ella"
     summary: ClassVar[str] = "ELLA: shared basis, sparse codes, exact L step per new batch."
     paper: ClassVar[str] = RUVOLO2013
+    conformance_params: ClassVar[tuple[dict[str, object], ...]] = (
+        *BasisLearner.conformance_params,
+        {"k": 4, "ridge_form": "icml"},
+    )
 
     def _update_basis(self, task: int) -> None:
         self._ella_step()

@@ -246,3 +246,20 @@ def test_init_first_k_copies_the_first_task_models_into_the_basis() -> None:
         np.testing.assert_array_equal(L[:, T], theta)
     L, s, theta = seen[2]
     np.testing.assert_allclose(s, sparse_code(L, model.D_[0], theta, model.hyper["mu"]))
+
+
+def test_icml_ridge_form_fits_tasks_as_the_matlab_code_does() -> None:
+    """ridge_form='icml': theta_t = (X^T X + ridge I')^{-1} X^T y and D_t = (X^T X + ridge I') / n
+    with the appended bias unpenalised (slow dense reference); the default form is unchanged."""
+    model = _make("ella", k=3, ridge=0.5, ridge_form="icml")
+    aaai = _make("ella", k=3, ridge=0.5)
+    X, y = _task_batches(5)[0]
+    model.learn_many(X, y, 2)
+    aaai.learn_many(X, y, 2)
+    Xb = np.hstack([X, np.ones((X.shape[0], 1))])
+    penalised = Xb.T @ Xb + 0.5 * np.diag([1.0, 1.0, 1.0, 1.0, 0.0])
+    np.testing.assert_allclose(model.theta_[2], np.linalg.solve(penalised, Xb.T @ y), atol=1e-10)
+    np.testing.assert_allclose(model.D_[2], penalised / X.shape[0], atol=1e-12)
+    np.testing.assert_allclose(aaai.D_[2], Xb.T @ Xb / X.shape[0] + 0.5 * np.eye(5), atol=1e-12)
+    s, w = model.encode(X, y)
+    np.testing.assert_allclose(w, model.basis() @ s)

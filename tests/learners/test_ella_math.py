@@ -21,7 +21,7 @@ from learners.ella.accumulators import (
     solve_basis,
     update_columns,
 )
-from learners.ella.base_learners import fit_linear, fit_logistic, logistic_objective
+from learners.ella.base_learners import fit_linear, fit_logistic, icml_ridge, logistic_objective
 from learners.ella.gsvd import atom_weights, eq9_objective, gsvd_rank_one
 from learners.ella.lasso import is_optimal, lasso_objective, sparse_code, sparse_code_quadratic
 
@@ -35,6 +35,51 @@ def test_linear_fit_minimises_ridge_loss_and_D_is_its_half_hessian_plus_ridge() 
     ref = minimize(lambda t: np.mean((y - X @ t) ** 2) + ridge * t @ t, np.zeros(4), tol=1e-12)
     np.testing.assert_allclose(theta, ref.x, atol=1e-5)
     np.testing.assert_allclose(D, ridge * np.eye(4) + X.T @ X / 30, atol=1e-12)
+
+
+def test_icml_linear_fit_golden_bias_free() -> None:
+    """ICML / MATLAB form (algorithms.md Sec. 4.1, #12), worked by hand.
+
+    X = [[1, 1], [2, 1]] (last column the bias), y = [1, 3], ridge = 2, n = 2, I' = diag(1, 0):
+    X^T X + ridge I' = [[7, 3], [3, 2]] (det 5), X^T y = [7, 4], so
+    theta = (1/5) [[2, -3], [-3, 7]] [7, 4] = [0.4, 1.4] and D = [[7, 3], [3, 2]] / 2.
+    The per-coordinate penalty is ridge / n on the weight and 0 on the bias: [1, 0].
+    """
+    X, y = np.array([[1.0, 1.0], [2.0, 1.0]]), np.array([1.0, 3.0])
+    p = icml_ridge(2.0, 2, 2, logistic=False, free_bias=True)
+    np.testing.assert_allclose(p, [1.0, 0.0])
+    theta, D = fit_linear(X.T @ X, X.T @ y, 2, p)
+    np.testing.assert_allclose(theta, [0.4, 1.4], atol=1e-12)
+    np.testing.assert_allclose(D, [[3.5, 1.5], [1.5, 1.0]], atol=1e-12)
+
+
+def test_icml_ridge_scales_with_n_and_halves_for_logistic() -> None:
+    np.testing.assert_allclose(icml_ridge(0.6, 3, 3, logistic=True, free_bias=False), [0.1] * 3)
+    np.testing.assert_allclose(icml_ridge(0.6, 3, 3, logistic=True, free_bias=True), [0.1, 0.1, 0])
+    np.testing.assert_allclose(icml_ridge(0.6, 3, 0, logistic=False, free_bias=True), [0.6] * 3)
+
+
+def test_icml_logistic_D_is_half_the_hessian_of_the_whole_objective() -> None:
+    """D = (1/(2n)) (sum p_i (1 - p_i) x_i x_i^T + ridge I'): half the finite-difference
+    Hessian of (1/n) sum log(1 + exp(-y x.theta)) + (ridge / (2n)) ||theta'||^2 at theta."""
+    rng = np.random.default_rng(4)
+    X = np.hstack([rng.normal(size=(40, 2)), np.ones((40, 1))])
+    y = np.where(X @ [1.0, -1.0, 0.2] + rng.normal(size=40) > 0, 1.0, -1.0)
+    p = icml_ridge(0.5, 3, 40, logistic=True, free_bias=True)
+    theta, D = fit_logistic(X, y, p)
+    ref = minimize(lambda t: logistic_objective(t, X, y, p), np.zeros(3), tol=1e-12)
+    np.testing.assert_allclose(theta, ref.x, atol=1e-4)
+    h = 1e-4
+    H = np.empty((3, 3))
+    for i in range(3):
+        for j in range(3):
+            ei, ej = h * np.eye(3)[i], h * np.eye(3)[j]
+            f = [
+                logistic_objective(theta + a + b, X, y, p)
+                for a, b in ((ei, ej), (ei, -ej), (-ei, ej), (-ei, -ej))
+            ]
+            H[i, j] = (f[0] - f[1] - f[2] + f[3]) / (4 * h * h)
+    np.testing.assert_allclose(D, H / 2, atol=1e-5)
 
 
 def test_linear_fit_without_data_is_zero_with_ridge_D() -> None:
