@@ -63,6 +63,10 @@ class RobustRDA(RobustMultitask):
     subgradient also carries the noise of the summed inputs, of order
     ``sqrt(updates_i) * ||x|| / t``, so ``gamma`` must sit above that floor for
     the related tasks to keep ``q_i = 0``.
+    When ``gamma`` is set for error instead (below that floor), every ``q_i`` is
+    non-zero and the outlier's column is only larger than the others';
+    ``outlier_rule="relative"`` (:func:`learners.rom.base.relative_outliers`)
+    flags a column that stands out from the others' mean.
 
     Attributes
     ----------
