@@ -5,7 +5,7 @@ hyperparameters the table selected (``bench/results/rom_table.json``: the
 error-selected point for each delta^2 and the detection-calibrated gamma of
 :mod:`bench.rom_detect`) and replays the online protocol of ``omtl evaluate``
 (same orders and learner seeds) to keep each run's final ``outlier_scores()``.
-``bench.rom_table`` rewrites rom_table.md, so run this stage after it.
+``bench.rom_table`` runs this stage last, after writing rom_table.md.
 
 The rule (:func:`learners.rom.base.relative_outliers`): task i is flagged when
 ``||q_i|| > 0`` and ``||q_i|| > outlier_factor * mean_{j != i} ||q_j||``.
@@ -40,7 +40,7 @@ from bench.rom_runs import dataset, spec
 from learners.rom.base import OUTLIER_FACTOR, relative_outliers
 from service.evaluation.common import LearnerSetup, RowSource, learner_seed, run_rng, stream_pass
 
-__all__ = ["FACTORS", "choose_factor", "main"]
+__all__ = ["FACTORS", "choose_factor", "main", "run"]
 
 RESULTS = Path(__file__).parent / "results"
 FACTORS = (1.02, 1.05, 1.1, 1.15, 1.2, 1.3, 1.5, 2.0, 3.0, 5.0, 10.0)
@@ -222,11 +222,8 @@ def _splice(path: Path, section: list[str]) -> None:
     path.write_text(head.rstrip("\n") + "\n\n" + "\n".join(section) + "\n" + tail)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("--runs", type=int, default=10)
-    parser.add_argument("--jobs", type=int, default=2)
-    args = parser.parse_args()
+def run(runs: int, jobs: int) -> str:
+    """Tune the factor, replay the reporting runs, write the results; returns the section."""
     table = json.loads((RESULTS / "rom_table.json").read_text())
     settings = _settings(table)
     tune_jobs: list[Job] = [
@@ -235,7 +232,7 @@ def main() -> None:
         if learner == "rom-rda" and d in EXPECTED
     ]
     started = time.time()
-    with Pool(args.jobs) as pool:
+    with Pool(jobs) as pool:
         tuning = pool.map(_scores, tune_jobs)
         factor, exact, of = choose_factor(tuning)
         report_jobs: list[Job] = [
@@ -246,15 +243,14 @@ def main() -> None:
                 {**p, "outlier_rule": "relative", "outlier_factor": factor},
                 None,
                 0,
-                args.runs,
+                runs,
             )
             for (learner, s, d), p in settings.items()
         ]
         rows = pool.map(_scores, report_jobs)
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    section = _markdown(factor, exact, of, rows, args.runs, stamp)
+    section = _markdown(factor, exact, of, rows, runs, stamp)
     section.append(f"\n({time.time() - started:.0f} s.)")
-    print("\n".join(section))
     _splice(RESULTS / "rom_table.md", section)
     doc = {
         "factor": factor,
@@ -262,7 +258,16 @@ def main() -> None:
         "tuning": tuning,
         "report": rows,
     }
-    (RESULTS / "rom_outlier_rule.json").write_text(json.dumps(doc, indent=1))
+    (RESULTS / "rom_outlier_rule.json").write_text(json.dumps(doc, indent=1) + "\n")
+    return "\n".join(section)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--jobs", type=int, default=2)
+    args = parser.parse_args()
+    print(run(args.runs, args.jobs))
 
 
 if __name__ == "__main__":

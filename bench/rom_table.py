@@ -15,6 +15,10 @@ For each delta^2 in {0.09, 1.00, 12.25}:
    as the command above) to count in how many runs each task ends flagged by
    ``outlier_tasks()`` (the command reports the last run only).
 
+Then two detection-only stages: gamma calibrated for detection
+(:mod:`bench.rom_detect`) and the relative outlier rule
+(:mod:`bench.rom_outlier_rule`, appended to the markdown last).
+
 Prints the table beside the paper's figures, checks the acceptance statements
 of the ROM issue and writes ``bench/results/rom_table.{md,json}``. The ``+-``
 figures are standard deviations over the 10 runs.
@@ -34,7 +38,7 @@ from multiprocessing import Pool
 from pathlib import Path
 from typing import Any
 
-from bench import rom_detect
+from bench import rom_detect, rom_outlier_rule
 from bench.rom_grid import ROWS, TUNE_DATA_SEED, TUNE_SEED, Row, candidates, grid
 from bench.rom_paper import PAPER_TABLE
 from bench.rom_runs import dataset, replay, spec
@@ -348,6 +352,7 @@ def main(argv: list[str] | None = None) -> None:
     doc["tuning"] = {str(d): v for d, v in tuned.items()}
     (RESULTS / "rom_table.json").write_text(json.dumps(doc, indent=1) + "\n")
     print(text)
+    print(rom_outlier_rule.run(args.runs, args.jobs))
 
 
 if __name__ == "__main__":
