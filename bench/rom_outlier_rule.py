@@ -10,7 +10,7 @@ error-selected point for each delta^2 and the detection-calibrated gamma of
 The rule (:func:`learners.rom.base.relative_outliers`): task i is flagged when
 ``||q_i|| > 0`` and ``||q_i|| > outlier_factor * mean_{j != i} ||q_j||``.
 Protocol for its constant. ``outlier_factor`` runs over ``FACTORS`` on the
-*tuning instance* (dataset seed 1, ``TUNE_RUNS`` shuffles with --seed 1), for
+*tuning instance* (dataset seed 1, 10 shuffles with --seed 1), for
 rom-rda at both gamma settings, where the truth is known by construction (task
 5, index 4, is the outlier at delta^2 = 12.25; there is none at 0.09). The
 factors with the most runs whose flagged set is exactly right form a plateau;
