@@ -295,6 +295,25 @@ class Learner:
         label = check_label(y, self.label_kind)
         self._learn(self._prepare(x), label, t)
 
+    def score_and_learn_one(self, x: Any, y: float, task: int) -> float:
+        """Test-then-train on one example: returns the score *before* learning, then learns.
+
+        Equals :meth:`decision_one` followed by :meth:`learn_one`, with ``x`` validated
+        and canonicalised once (the worker's per-event path). A subclass that overrides
+        either public method gets exactly those two calls.
+        """
+        cls = type(self)
+        if cls.decision_one is not Learner.decision_one or cls.learn_one is not Learner.learn_one:
+            score = self.decision_one(x, task)
+            self.learn_one(x, y, task)
+            return score
+        t = check_task(task, self._n_tasks)
+        label = check_label(y, self.label_kind)
+        v = self._prepare(x)
+        score = float(self._decision(v, t))
+        self._learn(v, label, t)
+        return score
+
     def query_one(self, x: Any, task: int) -> bool:
         """The active-learning decision: should the label of ``x`` be asked for?
 

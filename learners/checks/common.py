@@ -289,8 +289,20 @@ def check_task_weights(make: Factory) -> None:
         np.testing.assert_allclose(W[t] @ v, learner.decision_one(x, t), rtol=1e-9, atol=1e-9)
 
 
+def check_score_and_learn_one(make: Factory) -> None:
+    """score_and_learn_one equals decision_one then learn_one, bit for bit."""
+    a, b = make(), make()
+    stream = _stream(a, n=600, seed=10)
+    for x, y, t in stream:
+        expected = a.decision_one(x, t)
+        a.learn_one(x, y, t)
+        assert b.score_and_learn_one(x, y, t) == expected
+    assert_states_equal(a.state_dict(), b.state_dict(), "score_and_learn_one")
+
+
 ALL_CHECKS: tuple[Check, ...] = (
     check_task_weights,
+    check_score_and_learn_one,
     check_info,
     check_learns_related_stream,
     check_decision_is_pure,

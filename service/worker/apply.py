@@ -106,10 +106,9 @@ def _overrides(learner: Learner, name: str) -> bool:
 class Applier:
     """Applies log entries to one :class:`ModelState` (see the module docstring).
 
-    When the learner keeps the base class's ``decision_one``/``learn_one``, a
-    single event is prepared (validated and canonicalised) once and scored and
-    learned through the learner's hooks, which is what those two public calls do
-    one after the other; otherwise the public methods are called.
+    Labelled single events go through the learner's ``score_and_learn_one``
+    (test-then-train with one validation of x), runs of them through
+    ``score_and_learn_many``.
     """
 
     def __init__(self, state: ModelState, outbox: Outbox, fetch: Fetch) -> None:
@@ -125,7 +124,6 @@ class Applier:
         self.learner = learner
         self.d = learner.n_features
         self.classification = learner.label_kind == "classification"
-        self.fast = not (_overrides(learner, "decision_one") or _overrides(learner, "learn_one"))
         self.passive = not learner.is_active and not _overrides(learner, "query_one")
         self.query_probability: Callable[[Any, int], float] | None = getattr(
             learner, "query_probability", None
@@ -141,15 +139,7 @@ class Applier:
         return y
 
     def _score_and_learn(self, x: Any, y: float, t: int) -> float:
-        learner = self.learner
-        if self.fast:
-            v = learner._prepare(x)
-            s = float(learner._decision(v, t))
-            learner._learn(v, y, t)
-            return s
-        s = learner.decision_one(x, t)
-        learner.learn_one(x, y, t)
-        return s
+        return self.learner.score_and_learn_one(x, y, t)
 
     def _request(self, event_id: str, t: int, x: Any, score: float, ref: Any) -> None:
         """Ask the learner whether to query ``x``; on True emit a label request."""
@@ -206,9 +196,8 @@ class Applier:
         totals = st.totals
         tindex = st.task_index
         self._replaying_queries = st.queries_done_upto >= (0, 0, -1)
-        fast, classification = self.fast, self.classification
-        learner = self.learner
-        prepare, decide = learner._prepare, learner._decision
+        classification = self.classification
+        decide = self.learner.decision_one
         frombuffer = np.frombuffer
         d4 = 4 * self.d
         n_events = 0
@@ -258,12 +247,12 @@ class Applier:
                 n_events += self._apply_group(group)
                 group = []
             try:
-                if t is None or not fast:
+                if t is None:
                     n_events += self._generic(eid_b.decode(), flat)
                     continue
                 # ---- an unlabelled single event: predict, maybe ask for its label
                 x = frombuffer(flat[5], _F4)
-                s = float(decide(prepare(x), t))
+                s = decide(x, t)
                 n_events += 1
                 events[t] += 1
                 predictions[t] += 1
