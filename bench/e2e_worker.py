@@ -7,8 +7,8 @@ Both sides drain the same pre-filled stream on the same server:
 * **raw**: ``XREADGROUP COUNT read_count`` + ``XACK`` of every read, nothing
   decoded and nothing learned: the transport alone.
 
-Events follow the perf-anchor stream: x ~ N(0, I) scaled to unit norm
-(float32), tasks uniform over K, y = sign(w_k x) with 5% of labels flipped,
+Events follow the perf-anchor stream of :mod:`bench.throughput_streams`: x ~ N(0, I)
+scaled to unit norm (sent as float32), tasks uniform over K, y = sign(w_k x) with 5% of labels flipped,
 w_k = w0 + 0.5 u_k. Every event is labelled, so the worker predicts and learns
 each one (multitask Perceptron ``cmtl``).
 """
@@ -18,31 +18,17 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-import numpy as np
 import redis
 
+from bench import throughput_streams
+from bench.throughput_streams import BenchStream
 from service import keys
 from service.codec import encode_batch, encode_event
 from service.models import ModelConfig, put_model
 from service.settings import Settings
 from service.worker import Worker
 
-__all__ = ["DrainResult", "Stream", "make_stream", "measure_drain"]
-
-
-@dataclass
-class Stream:
-    """A synthetic multitask stream."""
-
-    X: np.ndarray
-    y: np.ndarray
-    task: np.ndarray
-    n_tasks: int
-
-    @property
-    def n(self) -> int:
-        """Number of events."""
-        return int(self.y.shape[0])
+__all__ = ["DrainResult", "make_stream", "measure_drain"]
 
 
 @dataclass
@@ -61,23 +47,12 @@ class DrainResult:
         return self.worker_per_sec / self.raw_per_sec
 
 
-def make_stream(n: int, n_tasks: int, dim: int, seed: int = 0) -> Stream:
-    """The perf-anchor stream (see the module docstring)."""
-    rng = np.random.default_rng(seed)
-    w0 = rng.normal(size=dim)
-    w0 /= np.linalg.norm(w0)
-    W = w0 + 0.5 * rng.normal(size=(n_tasks, dim)) / np.sqrt(dim)
-    X = rng.normal(size=(n, dim))
-    X /= np.linalg.norm(X, axis=1, keepdims=True)
-    X = X.astype(np.float32)
-    task = rng.integers(0, n_tasks, size=n)
-    y = np.where(np.einsum("ij,ij->i", X, W[task]) >= 0, 1.0, -1.0)
-    flip = rng.random(n) < 0.05
-    y[flip] = -y[flip]
-    return Stream(X, y, task, n_tasks)
+def make_stream(n: int, n_tasks: int, dim: int, seed: int = 0) -> BenchStream:
+    """The perf-anchor stream (the dense stream of the throughput benchmark)."""
+    return throughput_streams.make_stream(n_tasks, dim, n, seed=seed)
 
 
-def _entries(stream: Stream, per_entry: int) -> list[dict[str, bytes | str]]:
+def _entries(stream: BenchStream, per_entry: int) -> list[dict[str, bytes | str]]:
     names = [f"t{k}" for k in stream.task]
     if per_entry == 1:
         return [
@@ -117,7 +92,7 @@ def _raw_drain(r: redis.Redis, key: str, count: int, total: int) -> float:
 
 
 def measure_drain(
-    settings: Settings, stream: Stream, per_entry: int, model: str, dim: int
+    settings: Settings, stream: BenchStream, per_entry: int, model: str, dim: int
 ) -> DrainResult:
     """Fill the model's log and a baseline stream with the same entries and drain both."""
     r = redis.Redis.from_url(settings.redis_url or "")
