@@ -89,7 +89,8 @@ class MistakeDriven(Learner):
 
     Subclasses provide the batch-start scores, the coupling ``c(t_k, t_j)``
     between tasks and the combined weight update; the batch is then processed
-    by :func:`learners.perceptron.batch.sequential_mistakes`.
+    by :func:`learners.perceptron.batch.sequential_mistakes`, which asks for the
+    coupling of the mistaken rows only.
     """
 
     n_mistakes_: int
@@ -104,9 +105,13 @@ class MistakeDriven(Learner):
         X = batch.dense
         z = self._batch_scores(X, tasks) * y
         yX = X * y[:, None]
-        # Hy[j, k] = y_j y_k c(t_k, t_j) <x_j, x_k>: the signed-margin effect of a mistake on j.
-        Hy = (yX @ yX.T) * self._batch_coupling(tasks)
-        mistakes = sequential_mistakes(z, y, Hy)
+        coupling = self._batch_coupling
+
+        def rows(idx: np.ndarray) -> np.ndarray:
+            # Hy[j, k] = y_j y_k c(t_k, t_j) <x_j, x_k>: the signed-margin effect of a mistake on j.
+            return (yX[idx] @ yX.T) * coupling(tasks[idx], tasks)
+
+        mistakes = sequential_mistakes(z, y, rows)
         if mistakes.size:
             self._batch_update(yX[mistakes], tasks[mistakes])
             self.n_mistakes_ += int(mistakes.size)
@@ -124,7 +129,11 @@ class MistakeDriven(Learner):
     def _batch_scores(self, X: np.ndarray, tasks: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
-    def _batch_coupling(self, tasks: np.ndarray) -> np.ndarray:
+    def _batch_coupling(self, row_tasks: np.ndarray, tasks: np.ndarray) -> np.ndarray | float:
+        """``c(t_k, t_j)`` for the mistaken rows j (tasks ``row_tasks``) and every row k.
+
+        Shape ``(len(row_tasks), len(tasks))``, or a scalar when the coupling is constant.
+        """
         raise NotImplementedError
 
     def _batch_update(self, yX: np.ndarray, tasks: np.ndarray) -> None:
@@ -177,8 +186,8 @@ class IndependentPerceptrons(MistakeDriven):
     def _batch_scores(self, X: np.ndarray, tasks: np.ndarray) -> np.ndarray:
         return np.einsum("ij,ij->i", X, self.W_[tasks])
 
-    def _batch_coupling(self, tasks: np.ndarray) -> np.ndarray:
-        return np.equal.outer(tasks, tasks)
+    def _batch_coupling(self, row_tasks: np.ndarray, tasks: np.ndarray) -> np.ndarray | float:
+        return np.equal.outer(row_tasks, tasks)
 
     def _batch_update(self, yX: np.ndarray, tasks: np.ndarray) -> None:
         add_rows(self.W_, tasks, yX)
@@ -226,8 +235,8 @@ class PooledPerceptron(MistakeDriven):
     def _batch_scores(self, X: np.ndarray, tasks: np.ndarray) -> np.ndarray:
         return X @ self.w_
 
-    def _batch_coupling(self, tasks: np.ndarray) -> np.ndarray:
-        return np.ones((tasks.shape[0], tasks.shape[0]))
+    def _batch_coupling(self, row_tasks: np.ndarray, tasks: np.ndarray) -> np.ndarray | float:
+        return 1.0
 
     def _batch_update(self, yX: np.ndarray, tasks: np.ndarray) -> None:
         self.w_ += yX.sum(axis=0)
@@ -299,9 +308,9 @@ class MatrixPerceptron(MistakeDriven):
     def _batch_scores(self, X: np.ndarray, tasks: np.ndarray) -> np.ndarray:
         return np.einsum("ij,ij->i", X, self.W_[tasks])
 
-    def _batch_coupling(self, tasks: np.ndarray) -> np.ndarray:
+    def _batch_coupling(self, row_tasks: np.ndarray, tasks: np.ndarray) -> np.ndarray | float:
         # c(t_k, t_j) = (A^{-1})_{t_k, t_j}; A^{-1} is symmetric.
-        return self.Ainv_[tasks[:, None], tasks[None, :]]
+        return self.Ainv_[row_tasks[:, None], tasks[None, :]]
 
     def _batch_update(self, yX: np.ndarray, tasks: np.ndarray) -> None:
         self.W_ += self.Ainv_[:, tasks] @ yX
@@ -471,11 +480,11 @@ class MultitaskPerceptron(MatrixPerceptron):
         own = np.einsum("ij,ij->i", X, self.V_[tasks])
         return own + (self._b() / self.n_tasks) * (X @ self.s_)
 
-    def _batch_coupling(self, tasks: np.ndarray) -> np.ndarray:
+    def _batch_coupling(self, row_tasks: np.ndarray, tasks: np.ndarray) -> np.ndarray | float:
         if not self.uses_b_family:
-            return super()._batch_coupling(tasks)
+            return super()._batch_coupling(row_tasks, tasks)
         beta = self._b() / self.n_tasks
-        return np.where(np.equal.outer(tasks, tasks), 1.0 + beta, beta)
+        return np.where(np.equal.outer(row_tasks, tasks), 1.0 + beta, beta)
 
     def _batch_score_divisor(self) -> float:
         return 1.0 + self._b() if self.uses_b_family else 1.0
