@@ -22,6 +22,7 @@ from service import __version__, metrics
 from service.api import openapi
 from service.api.context import ApiContext
 from service.api.errors import install_handlers
+from service.api.fastpath import PredictFastPath
 from service.api.middleware import GuardMiddleware
 from service.api.routes import events, health, label, models, predict, queries
 from service.models import ensure_default_model
@@ -94,6 +95,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     _serve_docs_last(app)
     install_handlers(app)
     openapi.install(app)
+    # Added first, so it runs inside the guard (body limit, request counter).
+    app.add_middleware(
+        PredictFastPath,
+        owner=app,
+        router=predict.router,
+        path="/predict",
+        answer=predict.predict_answer,
+    )
     app.add_middleware(
         GuardMiddleware, max_body_bytes=settings.max_body_bytes, observe=_observe_request
     )

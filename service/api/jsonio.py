@@ -16,7 +16,7 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ValidationError
 from starlette.responses import Response
 
-__all__ = ["json_response", "parse_body", "read_json"]
+__all__ = ["json_response", "parse_body", "parse_json", "read_json"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -32,7 +32,11 @@ def json_response(content: Any, status_code: int = 200) -> Response:
 
 async def read_json(request: Request) -> Any:
     """The request body parsed as JSON; a 422 in FastAPI's format when it is not JSON."""
-    body = await request.body()
+    return parse_json(await request.body())
+
+
+def parse_json(body: bytes) -> Any:
+    """``body`` parsed as JSON; a 422 in FastAPI's format when it is not JSON."""
     try:
         return orjson.loads(body)
     except orjson.JSONDecodeError as exc:
