@@ -60,6 +60,10 @@ class Settings(BaseSettings):
     )
     log_level: str = Field(default="info", description="Logging level.")
     max_body_bytes: int = Field(default=1_048_576, ge=1, description="Largest accepted body.")
+    otel: bool = Field(
+        default=False,
+        description="FastAPI's native OpenTelemetry spans, metrics and logs for every request.",
+    )
     max_batch_items: int = Field(default=10_000, ge=1, description="Most items in one request.")
     lease_ttl_ms: int = Field(default=5000, ge=100, description="Lifetime of a worker's lease.")
     heartbeat_ttl_s: int = Field(default=10, ge=1, description="Lifetime of a heartbeat.")

@@ -84,7 +84,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         finally:
             await ctx.close()
 
+    # Prometheus metrics are the service's own; FastAPI's OpenTelemetry instrumentation
+    # checks its providers on every request, so it runs only when asked for.
+    otel = settings.otel
     app = FastAPI(
+        telemetry={"tracing": otel, "metrics": otel, "logs": otel},
         title="omtl",
         version=__version__,
         description=DESCRIPTION,

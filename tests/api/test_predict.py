@@ -83,6 +83,20 @@ def test_new_snapshot_version_changes_the_prediction(client: TestClient, rb: red
     assert after["label"] == -1.0
 
 
+def test_batch_after_a_new_snapshot_uses_it(client: TestClient, rb: redis.Redis) -> None:
+    """The scores computed with the cached view while the append is in flight are dropped
+    when Redis reports a newer snapshot."""
+    items = [{"task": "a", "x": [1, 0, 0]}, {"task": "b", "x": [1, 0, 0]}]
+    before = client.post("/predict", json={"items": items}).json()
+    assert [it["score"] for it in before["items"]] == [0.0, 0.0]
+    learner = _write_trained_snapshot(rb, ["a", "b"])
+    after = client.post("/predict", json={"items": items}).json()
+    assert after["model_version"] == 1
+    want = [learner.decision_one(np.array([1.0, 0, 0]), t) for t in (0, 1)]
+    assert [it["score"] for it in after["items"]] == pytest.approx(want)
+    assert all(it["model_version"] == 1 and it["label"] == -1.0 for it in after["items"])
+
+
 def test_unseen_task_is_scored_as_a_fresh_task(client: TestClient, rb: redis.Redis) -> None:
     learner = _write_trained_snapshot(rb, ["a", "b"])
     got = client.post("/predict", json={"task": "new", "x": [1, 0, 0]}).json()

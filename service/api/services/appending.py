@@ -9,6 +9,7 @@ were validated against.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
@@ -97,9 +98,20 @@ def encode_events(events: Prepared) -> tuple[list[dict[str, bytes | str]], bool]
     return entries, False
 
 
-async def _append(ctx: ApiContext, view: ModelView, events: Prepared | None) -> Appended | None:
+async def _append(
+    ctx: ApiContext,
+    view: ModelView,
+    events: Prepared | None,
+    meanwhile: Callable[[ModelView], None] | None,
+) -> Appended | None:
     entries, batched = encode_events(events) if events is not None else ([], False)
-    reply = await ctx.appender.append(view.name, view.generation, entries)
+    pending = ctx.appender.append(view.name, view.generation, entries)
+    if meanwhile is not None:
+        # One loop iteration lets the group commit write the append; the work done
+        # meanwhile overlaps the round trip to Redis.
+        await asyncio.sleep(0)
+        meanwhile(view)
+    reply = await pending
     if reply.status == 0:
         ctx.cache.forget(view.name)
         raise NotFound(f"unknown model {view.name!r}")
@@ -116,19 +128,22 @@ async def append_with_retry(
     name: str,
     prepare: Callable[[ModelView], Prepared | None],
     then: Callable[[ModelView, Appended], Awaitable[T]],
+    meanwhile: Callable[[ModelView], None] | None = None,
 ) -> T:
     """Validate against the model's view, append, and hand the fresh view to ``then``.
 
     ``prepare`` validates the request for the view (raising a 4xx) and returns
     the events to append, or None to append nothing (``learn=false``). If the
     model was reconfigured in between, the request is validated again against
-    the new configuration.
+    the new configuration. ``meanwhile(view)`` runs while the append is on its
+    way to Redis (e.g. scoring with the cached view, which ``then`` reuses when
+    Redis reports no newer snapshot).
     """
     for _ in range(2):
         view = await ctx.cache.get(name)
         if view is None:
             raise NotFound(f"unknown model {name!r}")
-        appended = await _append(ctx, view, prepare(view))
+        appended = await _append(ctx, view, prepare(view), meanwhile)
         if appended is None:
             await ctx.cache.reload(name)
             continue
