@@ -102,7 +102,8 @@ COMMON_PARAMS: tuple[Param, ...] = (
         "aaai",
         "Base-learner ridge (algorithms.md Sec. 8 #12): 'aaai' (ruvolo2014 Eq. 7: ridge "
         "||theta||^2 in the fit, D = ridge I + Hessian) or 'icml' (ELLA 2013 / MATLAB: "
-        "D = (X^T X + ridge I') / n, ridge / n on theta, bias free when append_bias).",
+        "D = (X^T X + ridge I') / n, ridge / n on theta, bias free with append_bias or "
+        "last_is_bias).",
         one_of("aaai", "icml"),
     ),
     Param(
@@ -121,6 +122,14 @@ COMMON_PARAMS: tuple[Param, ...] = (
         "append_bias",
         True,
         "Append a constant 1 feature to x (the paper's bias feature).",
+        boolean,
+    ),
+    Param(
+        "last_is_bias",
+        False,
+        "The input's last feature already is the bias (a constant 1, as in synthetic-ella and "
+        "school): with append_bias off it is the coordinate the ICML form leaves unpenalised "
+        "(the MATLAB code's lastFeatureIsABiasTerm), so d stays the paper's.",
         boolean,
     ),
     Param(
@@ -323,7 +332,8 @@ class BasisLearner(Learner):
         if self.hyper["ridge_form"] == "aaai":
             return ridge
         logistic = self.label_kind == "classification"
-        return icml_ridge(ridge, self.dim, n, logistic, bool(self.hyper["append_bias"]))
+        free_bias = bool(self.hyper["append_bias"]) or bool(self.hyper["last_is_bias"])
+        return icml_ridge(ridge, self.dim, n, logistic, free_bias)
 
     def _fit_task(self, task: int) -> tuple[np.ndarray, np.ndarray]:
         """``(theta_t, D_t)`` from the task's statistics or buffer."""

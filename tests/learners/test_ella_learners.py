@@ -263,3 +263,44 @@ def test_icml_ridge_form_fits_tasks_as_the_matlab_code_does() -> None:
     np.testing.assert_allclose(aaai.D_[2], Xb.T @ Xb / X.shape[0] + 0.5 * np.eye(5), atol=1e-12)
     s, w = model.encode(X, y)
     np.testing.assert_allclose(w, model.basis() @ s)
+
+
+def test_last_is_bias_leaves_the_data_bias_free_instead_of_appending_a_second_one() -> None:
+    """synthetic-ella and school carry their bias column: with append_bias off and last_is_bias
+    on, the ICML form sees d = n_features (no duplicate constant column) and leaves that last
+    coordinate unpenalised, exactly as append_bias does on the same data without the column."""
+    X, y = _task_batches(6)[0]
+    Xb = np.hstack([X, np.ones((X.shape[0], 1))])
+    own = learners.make(
+        "ella",
+        n_features=5,
+        n_tasks=5,
+        seed=3,
+        k=3,
+        ridge=0.5,
+        ridge_form="icml",
+        append_bias=False,
+        last_is_bias=True,
+    )
+    appended = _make("ella", k=3, ridge=0.5, ridge_form="icml")
+    assert isinstance(own, BasisLearner)
+    assert own.dim == appended.dim == 5
+    own.learn_many(Xb, y, 1)
+    appended.learn_many(X, y, 1)
+    penalised = Xb.T @ Xb + 0.5 * np.diag([1.0, 1.0, 1.0, 1.0, 0.0])
+    np.testing.assert_allclose(own.theta_[1], np.linalg.solve(penalised, Xb.T @ y), atol=1e-10)
+    np.testing.assert_allclose(own.theta_[1], appended.theta_[1], atol=1e-10)
+    np.testing.assert_allclose(own.D_[1], appended.D_[1], atol=1e-12)
+    ridged = learners.make(
+        "ella",
+        n_features=5,
+        n_tasks=5,
+        seed=3,
+        k=3,
+        ridge=0.5,
+        ridge_form="icml",
+        append_bias=False,
+    )
+    assert isinstance(ridged, BasisLearner)
+    ridged.learn_many(Xb, y, 1)
+    np.testing.assert_allclose(ridged.D_[1], (Xb.T @ Xb + 0.5 * np.eye(5)) / X.shape[0])
