@@ -17,6 +17,7 @@ inputs cost O(nnz log nnz) and all learner arithmetic on them is O(nnz).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -117,9 +118,11 @@ def _finish(idx: IntArray, val: FloatArray, dim: int) -> Vec:
 
 
 def _check_finite(val: FloatArray) -> None:
-    # A finite sum proves every element finite (NaN and inf propagate); only when the
-    # sum is not finite (bad values, or a harmless overflow) check element by element.
-    if not np.isfinite(val.sum()) and not np.isfinite(val).all():
+    # A finite sum of squares proves every element finite (NaN and inf propagate; the
+    # dot product is the cheapest reduction numpy has); only when it is not finite (bad
+    # values, or a harmless overflow) check element by element.
+    flat = val.reshape(-1)
+    if not math.isfinite(flat.dot(flat)) and not np.isfinite(val).all():
         raise ValueError("x contains NaN or infinite values")
 
 
@@ -185,7 +188,7 @@ def as_vector(x: Any, dim: int) -> Vec:
     if arr.shape[0] != dim:
         raise ValueError(f"x has dimension {arr.shape[0]}, expected {dim}")
     _check_finite(arr)
-    if arr.all():
+    if np.count_nonzero(arr) == dim:
         return Vec(None, arr.copy() if arr is x else arr, dim)
     idx = np.flatnonzero(arr)
     return Vec(idx, arr[idx], dim)
