@@ -9,6 +9,7 @@ shutdown.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -80,6 +81,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             if ctx.fast is not None:
                 await asyncio.wait_for(ctx.fast.call("PING"), timeout=10)
             await _ensure_default_model(settings)
+            # Everything allocated so far (imported modules, the app, the clients) lives as
+            # long as the process: kept out of the collector, a full collection costs
+            # microseconds instead of pausing every request in flight for milliseconds.
+            gc.freeze()
             yield
         finally:
             await ctx.close()

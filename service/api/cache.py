@@ -129,12 +129,16 @@ class ModelCache:
             return None
         return await self.at(name, int(generation), int(version or 0))
 
-    async def at(self, name: str, generation: int, version: int) -> ModelView | None:
-        """A view at least as new as ``generation`` / ``version``; reloads only if needed."""
+    def cached_at(self, name: str, generation: int, version: int) -> ModelView | None:
+        """The cached view if it is at ``generation`` and at least ``version``, else None."""
         view = self._views.get(name)
         if view is not None and view.generation == generation and view.version >= version:
             return view
-        return await self.reload(name)
+        return None
+
+    async def at(self, name: str, generation: int, version: int) -> ModelView | None:
+        """A view at least as new as ``generation`` / ``version``; reloads only if needed."""
+        return self.cached_at(name, generation, version) or await self.reload(name)
 
     async def reload(self, name: str) -> ModelView | None:
         """Load the configuration and snapshot of ``name``; concurrent callers share one load."""

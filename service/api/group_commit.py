@@ -5,7 +5,9 @@ append step in the same event-loop iteration are written by a single
 :data:`~service.api.scripts.APPEND_EVENTS` call (one per configuration
 generation), in arrival order; each request then gets its own entry ids back.
 Under load this replaces many small round trips, script runs and reply
-objects with one; a lone request pays one extra event-loop callback.
+objects with one. An append made while no other append is queued or waiting
+for its reply (a lone request) is written at once, so it starts its round trip
+before the request does anything else.
 """
 
 from __future__ import annotations
@@ -53,11 +55,13 @@ class GroupCommit:
         self._groups: dict[tuple[str, int], _Group] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._prefixes: dict[str, bytes] = {}
+        self._outstanding = 0
 
     def append(self, name: str, generation: int, entries: list[Entry]) -> Awaitable[AppendReply]:
         """Queue ``entries`` for model ``name``; the future resolves once they are written."""
         loop = asyncio.get_running_loop()
-        if not self._groups:
+        alone = not self._groups and not self._outstanding
+        if not self._groups and not alone:
             loop.call_soon(self._flush)
         group = self._groups.get((name, generation))
         if group is None:
@@ -65,6 +69,8 @@ class GroupCommit:
         future: asyncio.Future[AppendReply] = loop.create_future()
         group.entries.append(entries)
         group.futures.append(future)
+        if alone:
+            self._flush()
         return future
 
     def _args(self, group: _Group) -> tuple[list[str], list[Any]]:
@@ -81,6 +87,7 @@ class GroupCommit:
     def _flush(self) -> None:
         groups, self._groups = self._groups, {}
         for group in groups.values():
+            self._outstanding += 1
             script_keys, args = self._args(group)
             sent = None
             if self._fast is not None:
@@ -111,7 +118,9 @@ class GroupCommit:
         error = sent.exception()
         if isinstance(error, RespError) and str(error).startswith("NOSCRIPT"):
             self._spawn(self._slow(group, script_keys, args))
-        elif error is not None:
+            return
+        self._outstanding -= 1
+        if error is not None:
             self._fail(group, error)
         else:
             self._resolve(group, sent.result())
@@ -123,6 +132,8 @@ class GroupCommit:
             self._fail(group, exc)
         else:
             self._resolve(group, reply)
+        finally:
+            self._outstanding -= 1
 
     @staticmethod
     def _fail(group: _Group, error: BaseException) -> None:

@@ -9,8 +9,7 @@ were validated against.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -35,7 +34,7 @@ __all__ = [
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Prepared:
     """Validated events of one request, ready to encode."""
 
@@ -45,7 +44,7 @@ class Prepared:
     refs: list[str | None]
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Appended:
     """The result of an append: the snapshot version Redis has and the new event ids."""
 
@@ -80,15 +79,14 @@ def to_x(x: list[float] | SparseX, n_features: int, where: str = "x") -> X:
 
 def encode_events(events: Prepared) -> tuple[list[dict[str, bytes | str]], bool]:
     """Log entries for ``events`` and whether they form one batch entry."""
+    if len(events.xs) == 1:
+        x, y, ref = events.xs[0], events.ys[0], events.refs[0]
+        return [encode_event(events.tasks[0], x, y, ref, binary=True)], False
     if all(isinstance(x, np.ndarray) for x in events.xs):
         tasks = events.tasks
         one_task = all(t == tasks[0] for t in tasks)
         refs = events.refs if any(r is not None for r in events.refs) else None
         ys = events.ys if any(y is not None for y in events.ys) else None
-        if len(tasks) == 1:
-            y0 = None if ys is None else ys[0]
-            ref0 = None if refs is None else refs[0]
-            return [encode_event(tasks[0], events.xs[0], y0, ref0, binary=True)], False
         entry = encode_batch(tasks[0] if one_task else tasks, np.stack(events.xs), ys, refs)
         return [entry], True
     entries = [
@@ -107,9 +105,8 @@ async def _append(
     entries, batched = encode_events(events) if events is not None else ([], False)
     pending = ctx.appender.append(view.name, view.generation, entries)
     if meanwhile is not None:
-        # One loop iteration lets the group commit write the append; the work done
-        # meanwhile overlaps the round trip to Redis.
-        await asyncio.sleep(0)
+        # A lone append is already on its way: the work done meanwhile overlaps the
+        # round trip to Redis.
         meanwhile(view)
     reply = await pending
     if reply.status == 0:
@@ -127,7 +124,7 @@ async def append_with_retry(
     ctx: ApiContext,
     name: str,
     prepare: Callable[[ModelView], Prepared | None],
-    then: Callable[[ModelView, Appended], Awaitable[T]],
+    then: Callable[[ModelView, Appended], T],
     meanwhile: Callable[[ModelView], None] | None = None,
 ) -> T:
     """Validate against the model's view, append, and hand the fresh view to ``then``.
@@ -139,18 +136,21 @@ async def append_with_retry(
     way to Redis (e.g. scoring with the cached view, which ``then`` reuses when
     Redis reports no newer snapshot).
     """
+    cache = ctx.cache
     for _ in range(2):
-        view = await ctx.cache.get(name)
+        view = cache.cached(name) or await cache.get(name)
         if view is None:
             raise NotFound(f"unknown model {name!r}")
         appended = await _append(ctx, view, prepare(view), meanwhile)
         if appended is None:
-            await ctx.cache.reload(name)
+            await cache.reload(name)
             continue
-        fresh = await ctx.cache.at(name, view.generation, appended.version)
+        fresh = cache.cached_at(name, view.generation, appended.version) or await cache.at(
+            name, view.generation, appended.version
+        )
         if fresh is None:
             raise NotFound(f"unknown model {name!r}")
-        return await then(fresh, appended)
+        return then(fresh, appended)
     raise StaleConfiguration(f"model {name!r} is being reconfigured; retry the request")
 
 

@@ -30,7 +30,7 @@ async def ingest(ctx: ApiContext, req: EventsRequest) -> dict[str, Any]:
         check_labels(view, ys)
         return Prepared([e.task for e in req.events], xs, ys, [e.ref for e in req.events])
 
-    async def then(view: ModelView, appended: Appended) -> dict[str, Any]:
+    def then(view: ModelView, appended: Appended) -> dict[str, Any]:
         return {"count": len(appended.event_ids), "event_ids": appended.event_ids}
 
     return await append_with_retry(ctx, name, prepare, then)

@@ -75,7 +75,7 @@ async def predict(ctx: ApiContext, req: PredictRequest) -> dict[str, Any]:
         holder[:] = [x]
         return Prepared([req.task], [x], [None], [req.ref]) if req.learn else None
 
-    async def then(view: ModelView, appended: Appended) -> dict[str, Any]:
+    def then(view: ModelView, appended: Appended) -> dict[str, Any]:
         event_id = appended.event_ids[0] if appended.event_ids else None
         return _answer(view, req.task, scores.for_view(view)[0], event_id)
 
@@ -105,7 +105,7 @@ async def predict_batch(ctx: ApiContext, req: PredictBatchRequest) -> dict[str, 
             [it.task for it in req.items], xs, [None] * len(xs), [it.ref for it in req.items]
         )
 
-    async def then(view: ModelView, appended: Appended) -> dict[str, Any]:
+    def then(view: ModelView, appended: Appended) -> dict[str, Any]:
         ids: list[str | None] = list(appended.event_ids) or [None] * len(holder)
         items = [
             _answer(view, it.task, score, eid)
