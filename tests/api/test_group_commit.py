@@ -56,3 +56,33 @@ def test_the_cached_command_head_packs_like_a_plain_command() -> None:
     assert commit._command("m", script_keys, args[:3]) == pack(
         "EVALSHA", APPEND_EVENTS.sha, 3, *script_keys, *args[:3]
     )
+
+
+def test_a_lone_append_is_written_before_the_caller_yields(
+    api_settings: Settings, rb: redis.Redis
+) -> None:
+    """Nothing queued or in flight: the append leaves at once; appends made while it
+    awaits its reply are queued and leave together in the next loop iteration."""
+
+    async def scenario() -> tuple[int, int, int, list[int]]:
+        app = create_app(api_settings)
+        async with app.router.lifespan_context(app):
+            ctx = app.state.ctx
+            assert ctx.fast is not None
+            protocol = ctx.fast._protocol
+            rb.config_resetstat()
+            fields = {"k": "e", "task": "a", "x": "[1, 2, 3]"}
+            first = ctx.appender.append("default", 1, [fields])
+            sent_at_once = len(protocol.waiting)  # no await since the append
+            second = ctx.appender.append("default", 1, [fields])
+            third = ctx.appender.append("default", 1, [fields])
+            queued = len(protocol.waiting)
+            replies = await asyncio.gather(first, second, third)
+            calls = int(rb.info("commandstats")["cmdstat_evalsha"]["calls"])
+            return sent_at_once, queued, calls, [r.status for r in replies]
+
+    sent_at_once, queued, calls, statuses = asyncio.run(scenario())
+    assert (sent_at_once, queued) == (1, 1)
+    assert calls == 2  # the lone append, then the two queued behind it in one call
+    assert statuses == [1, 1, 1]
+    assert rb.xlen("omtl:{default}:log") == 3
