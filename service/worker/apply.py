@@ -32,7 +32,7 @@ import numpy as np
 import orjson
 from redis.exceptions import RedisError
 
-from learners import Learner
+from learners import Learner, as_vector
 from service.codec import (
     BatchEvent,
     CodecError,
@@ -342,6 +342,8 @@ class Applier:
         t = st.task_for(ev.task)
         x = ev.x
         if ev.y is None:
+            # Validated once here: the score, the query decision and a later label reuse it.
+            x = as_vector(x, self.learner.n_features)
             s = self.learner.decision_one(x, t)
             st.single["events"][t] += 1
             st.single["predictions"][t] += 1
@@ -395,14 +397,14 @@ class Applier:
                 continue
             for i in range(a, e):
                 t = int(tasks[i])
-                x = X[i]
+                x = as_vector(X[i], learner.n_features)  # a copy, validated once
                 s = learner.decision_one(x, t)
                 st.single["events"][t] += 1
                 st.single["predictions"][t] += 1
                 ref = b.refs[i] if b.refs is not None else None
                 row_id = f"{b.id}/{i}"
                 self._request(row_id, t, x, s, ref)
-                st.remember(row_id, (t, x.copy()))
+                st.remember(row_id, (t, x))
         return n
 
     def _label(self, lab: Label) -> None:
