@@ -343,12 +343,12 @@ class Applier:
         x = ev.x
         if ev.y is None:
             # Validated once here: the score, the query decision and a later label reuse it.
-            x = as_vector(x, self.learner.n_features)
-            s = self.learner.decision_one(x, t)
+            v = as_vector(x, self.learner.n_features)
+            s = self.learner.decision_one(v, t)
             st.single["events"][t] += 1
             st.single["predictions"][t] += 1
-            self._request(ev.id, t, x, s, ev.ref)
-            st.remember(ev.id, (t, x))
+            self._request(ev.id, t, v, s, ev.ref)
+            st.remember(ev.id, (t, v))
             return
         s = self._score_and_learn(x, ev.y, t)
         st.single["events"][t] += 1
