@@ -21,6 +21,16 @@ and reports the chosen values; without it every method uses ``--k`` and ``--lam`
 ``lambda`` on ``||L||_F`` only, and the base learner keeps the MATLAB ridge
 ``e^-5`` (``D_t = (X^T X + ridge I') / n_t``, bias free). The other three methods
 keep the AAAI form (``lambda`` as the ridge inside ``D_t``, Eq. 7).
+
+The default grid is the paper's: ``k`` in 1..10 and ``lambda`` in e^-5..e^5.
+Datasets whose last column is already the bias (synthetic-ella, school) are run
+with ``append_bias=False, last_is_bias=True``, so the learners see the paper's d
+(13 on synthetic-ella) and not a second constant column.
+
+``--regenerate`` (generated datasets only) draws a fresh dataset for every trial
+(dataset ``seed`` = trial index; the tuning trials use seeds from 1000 on), one
+reading of ruvolo2014's "100 random tasks ... averaged over 100 trials"; without
+it every trial re-splits and re-orders the one dataset named on the command line.
 """
 
 from __future__ import annotations
@@ -36,12 +46,17 @@ from typing import Any
 import numpy as np
 
 from service.evaluation.catalog import load_dataset
+from service.evaluation.common import aggregate
 from service.evaluation.compare import plot_curves
+from service.evaluation.dataset import Dataset
 from service.evaluation.protocols import lifelong
 
 LEARNERS = ("ella", "ella-svd", "ella-incremental", "ella-dual")
-GRID_K = (2, 4, 6, 8)
-GRID_LAM = (float(np.exp(-5)), float(np.exp(-3)), float(np.exp(-1)), float(np.exp(1)))
+#: ruvolo2014's grid: k in {1, ..., 10}, lambda in {e^-5, ..., e^5}.
+GRID_K = tuple(range(1, 11))
+GRID_LAM = tuple(float(np.exp(e)) for e in range(-5, 6))
+#: First dataset seed of the tuning trials with --regenerate (reported trials use 0, 1, ...).
+TUNING_DATA_SEED = 1000
 MU = float(np.exp(-5))
 #: The base learner's ridge of the ELLA MATLAB code (algorithms.md Sec. 4.3 defaults).
 MATLAB_RIDGE = float(np.exp(-5))
@@ -51,6 +66,7 @@ MATRICES = (
     "relation_matrix_last",
     "weight_correlation_last",
 )
+STATS = ("mean", "std", "ci95")
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
@@ -60,23 +76,92 @@ def final_value(doc: dict[str, Any]) -> float:
     return float(curve[list(curve)[1]][-1])
 
 
-def evaluate(job: tuple[str, str, dict[str, Any], int, int]) -> dict[str, Any]:
-    """One protocol run (a process-pool job)."""
-    spec, learner, params, runs, seed = job
-    dataset = load_dataset(spec)
+Job = tuple[str, str, dict[str, Any], int, int, int | None]
+
+
+def with_seed(spec: str, seed: int) -> str:
+    """The dataset spec with its generator ``seed`` set."""
+    return spec + ("," if ":" in spec else ":") + f"seed={seed}"
+
+
+def has_bias_column(dataset: Dataset) -> bool:
+    """Whether the dataset's last feature is a constant 1 (a bias column of its own)."""
+    last = dataset.X[:, -1]
+    last = np.asarray(last.todense() if hasattr(last, "todense") else last).ravel()
+    return bool(np.all(last == 1.0))
+
+
+def evaluate(job: Job) -> dict[str, Any]:
+    """One protocol run (a process-pool job).
+
+    With ``data_seed`` None, ``runs`` trials of the one dataset ``spec``; otherwise
+    trial ``r`` runs on a fresh dataset drawn with generator seed ``data_seed + r``
+    and the per-trial curves and metrics are aggregated as the protocol does.
+    """
+    spec, learner, params, runs, seed, data_seed = job
     start = time.perf_counter()
-    doc = lifelong.run(dataset, learner, params, runs=runs, seed=seed, budget=None)
+    if data_seed is None:
+        doc = lifelong.run(load_dataset(spec), learner, params, runs=runs, seed=seed, budget=None)
+    else:
+        docs = [
+            lifelong.run(
+                load_dataset(with_seed(spec, data_seed + r)),
+                learner,
+                params,
+                runs=1,
+                seed=seed + r,
+                budget=None,
+            )
+            for r in range(runs)
+        ]
+        doc = combine(docs, spec)
     doc["seconds"] = time.perf_counter() - start
     return doc
 
 
+def combine(docs: list[dict[str, Any]], spec: str) -> dict[str, Any]:
+    """One document from one-trial documents on regenerated datasets (mean, std, 95% CI)."""
+    curve0 = docs[0]["curve"]
+    x_key, y_key = list(curve0)[:2]
+    figure = y_key.removesuffix("_mean")
+    steps = [
+        aggregate([{figure: float(d["curve"][y_key][i])} for d in docs])
+        for i in range(len(curve0[x_key]))
+    ]
+    finals = [{k.removesuffix("_mean"): v for k, v in d["metrics"].items()} for d in docs]
+    metrics = aggregate(
+        [{k: v for k, v in f.items() if not k.endswith(("_std", "_ci95"))} for f in finals]
+    )
+    out = {key: value for key, value in docs[0].items() if key not in ("per_task", *MATRICES)}
+    out.update(
+        dataset=f"{spec} (regenerated per trial)",
+        runs=len(docs),
+        metrics=metrics,
+        curve={
+            x_key: curve0[x_key],
+            **{f"{figure}_{s}": [step[f"{figure}_{s}"] for step in steps] for s in STATS},
+        },
+        finals=[float(d["curve"][y_key][-1]) for d in docs],
+    )
+    return out
+
+
 def params_for(
-    kind: str, k: int, lam: float, first_k: bool = False, icml: bool = False
+    kind: str,
+    k: int,
+    lam: float,
+    first_k: bool = False,
+    icml: bool = False,
+    data_bias: bool = False,
 ) -> dict[str, Any]:
-    """The learner parameters of one grid point (``icml``: ELLA's ICML / MATLAB form)."""
+    """The learner parameters of one grid point (``icml``: ELLA's ICML / MATLAB form;
+    ``data_bias``: the data's last column is the bias, so none is appended)."""
     base = "linear" if kind == "regression" else "logistic"
     ridge = MATLAB_RIDGE if icml else lam
     out: dict[str, Any] = {"base_learner": base, "k": k, "lam": lam, "ridge": ridge, "mu": MU}
+    if data_bias:
+        out["append_bias"] = False
+        out["last_is_bias"] = True
     if icml:
         out["ridge_form"] = "icml"
     if first_k:
@@ -108,11 +193,21 @@ def main() -> None:
     ap.add_argument(
         "--init-first-k", action="store_true", help="start L from the first k task models"
     )
+    ap.add_argument(
+        "--regenerate",
+        action="store_true",
+        help="a fresh generated dataset per trial (generator seed = trial index)",
+    )
     args = ap.parse_args()
-    kind = load_dataset(args.dataset).kind
+    first = load_dataset(args.dataset)
+    kind, data_bias = first.kind, has_bias_column(first)
 
     def point(name: str, k: int, lam: float) -> dict[str, Any]:
-        return params_for(kind, k, lam, args.init_first_k, args.ella_icml and name == "ella")
+        icml = args.ella_icml and name == "ella"
+        return params_for(kind, k, lam, args.init_first_k, icml, data_bias)
+
+    tune_data = TUNING_DATA_SEED if args.regenerate else None
+    report_data = 0 if args.regenerate else None
 
     chosen = {name: point(name, args.k, args.lam) for name in LEARNERS}
     grid_scores: dict[str, list[dict[str, Any]]] = {}
@@ -121,27 +216,31 @@ def main() -> None:
             grid_k = [int(v) for v in args.grid_k.split(",")]
             grid_lam = [float(v) for v in args.grid_lam.split(",")]
             points = [(k, lam) for k in grid_k for lam in grid_lam]
-            jobs = [
+            jobs: list[Job] = [
                 (
                     args.dataset,
                     name,
                     point(name, k, lam),
                     args.grid_runs,
                     args.seed + 1000,
+                    tune_data,
                 )
                 for name in LEARNERS
                 for k, lam in points
             ]
-            docs = list(pool.map(evaluate, jobs))
-            for (_, name, params, _, _), doc in zip(jobs, docs, strict=True):
-                grid_scores.setdefault(name, []).append(
-                    {"k": params["k"], "lam": params["lam"], "final": final_value(doc)}
-                )
+            for job, doc in zip(jobs, pool.map(evaluate, jobs), strict=True):
+                name, params = job[1], job[2]
+                entry = {"k": params["k"], "lam": params["lam"], "final": final_value(doc)}
+                grid_scores.setdefault(name, []).append(entry)
+                print(name, entry, f"{doc['seconds']:.1f}s", file=sys.stderr, flush=True)
             for name in LEARNERS:
                 best = max(grid_scores[name], key=lambda g: g["final"])
                 chosen[name] = point(name, best["k"], best["lam"])
-        jobs = [(args.dataset, name, chosen[name], args.runs, args.seed) for name in LEARNERS]
-        docs = list(pool.map(evaluate, jobs))
+        final_jobs: list[Job] = [
+            (args.dataset, name, chosen[name], args.runs, args.seed, report_data)
+            for name in LEARNERS
+        ]
+        docs = list(pool.map(evaluate, final_jobs))
     stem = "ella_" + args.dataset.split(":")[0] + (f"_{args.tag}" if args.tag else "")
     RESULTS.mkdir(exist_ok=True)
     summary = {
@@ -149,6 +248,8 @@ def main() -> None:
         "command": "bench/ella_curves.py " + " ".join(sys.argv[1:]),
         "runs": args.runs,
         "seed": args.seed,
+        "regenerate": args.regenerate,
+        "data_bias_column": data_bias,
         "grid": grid_scores,
         "chosen": chosen,
         "final": {doc["learner"]: final_value(doc) for doc in docs},

@@ -55,3 +55,15 @@ def test_ella_tasks_are_sparse_combinations_of_6_components_with_a_bias_feature(
     assert abs(residual.std() - 1.0) < 0.05  # unit-variance noise
     split = d.split_for_run(np.random.default_rng(0))
     assert (np.bincount(d.task[split == TRAIN]) == 50).all()
+
+
+def test_ella_generator_seed_draws_new_tasks_of_the_same_design():
+    """bench/ella_curves.py --regenerate draws one dataset per trial through ``seed``."""
+    a, b = load_dataset("synthetic-ella:seed=3"), load_dataset("synthetic-ella:seed=4")
+    assert a.name == "synthetic-ella:tasks=100,n=100,k=6,sparsity=0.5,noise=1,seed=3"
+    assert a.X.shape == b.X.shape == (10000, 13)
+    Wa, Wb = a.true_weights, b.true_weights
+    assert Wa is not None and Wb is not None and not np.allclose(Wa, Wb)
+    for W in (Wa, Wb):
+        assert np.linalg.matrix_rank(W[:, :12]) == 6 and (W[:, 12] == 0).all()
+    np.testing.assert_array_equal(load_dataset("synthetic-ella:seed=3").y, a.y)
