@@ -88,12 +88,17 @@ class GroupCommit:
         groups, self._groups = self._groups, {}
         for group in groups.values():
             self._outstanding += 1
-            script_keys, args = self._args(group)
-            sent = None
-            if self._fast is not None:
-                sent = self._fast.send_packed(
-                    self._command(group.name, script_keys, args), now=True
-                )
+            try:
+                script_keys, args = self._args(group)
+                sent = None
+                if self._fast is not None:
+                    sent = self._fast.send_packed(
+                        self._command(group.name, script_keys, args), now=True
+                    )
+            except Exception as exc:  # an entry that cannot be encoded: fail its requests
+                self._outstanding -= 1
+                self._fail(group, exc)
+                continue
             if sent is not None:
                 sent.add_done_callback(functools.partial(self._done, group, script_keys, args))
             else:

@@ -86,3 +86,31 @@ def test_a_lone_append_is_written_before_the_caller_yields(
     assert calls == 2  # the lone append, then the two queued behind it in one call
     assert statuses == [1, 1, 1]
     assert rb.xlen("omtl:{default}:log") == 3
+
+
+def test_an_entry_that_cannot_be_encoded_fails_its_request_and_frees_the_commit(
+    api_settings: Settings, rb: redis.Redis
+) -> None:
+    """The request gets the error instead of waiting forever, and the next lone append
+    is again written at once."""
+
+    async def scenario() -> tuple[str, int, int]:
+        app = create_app(api_settings)
+        async with app.router.lifespan_context(app):
+            ctx = app.state.ctx
+            bad = ctx.appender.append("default", 1, [{"k": "e", "task": None}])
+            try:
+                await bad
+            except TypeError as exc:
+                error = str(exc)
+            else:
+                error = ""
+            good = ctx.appender.append("default", 1, [{"k": "e", "task": "a", "x": "[1, 2, 3]"}])
+            sent_at_once = len(ctx.fast._protocol.waiting)
+            reply = await good
+            return error, sent_at_once, reply.status
+
+    error, sent_at_once, status = asyncio.run(scenario())
+    assert "cannot send NoneType" in error
+    assert (sent_at_once, status) == (1, 1)
+    assert rb.xlen("omtl:{default}:log") == 1
