@@ -65,6 +65,7 @@ def test_regression_document_shape_and_curve() -> None:
     values = np.array(curve["neg_rmse_mean"])
     assert values.shape == (6,) and np.all(values < 0)
     assert values[-1] == pytest.approx(doc["metrics"]["neg_rmse_mean"])
+    assert doc["metrics"]["curve_area_mean"] == pytest.approx(values.mean())
     assert len(doc["per_task"]) == 6
     assert np.array(doc["relation_matrix"]).shape == (6, 6)
     json.dumps(doc, allow_nan=False)
@@ -131,6 +132,23 @@ def test_step_values_follow_the_paper_by_a_slow_reference() -> None:
             rmses.append(np.sqrt(np.mean((np.array(pred) - data.y[test]) ** 2)))
         expected.append(-float(np.mean(rmses)))
     np.testing.assert_allclose(doc["curve"]["neg_rmse_mean"], expected, rtol=1e-9)
+
+
+def test_curve_area_is_the_mean_of_each_runs_curve() -> None:
+    """``curve_area`` per run is the mean of that run's steps; a step without a figure
+    (NaN: no task with both classes in its test rows) is left out, not counted as zero."""
+    data = _small_regression()
+    one = lifelong.run(data, "ella", {"k": 2}, runs=1, seed=4, budget=None)
+    assert one["metrics"]["curve_area_mean"] == pytest.approx(
+        np.mean(one["curve"]["neg_rmse_mean"])
+    )
+    three = lifelong.run(data, "ella", {"k": 2}, runs=3, seed=4, budget=None)
+    assert three["metrics"]["curve_area_mean"] == pytest.approx(
+        np.mean(three["curve"]["neg_rmse_mean"])
+    )
+    assert three["metrics"]["curve_area_std"] > 0  # three runs, three different curves
+    assert lifelong.curve_area(np.array([-2.0, np.nan, -1.0])) == pytest.approx(-1.5)
+    assert np.isnan(lifelong.curve_area(np.array([np.nan, np.nan])))
 
 
 def test_learners_without_encode_run_too() -> None:

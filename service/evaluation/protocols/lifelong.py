@@ -26,6 +26,12 @@ Final ``metrics`` (after the last task): regression ``rmse`` (mean over tasks of
 the per-task RMSE; ``neg_rmse_mean`` is its negation) and ``rmse_pooled`` (over all
 test rows); classification ``auc`` (mean over tasks), ``auc_pooled`` and
 ``accuracy`` (pooled). ``per_task`` holds the final per-task figures.
+
+``curve_area`` (both kinds) is the normalised area under the run's learning curve:
+the mean over the T steps of the step figure (-RMSE or AUC; higher is better;
+steps without a figure are left out). It weighs how fast a learner gets good as well
+as where it ends, and is the figure maximised by the "area" reading of ruvolo2014's
+hyperparameter selection ("the average performance when learning using all tasks").
 """
 
 from __future__ import annotations
@@ -167,6 +173,12 @@ def final_figures(
     }
 
 
+def curve_area(curve: np.ndarray) -> float:
+    """The mean of one run's learning curve over its steps, NaN steps left out."""
+    finite = curve[np.isfinite(curve)]
+    return float(finite.mean()) if finite.size else math.nan
+
+
 def run(
     dataset: Dataset,
     learner: str,
@@ -204,7 +216,9 @@ def run(
             curves[r, step] = step_performance(kind, per_task)
             if progress is not None:
                 progress(r * K + step + 1, runs * K)
-        run_metrics.append(final_figures(kind, per_task, scores, ys))
+        run_metrics.append(
+            {**final_figures(kind, per_task, scores, ys), "curve_area": curve_area(curves[r])}
+        )
         run_per_task.append(per_task)
         matrices.append(learner_matrices(model))
     steps = [aggregate([{figure: float(v)} for v in column]) for column in curves.T]
