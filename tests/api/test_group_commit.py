@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import httpx
+import httpx2 as httpx
 import redis
 
 from service.api.app import create_app

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import httpx
+import httpx2 as httpx
 import pytest
 import redis
 
