@@ -10,11 +10,11 @@ figures::
     .venv/bin/python bench/ella_curves.py landmine --runs 100
 
 Hyperparameters. ruvolo2014 chose ``lambda`` and ``k`` per method by a grid
-search maximising the final performance (``mu = e^-5`` for all). With ``--grid``
-this script does the same on a small grid (``k`` in GRID_K, ``lambda`` in GRID_LAM,
-used both as the ridge of the base learner and as ELLA's ``lambda`` on L) with
-``--grid-runs`` trials drawn from a *different* seed than the reported trials,
-and reports the chosen values; without it every method uses ``--k`` and ``--lam``.
+search (``mu = e^-5`` for all). With ``--grid`` this script does the same (``k`` in
+GRID_K, ``lambda`` in GRID_LAM, used both as the ridge of the base learner and as
+ELLA's ``lambda`` on L) with ``--grid-runs`` trials drawn from a *different* seed than
+the reported trials, and reports the chosen values; without it every method uses
+``--k`` and ``--lam``.
 
 ``--ella-icml`` runs ``ella`` in the ICML-2013 / MATLAB form of algorithms.md Sec. 8
 #12 (``ridge_form='icml'``): its ``lambda`` (grid or ``--lam``) is then ELLA's
@@ -26,6 +26,16 @@ The default grid is the paper's: ``k`` in 1..10 and ``lambda`` in e^-5..e^5.
 Datasets whose last column is already the bias (synthetic-ella, school) are run
 with ``append_bias=False, last_is_bias=True``, so the learners see the paper's d
 (13 on synthetic-ella) and not a second constant column.
+
+``--select`` names the grid criterion. ruvolo2014 chose the values "to maximize the
+average performance when learning using all tasks". ``area`` (default) reads that as
+the mean of the whole learning curve (the protocol's ``curve_area``: one setting that
+serves the lifelong run from the first task to the last), ``final`` as the figure
+after the last task only. bench/results/ella_notes.md reports both.
+
+``--grid-from FILE`` takes the grid scores from an earlier results file of the same
+dataset (its ``summary.grid``, which holds both criteria) instead of running the grid,
+so the other reading costs only the reported trials.
 
 ``--regenerate`` (generated datasets only) draws a fresh dataset for every trial
 (dataset ``seed`` = trial index; the tuning trials use seeds from 1000 on), one
@@ -39,6 +49,7 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -74,6 +85,11 @@ def final_value(doc: dict[str, Any]) -> float:
     """The last point of the curve (-rMSE or AUC; higher is better)."""
     curve = doc["curve"]
     return float(curve[list(curve)[1]][-1])
+
+
+def curve_area(doc: dict[str, Any]) -> float:
+    """The lifelong protocol's ``curve_area``: the curve's mean over all steps."""
+    return float(doc["metrics"]["curve_area_mean"])
 
 
 Job = tuple[str, str, dict[str, Any], int, int, int | None]
@@ -169,6 +185,48 @@ def params_for(
     return out
 
 
+def run_grid(
+    pool: ProcessPoolExecutor,
+    args: argparse.Namespace,
+    point: Callable[[str, int, float], dict[str, Any]],
+    tune_data: int | None,
+) -> dict[str, list[dict[str, Any]]]:
+    """Every method at every grid point on the tuning trials: last point and curve area."""
+    grid_k = [int(v) for v in args.grid_k.split(",")]
+    grid_lam = [float(v) for v in args.grid_lam.split(",")]
+    points = [(k, lam) for k in grid_k for lam in grid_lam]
+    jobs: list[Job] = [
+        (args.dataset, name, point(name, k, lam), args.grid_runs, args.seed + 1000, tune_data)
+        for name in LEARNERS
+        for k, lam in points
+    ]
+    scores: dict[str, list[dict[str, Any]]] = {}
+    for job, doc in zip(jobs, pool.map(evaluate, jobs), strict=True):
+        name, params = job[1], job[2]
+        entry = {
+            "k": params["k"],
+            "lam": params["lam"],
+            "final": final_value(doc),
+            "area": curve_area(doc),
+        }
+        scores.setdefault(name, []).append(entry)
+        print(name, entry, f"{doc['seconds']:.1f}s", file=sys.stderr, flush=True)
+    return scores
+
+
+def stored_grid(path: Path, dataset: str, criterion: str) -> dict[str, list[dict[str, Any]]]:
+    """The grid scores of an earlier results file of the same dataset (``--grid-from``)."""
+    summary = json.loads(path.read_text())["summary"]
+    if summary["dataset"] != dataset:
+        raise SystemExit(f"{path} holds a grid of {summary['dataset']!r}, not {dataset!r}")
+    grid: dict[str, list[dict[str, Any]]] = summary["grid"]
+    if not grid:
+        raise SystemExit(f"{path} holds no grid scores")
+    if any(criterion not in entry for scores in grid.values() for entry in scores):
+        raise SystemExit(f"{path} has no {criterion!r} score for every grid point")
+    return grid
+
+
 def main() -> None:
     """Parse the command line, run, write and print."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -198,6 +256,17 @@ def main() -> None:
         action="store_true",
         help="a fresh generated dataset per trial (generator seed = trial index)",
     )
+    ap.add_argument(
+        "--grid-from",
+        type=Path,
+        help="choose from the grid scores of an earlier results JSON instead of running the grid",
+    )
+    ap.add_argument(
+        "--select",
+        choices=("final", "area"),
+        default="area",
+        help="grid criterion: the curve's last point or its mean over all steps",
+    )
     args = ap.parse_args()
     first = load_dataset(args.dataset)
     kind, data_bias = first.kind, has_bias_column(first)
@@ -212,30 +281,13 @@ def main() -> None:
     chosen = {name: point(name, args.k, args.lam) for name in LEARNERS}
     grid_scores: dict[str, list[dict[str, Any]]] = {}
     with ProcessPoolExecutor(args.workers) as pool:
-        if args.grid:
-            grid_k = [int(v) for v in args.grid_k.split(",")]
-            grid_lam = [float(v) for v in args.grid_lam.split(",")]
-            points = [(k, lam) for k in grid_k for lam in grid_lam]
-            jobs: list[Job] = [
-                (
-                    args.dataset,
-                    name,
-                    point(name, k, lam),
-                    args.grid_runs,
-                    args.seed + 1000,
-                    tune_data,
-                )
-                for name in LEARNERS
-                for k, lam in points
-            ]
-            for job, doc in zip(jobs, pool.map(evaluate, jobs), strict=True):
-                name, params = job[1], job[2]
-                entry = {"k": params["k"], "lam": params["lam"], "final": final_value(doc)}
-                grid_scores.setdefault(name, []).append(entry)
-                print(name, entry, f"{doc['seconds']:.1f}s", file=sys.stderr, flush=True)
-            for name in LEARNERS:
-                best = max(grid_scores[name], key=lambda g: g["final"])
-                chosen[name] = point(name, best["k"], best["lam"])
+        if args.grid_from is not None:
+            grid_scores = stored_grid(args.grid_from, args.dataset, args.select)
+        elif args.grid:
+            grid_scores = run_grid(pool, args, point, tune_data)
+        for name, scores in grid_scores.items():
+            best = max(scores, key=lambda g: g[args.select])
+            chosen[name] = point(name, best["k"], best["lam"])
         final_jobs: list[Job] = [
             (args.dataset, name, chosen[name], args.runs, args.seed, report_data)
             for name in LEARNERS
@@ -249,6 +301,8 @@ def main() -> None:
         "runs": args.runs,
         "seed": args.seed,
         "regenerate": args.regenerate,
+        "select": args.select,
+        "grid_from": str(args.grid_from) if args.grid_from else None,
         "data_bias_column": data_bias,
         "grid": grid_scores,
         "chosen": chosen,
