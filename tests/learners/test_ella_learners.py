@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import learners
+from learners.base import Learner
 from learners.checks.common import assert_states_equal
 from learners.ella.base_learners import fit_linear
 from learners.ella.gsvd import atom_weights
@@ -271,17 +272,22 @@ def test_last_is_bias_leaves_the_data_bias_free_instead_of_appending_a_second_on
     coordinate unpenalised, exactly as append_bias does on the same data without the column."""
     X, y = _task_batches(6)[0]
     Xb = np.hstack([X, np.ones((X.shape[0], 1))])
-    own = learners.make(
-        "ella",
-        n_features=5,
-        n_tasks=5,
-        seed=3,
-        k=3,
-        ridge=0.5,
-        ridge_form="icml",
-        append_bias=False,
-        last_is_bias=True,
-    )
+
+    def data_bias(last_is_bias: bool) -> Learner:
+        """ICML-form ella on data that carries its own bias column (none appended)."""
+        return learners.make(
+            "ella",
+            n_features=5,
+            n_tasks=5,
+            seed=3,
+            k=3,
+            ridge=0.5,
+            ridge_form="icml",
+            append_bias=False,
+            last_is_bias=last_is_bias,
+        )
+
+    own = data_bias(last_is_bias=True)
     appended = _make("ella", k=3, ridge=0.5, ridge_form="icml")
     assert isinstance(own, BasisLearner)
     assert own.dim == appended.dim == 5
@@ -291,16 +297,7 @@ def test_last_is_bias_leaves_the_data_bias_free_instead_of_appending_a_second_on
     np.testing.assert_allclose(own.theta_[1], np.linalg.solve(penalised, Xb.T @ y), atol=1e-10)
     np.testing.assert_allclose(own.theta_[1], appended.theta_[1], atol=1e-10)
     np.testing.assert_allclose(own.D_[1], appended.D_[1], atol=1e-12)
-    ridged = learners.make(
-        "ella",
-        n_features=5,
-        n_tasks=5,
-        seed=3,
-        k=3,
-        ridge=0.5,
-        ridge_form="icml",
-        append_bias=False,
-    )
+    ridged = data_bias(last_is_bias=False)
     assert isinstance(ridged, BasisLearner)
     ridged.learn_many(Xb, y, 1)
     np.testing.assert_allclose(ridged.D_[1], (Xb.T @ Xb + 0.5 * np.eye(5)) / X.shape[0])
