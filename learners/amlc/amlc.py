@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from learners.active.kernels import KernelRows
 from learners.amlc.committee import committee_update, grow_committee, uniform_committee
 from learners.amlc.common import (
     APPEND_BIAS_ON,
@@ -17,6 +18,7 @@ from learners.amlc.common import (
     query_probability,
     sgn,
 )
+from learners.amlc.kernels import amlc_pass
 from learners.base import BUDGET, Param, non_negative, one_of, positive
 from learners.inputs import Vec
 from learners.perceptron.multitask import rank_one_update
@@ -195,6 +197,38 @@ class ActiveMultitaskCommittees(PerTaskPerceptrons):
         coef[share] = y
         if coef.any():
             rank_one_update(self.W_, coef, x, 1.0)
+
+    def _run_kernel(
+        self,
+        rows: KernelRows,
+        y: np.ndarray,
+        tasks: np.ndarray,
+        active: bool,
+        u: np.ndarray,
+        remaining: int,
+        scores: np.ndarray,
+        queried: np.ndarray,
+    ) -> tuple[int, int]:
+        h = self.hyper
+        return amlc_pass(
+            self.W_,
+            self.tau_,
+            *rows,
+            y,
+            tasks,
+            active,
+            u,
+            remaining,
+            float(h["b"]),
+            float(h["C"]),
+            self._row_sum(),
+            self._tie(),
+            self.code_faithful,
+            h["share_test"] == "label",
+            float(h["similarity_rtol"]),
+            scores,
+            queried,
+        )
 
     def _add_task(self) -> None:
         super()._add_task()

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from learners.active.kernels import ROWS, KernelRows, selective_pass
 from learners.amlc.common import APPEND_BIAS_ON, L2_NORMALIZE_ON, XU2018, PerTaskPerceptrons, sgn
 from learners.base import BUDGET, Param
 from learners.inputs import Vec
@@ -57,6 +58,42 @@ class RandomQuery(PerTaskPerceptrons):
     def _learn(self, x: Vec, y: float, task: int) -> None:
         if sgn(x.dot(self.W_[task])) != y:
             x.add_to(self.W_[task], y)
+
+    def _run_kernel(
+        self,
+        rows: KernelRows,
+        y: np.ndarray,
+        tasks: np.ndarray,
+        active: bool,
+        u: np.ndarray,
+        remaining: int,
+        scores: np.ndarray,
+        queried: np.ndarray,
+    ) -> tuple[int, int]:
+        no_counts = np.zeros(0, dtype=np.int64)
+        drawn, asked, _ = selective_pass(
+            ROWS,
+            self.W_,
+            np.zeros(0),
+            np.zeros((0, 0)),
+            False,
+            0.0,
+            1.0,
+            *rows,
+            y,
+            tasks,
+            active,
+            u,
+            remaining,
+            0.0,
+            float(self.hyper["query_rate"]),
+            False,
+            no_counts,
+            np.zeros(0),
+            scores,
+            queried,
+        )
+        return drawn, asked
 
     def _relation(self) -> np.ndarray:
         return np.eye(self.n_tasks)

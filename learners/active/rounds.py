@@ -1,0 +1,145 @@
+"""Batches of active rounds: score, ask, learn when asked, row by row.
+
+:class:`ActiveLearner` is the base of the active learners of :mod:`learners.amlc`
+and :mod:`learners.active`. Besides the per-event contract of
+:class:`~learners.base.Learner` it offers :meth:`ActiveLearner.query_and_learn_many`,
+the batch form of the active protocol the evaluation runs (``decision_one``,
+then ``query_one``, then ``learn_one`` with the row's label when the answer was
+True), and it keeps the row-by-row numpy paths as the references the compiled
+kernels are tested against (:meth:`ActiveLearner._score_and_learn_reference`,
+:meth:`ActiveLearner._query_and_learn_reference`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from learners.active.draws import Uniforms
+from learners.active.kernels import NO_BUDGET, KernelRows, kernel_rows
+from learners.base import Learner
+from learners.inputs import Batch
+
+__all__ = ["ActiveLearner"]
+
+
+class ActiveLearner(Learner):
+    """An active learner with a batch form of its query-then-learn rounds.
+
+    A subclass with a compiled pass implements :meth:`_run_kernel` (and sets
+    :attr:`draws_per_row`); both batch paths then go through it whenever
+    :meth:`_compiled` says so, and through the numpy references otherwise.
+    """
+
+    #: Most uniforms one active round draws (PEER: 2).
+    draws_per_row: ClassVar[int] = 1
+
+    def query_and_learn_many(self, X: Any, y: Any, task: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Active rounds over a batch; returns each row's score and query decision.
+
+        Row by row this equals ``decision_one`` (the score), ``query_one`` (the
+        decision, drawn from the learner's generator and counted against the
+        budget) and, when it answered True, ``learn_one`` with the row's label:
+        the same scores, decisions, weights and generator state. Labels of rows
+        that are not queried are never read. The batch is validated first, so a
+        bad row changes nothing.
+        """
+        batch, labels, tasks = self._prepare_batch(X, y, task)
+        return self._query_and_learn_batch(batch, labels, tasks)
+
+    # ------------------------------------------------------------ batch paths
+    def _score_and_learn_batch(self, batch: Batch, y: np.ndarray, tasks: np.ndarray) -> np.ndarray:
+        if not self._compiled():
+            return self._score_and_learn_reference(batch, y, tasks)
+        return self._kernel_pass(batch, y, tasks, active=False)[0]
+
+    def _query_and_learn_batch(
+        self, batch: Batch, y: np.ndarray, tasks: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Active rounds over a validated batch."""
+        if not self._compiled():
+            return self._query_and_learn_reference(batch, y, tasks)
+        return self._kernel_pass(batch, y, tasks, active=True)
+
+    def _compiled(self) -> bool:
+        """Whether this instance's batches run through :meth:`_run_kernel`."""
+        return False
+
+    def _run_kernel(
+        self,
+        rows: KernelRows,
+        y: np.ndarray,
+        tasks: np.ndarray,
+        active: bool,
+        u: np.ndarray,
+        remaining: int,
+        scores: np.ndarray,
+        queried: np.ndarray,
+    ) -> tuple[int, int]:
+        """Run the compiled pass; returns (uniforms used, queries made)."""
+        raise NotImplementedError
+
+    def _kernel_pass(
+        self, batch: Batch, y: np.ndarray, tasks: np.ndarray, *, active: bool
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Drive :meth:`_run_kernel`: draws ahead, query counter, generator state."""
+        n = batch.n
+        scores = np.empty(n)
+        queried = np.zeros(n, dtype=np.bool_)
+        uniforms = self._uniforms(n, self.draws_per_row) if active else None
+        u = uniforms.values if uniforms is not None else np.zeros(0)
+        drawn, asked = self._run_kernel(
+            kernel_rows(batch),
+            np.ascontiguousarray(y, dtype=np.float64),
+            np.ascontiguousarray(tasks, dtype=np.int64),
+            active,
+            u,
+            self._remaining_queries(),
+            scores,
+            queried,
+        )
+        if uniforms is not None:
+            uniforms.commit(drawn)
+        self.n_queries_ += asked
+        return scores, queried
+
+    def _remaining_queries(self) -> int:
+        """Queries left in the budget (:data:`~learners.active.kernels.NO_BUDGET` without one)."""
+        if self._budget is None:
+            return int(NO_BUDGET)
+        return max(0, self._budget - self.n_queries_)
+
+    def _uniforms(self, n: int, per_row: int) -> Uniforms:
+        """Uniforms for an active pass of ``n`` rows with at most ``per_row`` draws each.
+
+        The count is exact when every row draws exactly once: one draw per row and a
+        budget that cannot run out within the batch.
+        """
+        exact = per_row == 1 and self._remaining_queries() >= n
+        return Uniforms(self.rng, per_row * n, exact=exact)
+
+    # ------------------------------------------------------------ references
+    def _score_and_learn_reference(
+        self, batch: Batch, y: np.ndarray, tasks: np.ndarray
+    ) -> np.ndarray:
+        """The row-by-row numpy test-then-train pass (the kernels' reference)."""
+        return Learner._score_and_learn_batch(self, batch, y, tasks)
+
+    def _query_and_learn_reference(
+        self, batch: Batch, y: np.ndarray, tasks: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The row-by-row numpy active pass: ``_decision``, budget and ``_query``, ``_learn``."""
+        scores = np.empty(batch.n)
+        queried = np.zeros(batch.n, dtype=bool)
+        for i, (v, label, t) in enumerate(
+            zip(batch.rows(), y.tolist(), tasks.tolist(), strict=True)
+        ):
+            scores[i] = self._decision(v, t)
+            if self._budget is not None and self.n_queries_ >= self._budget:
+                continue
+            if self._query(v, t):
+                self.n_queries_ += 1
+                queried[i] = True
+                self._learn(v, label, t)
+        return scores, queried
