@@ -23,8 +23,9 @@ and independent of the mistake rate. Per row ``(x, y, k)``:
    * :data:`MATRIX`: ``W += y outer(A^{-1}[:, k], x)`` (``cmtl`` with a graph or SPD A).
 
 Rows come dense (a C-ordered 2-D array) or CSR (``indptr``, ``indices``,
-``data``), see :func:`kernel_rows`; the small row helpers here are shared with
-:mod:`learners.amlc.kernels`. The uniforms are drawn ahead by
+``data``), see :func:`kernel_rows`; each row is copied into a buffer with the
+learner's preprocessing applied (:func:`load_row`), and the small row helpers
+here, shared with :mod:`learners.amlc.kernels`, work on that buffer. The uniforms are drawn ahead by
 :class:`learners.active.draws.Uniforms`. :func:`warm` compiles everything on
 tiny inputs (``cache=True`` keeps the machine code on disk across processes).
 """
@@ -45,7 +46,9 @@ __all__ = [
     "ROWS",
     "KernelRows",
     "kernel_rows",
+    "load_row",
     "row_axpy",
+    "row_buffers",
     "row_dot",
     "row_margins",
     "row_sqnorm",
@@ -59,23 +62,29 @@ MATRIX = 2
 #: ``remaining`` queries of a learner without budget.
 NO_BUDGET = np.iinfo(np.int64).max
 
-KernelRows = tuple[bool, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+#: ``(dense, X, indptr, indices, data, bias, normalize)``, see :func:`kernel_rows`.
+KernelRows = tuple[bool, np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool, bool]
+
+#: Sums may be reassociated (and so run in SIMD lanes); nothing else of IEEE
+#: arithmetic is relaxed. A sum then differs from numpy's (BLAS) one in its last
+#: bits only, and is the same on every call of the same compiled code.
+_SUMS = {"reassoc"}
 
 _NO_DENSE = np.zeros((0, 0))
 _NO_INT = np.zeros(0, dtype=np.int64)
 _NO_FLOAT = np.zeros(0)
 
 
-def kernel_rows(batch: Batch) -> KernelRows:
-    """``(dense, X, indptr, indices, data)``: the batch in the form the kernels read."""
+def kernel_rows(batch: Batch, bias: bool = False, normalize: bool = False) -> KernelRows:
+    """The batch in the form the kernels read, with the preprocessing they still apply.
+
+    ``bias`` / ``normalize`` ask the kernel to append the constant 1 and to scale each
+    row to unit norm as it reads it (algorithms.md Sec. 0), which costs no pass over
+    the batch; give them False for a batch that is already preprocessed.
+    """
     if batch.dense is not None:
-        return (
-            True,
-            np.ascontiguousarray(batch.dense, dtype=np.float64),
-            _NO_INT,
-            _NO_INT,
-            _NO_FLOAT,
-        )
+        X = np.ascontiguousarray(batch.dense, dtype=np.float64)
+        return True, X, _NO_INT, _NO_INT, _NO_FLOAT, bias, normalize
     csr = batch.csr
     assert csr is not None
     return (
@@ -84,96 +93,144 @@ def kernel_rows(batch: Batch) -> KernelRows:
         csr.indptr.astype(np.int64, copy=False),
         csr.indices.astype(np.int64, copy=False),
         np.ascontiguousarray(csr.data, dtype=np.float64),
+        bias,
+        normalize,
     )
 
 
 # ---------------------------------------------------------------- row helpers
+# The loops over a row live in small functions without branches (one per row
+# form): LLVM vectorises those, and a function holding both forms it does not.
+@njit(cache=True, fastmath=_SUMS)
+def _sumsq(val: np.ndarray, n: int) -> float:  # pragma: no cover - compiled
+    s = 0.0
+    for p in range(n):
+        s += val[p] * val[p]
+    return s
+
+
+@njit(cache=True, fastmath=_SUMS)
+def _dot_dense(w: np.ndarray, val: np.ndarray, n: int) -> float:  # pragma: no cover - compiled
+    s = 0.0
+    for j in range(n):
+        s += val[j] * w[j]
+    return s
+
+
+@njit(cache=True, fastmath=_SUMS)
+def _dot_sparse(
+    w: np.ndarray, idx: np.ndarray, val: np.ndarray, n: int
+) -> float:  # pragma: no cover - compiled
+    s = 0.0
+    for p in range(n):
+        s += val[p] * w[idx[p]]
+    return s
+
+
 @njit(cache=True)
-def row_dot(
-    w: np.ndarray,
+def _axpy_dense(w: np.ndarray, a: float, val: np.ndarray, n: int) -> None:  # pragma: no cover
+    for j in range(n):
+        w[j] += a * val[j]
+
+
+@njit(cache=True)
+def _axpy_sparse(
+    w: np.ndarray, a: float, idx: np.ndarray, val: np.ndarray, n: int
+) -> None:  # pragma: no cover - compiled
+    for p in range(n):
+        w[idx[p]] += a * val[p]
+
+
+@njit(cache=True)
+def load_row(
     dense: bool,
     X: np.ndarray,
     indptr: np.ndarray,
     indices: np.ndarray,
     data: np.ndarray,
+    bias: bool,
+    normalize: bool,
     i: int,
-) -> float:  # pragma: no cover - compiled
-    """``<x_i, w>`` in O(nnz(x_i))."""
-    s = 0.0
+    dim: int,
+    idx: np.ndarray,
+    val: np.ndarray,
+) -> int:  # pragma: no cover - compiled
+    """Copy row i into ``(idx, val)`` after the preprocessing; returns its length.
+
+    Dense rows fill ``val[:dim]`` (``idx`` unused), CSR rows their stored entries.
+    ``bias`` appends 1 at index ``dim - 1``; ``normalize`` then scales the row by
+    ``1 / ||x||`` (unless it is 0), as :meth:`learners.inputs.Batch.preprocessed` does.
+    """
     if dense:
-        for j in range(X.shape[1]):
-            s += X[i, j] * w[j]
+        n = X.shape[1]
+        val[:n] = X[i]
     else:
-        for p in range(indptr[i], indptr[i + 1]):
-            s += data[p] * w[indices[p]]
-    return s
+        start = indptr[i]
+        n = indptr[i + 1] - start
+        idx[:n] = indices[start : start + n]
+        val[:n] = data[start : start + n]
+    if bias:
+        idx[n] = dim - 1
+        val[n] = 1.0
+        n += 1
+    if normalize:
+        n2 = _sumsq(val, n)
+        if n2 > 0.0:
+            scale = 1.0 / math.sqrt(n2)
+            for p in range(n):
+                val[p] = val[p] * scale
+    return n
+
+
+@njit(cache=True)
+def row_buffers(W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
+    """Buffers for :func:`load_row` rows of the dimension of ``W``'s rows."""
+    dim = W.shape[1]
+    return np.empty(dim, dtype=np.int64), np.empty(dim)
+
+
+@njit(cache=True)
+def row_dot(
+    w: np.ndarray, dense: bool, idx: np.ndarray, val: np.ndarray, n: int
+) -> float:  # pragma: no cover - compiled
+    """``<x, w>`` for a loaded row, in O(nnz(x))."""
+    if dense:
+        return _dot_dense(w, val, n)
+    return _dot_sparse(w, idx, val, n)
 
 
 @njit(cache=True)
 def row_axpy(
-    w: np.ndarray,
-    a: float,
-    dense: bool,
-    X: np.ndarray,
-    indptr: np.ndarray,
-    indices: np.ndarray,
-    data: np.ndarray,
-    i: int,
+    w: np.ndarray, a: float, dense: bool, idx: np.ndarray, val: np.ndarray, n: int
 ) -> None:  # pragma: no cover - compiled
-    """``w += a x_i`` in place, O(nnz(x_i))."""
+    """``w += a x`` in place for a loaded row, O(nnz(x))."""
     if dense:
-        for j in range(X.shape[1]):
-            w[j] += a * X[i, j]
+        _axpy_dense(w, a, val, n)
     else:
-        for p in range(indptr[i], indptr[i + 1]):
-            w[indices[p]] += a * data[p]
+        _axpy_sparse(w, a, idx, val, n)
 
 
 @njit(cache=True)
-def row_sqnorm(
-    dense: bool, X: np.ndarray, indptr: np.ndarray, data: np.ndarray, i: int
-) -> float:  # pragma: no cover - compiled
-    """``||x_i||^2``."""
-    s = 0.0
-    if dense:
-        for j in range(X.shape[1]):
-            s += X[i, j] * X[i, j]
-    else:
-        for p in range(indptr[i], indptr[i + 1]):
-            s += data[p] * data[p]
-    return s
+def row_sqnorm(val: np.ndarray, n: int) -> float:  # pragma: no cover - compiled
+    """``||x||^2`` of a loaded row."""
+    return _sumsq(val, n)
 
 
 @njit(cache=True)
 def row_margins(
-    W: np.ndarray,
-    out: np.ndarray,
-    dense: bool,
-    X: np.ndarray,
-    indptr: np.ndarray,
-    indices: np.ndarray,
-    data: np.ndarray,
-    i: int,
+    W: np.ndarray, out: np.ndarray, dense: bool, idx: np.ndarray, val: np.ndarray, n: int
 ) -> None:  # pragma: no cover - compiled
-    """``out[m] = <x_i, w_m>`` for every row m of W: O(K nnz(x_i)).
+    """``out[m] = <x, w_m>`` for every row m of W and a loaded row: O(K nnz(x)).
 
-    Dense rows run over the features once and keep one running sum per task, so
-    the K sums advance together (each still adds its terms in feature order).
+    Every margin goes through the same :func:`row_dot`, so equal rows of W give
+    bit-equal margins.
     """
-    K = W.shape[0]
-    for m in range(K):
-        out[m] = 0.0
     if dense:
-        for j in range(X.shape[1]):
-            xj = X[i, j]
-            for m in range(K):
-                out[m] += W[m, j] * xj
+        for m in range(W.shape[0]):
+            out[m] = _dot_dense(W[m], val, n)
     else:
-        for p in range(indptr[i], indptr[i + 1]):
-            c = indices[p]
-            v = data[p]
-            for m in range(K):
-                out[m] += W[m, c] * v
+        for m in range(W.shape[0]):
+            out[m] = _dot_sparse(W[m], idx, val, n)
 
 
 # ---------------------------------------------------------------- selective sampling
@@ -191,6 +248,8 @@ def selective_pass(
     indptr: np.ndarray,
     indices: np.ndarray,
     data: np.ndarray,
+    bias: bool,
+    normalize: bool,
     y: np.ndarray,
     tasks: np.ndarray,
     active: bool,
@@ -210,25 +269,22 @@ def selective_pass(
     with ``b`` (and ``adaptive``, whose counters ``n_updates`` / ``radius2`` are
     updated in place). ``scores`` and ``queried`` are filled in.
     """
-    n = y.shape[0]
     K = W.shape[0]
+    idx, val = row_buffers(W)
     drawn = 0
     asked = 0
     mistakes = 0
-    for i in range(n):
+    for i in range(y.shape[0]):
+        nx = load_row(dense, X, indptr, indices, data, bias, normalize, i, W.shape[1], idx, val)
         k = tasks[i]
         r = 0 if pooled else k
         if form == B_FAMILY:
-            p = (
-                row_dot(W[k], dense, X, indptr, indices, data, i)
-                + beta * row_dot(s, dense, X, indptr, indices, data, i)
-            ) / one_plus_b
+            own = row_dot(W[k], dense, idx, val, nx)
+            p = (own + beta * row_dot(s, dense, idx, val, nx)) / one_plus_b
         else:
-            p = row_dot(W[r], dense, X, indptr, indices, data, i)
+            p = row_dot(W[r], dense, idx, val, nx)
         scores[i] = p
-        sq = 0.0
-        if adaptive:
-            sq = row_sqnorm(dense, X, indptr, data, i)
+        sq = row_sqnorm(val, nx) if adaptive else 0.0
         if active:
             if remaining <= 0:
                 continue
@@ -256,11 +312,11 @@ def selective_pass(
             radius2[k] = max(radius2[k], sq)
         if form == MATRIX:
             for m in range(K):
-                row_axpy(W[m], label * Ainv[m, k], dense, X, indptr, indices, data, i)
+                row_axpy(W[m], label * Ainv[m, k], dense, idx, val, nx)
         else:
-            row_axpy(W[r], label, dense, X, indptr, indices, data, i)
+            row_axpy(W[r], label, dense, idx, val, nx)
             if form == B_FAMILY:
-                row_axpy(s, label, dense, X, indptr, indices, data, i)
+                row_axpy(s, label, dense, idx, val, nx)
     return drawn, asked, mistakes
 
 
@@ -274,14 +330,14 @@ def warm() -> None:
     tasks = np.zeros(2, dtype=np.int64)
     u = np.full(2, 0.5)
     for rows in (
-        (True, dense, _NO_INT, _NO_INT, _NO_FLOAT),
-        (False, _NO_DENSE, indptr, indices, data),
+        (True, dense, _NO_INT, _NO_INT, _NO_FLOAT, True, True),
+        (False, _NO_DENSE, indptr, indices, data, True, True),
     ):
         for form in (ROWS, B_FAMILY, MATRIX):
             selective_pass(
                 form,
-                np.zeros((1, 3)),
-                np.zeros(3),
+                np.zeros((1, 4)),
+                np.zeros(4),
                 np.eye(1),
                 False,
                 0.5,

@@ -45,8 +45,31 @@ class ActiveLearner(Learner):
         that are not queried are never read. The batch is validated first, so a
         bad row changes nothing.
         """
-        batch, labels, tasks = self._prepare_batch(X, y, task)
-        return self._query_and_learn_batch(batch, labels, tasks)
+        if not self._compiled():
+            batch, labels, tasks = self._prepare_batch(X, y, task)
+            return self._query_and_learn_reference(batch, labels, tasks)
+        batch, labels, tasks = self._raw_batch(X, y, task)
+        return self._kernel_pass(batch, labels, tasks, active=True, preprocess=True)
+
+    def score_and_learn_many(self, X: Any, y: Any, task: Any) -> np.ndarray:
+        """Test-then-train over a batch (see :meth:`learners.base.Learner.score_and_learn_many`).
+
+        With a compiled pass the kernel also does the input preprocessing, row by
+        row as it reads them, instead of a pass over the whole batch first.
+        """
+        if not self._compiled():
+            return super().score_and_learn_many(X, y, task)
+        batch, labels, tasks = self._raw_batch(X, y, task)
+        return self._kernel_pass(batch, labels, tasks, active=False, preprocess=True)[0]
+
+    def _raw_batch(self, X: Any, y: Any, task: Any) -> tuple[Batch, np.ndarray, np.ndarray]:
+        """The validation of ``_prepare_batch`` without the preprocessing (the kernel's job)."""
+        bias, normalize = self._bias, self._normalize
+        self._bias = self._normalize = False
+        try:
+            return self._prepare_batch(X, y, task)
+        finally:
+            self._bias, self._normalize = bias, normalize
 
     # ------------------------------------------------------------ batch paths
     def _score_and_learn_batch(self, batch: Batch, y: np.ndarray, tasks: np.ndarray) -> np.ndarray:
@@ -81,16 +104,26 @@ class ActiveLearner(Learner):
         raise NotImplementedError
 
     def _kernel_pass(
-        self, batch: Batch, y: np.ndarray, tasks: np.ndarray, *, active: bool
+        self,
+        batch: Batch,
+        y: np.ndarray,
+        tasks: np.ndarray,
+        *,
+        active: bool,
+        preprocess: bool = False,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Drive :meth:`_run_kernel`: draws ahead, query counter, generator state."""
+        """Drive :meth:`_run_kernel`: draws ahead, query counter, generator state.
+
+        ``preprocess``: ``batch`` is raw and the kernel applies ``append_bias`` /
+        ``l2_normalize`` as it reads each row.
+        """
         n = batch.n
         scores = np.empty(n)
         queried = np.zeros(n, dtype=np.bool_)
         uniforms = self._uniforms(n, self.draws_per_row) if active else None
         u = uniforms.values if uniforms is not None else np.zeros(0)
         drawn, asked = self._run_kernel(
-            kernel_rows(batch),
+            kernel_rows(batch, preprocess and self._bias, preprocess and self._normalize),
             np.ascontiguousarray(y, dtype=np.float64),
             np.ascontiguousarray(tasks, dtype=np.int64),
             active,

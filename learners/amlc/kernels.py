@@ -21,7 +21,7 @@ import math
 import numpy as np
 from numba import njit
 
-from learners.active.kernels import NO_BUDGET, row_axpy, row_margins
+from learners.active.kernels import NO_BUDGET, load_row, row_axpy, row_buffers, row_margins
 
 __all__ = ["amlc_pass", "peer_pass", "warm"]
 
@@ -35,6 +35,8 @@ def amlc_pass(
     indptr: np.ndarray,
     indices: np.ndarray,
     data: np.ndarray,
+    bias: bool,
+    normalize: bool,
     y: np.ndarray,
     tasks: np.ndarray,
     active: bool,
@@ -65,11 +67,13 @@ def amlc_pass(
     f = np.empty(K)
     losses = np.empty(K)
     coef = np.empty(K)
+    idx, val = row_buffers(W)
     drawn = 0
     asked = 0
     for i in range(n):
+        nx = load_row(dense, X, indptr, indices, data, bias, normalize, i, W.shape[1], idx, val)
         k = tasks[i]
-        row_margins(W, f, dense, X, indptr, indices, data, i)
+        row_margins(W, f, dense, idx, val, nx)
         p = 0.0
         for m in range(K):
             p += tau[k, m] * f[m]
@@ -114,7 +118,7 @@ def amlc_pass(
                 coef[m] = label
         for m in range(K):
             if coef[m] != 0.0:
-                row_axpy(W[m], coef[m], dense, X, indptr, indices, data, i)
+                row_axpy(W[m], coef[m], dense, idx, val, nx)
     return drawn, asked
 
 
@@ -127,6 +131,8 @@ def peer_pass(
     indptr: np.ndarray,
     indices: np.ndarray,
     data: np.ndarray,
+    bias: bool,
+    normalize: bool,
     y: np.ndarray,
     tasks: np.ndarray,
     active: bool,
@@ -152,11 +158,13 @@ def peer_pass(
     n = y.shape[0]
     K = W.shape[0]
     f = np.empty(K)
+    idx, val = row_buffers(W)
     drawn = 0
     asked = 0
     for i in range(n):
+        nx = load_row(dense, X, indptr, indices, data, bias, normalize, i, W.shape[1], idx, val)
         k = tasks[i]
-        row_margins(W, f, dense, X, indptr, indices, data, i)
+        row_margins(W, f, dense, idx, val, nx)
         fk = f[k]
         scores[i] = fk
         if active:
@@ -172,14 +180,14 @@ def peer_pass(
             draw = u[drawn]
             drawn += 1
             if not draw < bq / (bq + abs(peer)):
-                row_axpy(W[k], 1.0 if peer >= 0.0 else -1.0, dense, X, indptr, indices, data, i)
+                row_axpy(W[k], 1.0 if peer >= 0.0 else -1.0, dense, idx, val, nx)
                 continue
             remaining -= 1
             asked += 1
             queried[i] = True
         label = y[i]
         if (fk >= 0.0) != (label > 0.0):
-            row_axpy(W[k], label, dense, X, indptr, indices, data, i)
+            row_axpy(W[k], label, dense, idx, val, nx)
             if K > 1:
                 total = 0.0
                 for m in range(K):
@@ -197,7 +205,7 @@ def peer_pass(
         if shares:
             for m in range(K):
                 if m != k and label * f[m] <= 0.0:
-                    row_axpy(W[m], label, dense, X, indptr, indices, data, i)
+                    row_axpy(W[m], label, dense, idx, val, nx)
     return drawn, asked
 
 
@@ -207,18 +215,20 @@ def warm() -> None:
     y = np.array([1.0, -1.0])
     tasks = np.array([0, 1], dtype=np.int64)
     u = np.full(4, 0.5)
-    dense_rows = (True, np.ones((2, 3)), no_int, no_int, np.zeros(0))
+    dense_rows = (True, np.ones((2, 3)), no_int, no_int, np.zeros(0), True, True)
     csr_rows = (
         False,
         np.zeros((0, 0)),
         np.array([0, 1, 3], dtype=np.int64),
         np.array([0, 1, 2], dtype=np.int64),
         np.ones(3),
+        True,
+        True,
     )
     for rows in (dense_rows, csr_rows):
         scores, queried = np.empty(2), np.zeros(2, dtype=np.bool_)
         amlc_pass(
-            np.zeros((2, 3)),
+            np.zeros((2, 4)),
             np.full((2, 2), 0.5),
             *rows,
             y,
@@ -237,7 +247,7 @@ def warm() -> None:
             queried,
         )
         peer_pass(
-            np.zeros((2, 3)),
+            np.zeros((2, 4)),
             np.array([[0.0, 1.0], [1.0, 0.0]]),
             *rows,
             y,
