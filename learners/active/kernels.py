@@ -37,7 +37,7 @@ import math
 import numpy as np
 from numba import njit
 
-from learners.inputs import Batch
+from learners.inputs import Batch, Vec
 
 __all__ = [
     "B_FAMILY",
@@ -53,6 +53,7 @@ __all__ = [
     "row_margins",
     "row_sqnorm",
     "selective_pass",
+    "vector_rows",
     "warm",
 ]
 
@@ -96,6 +97,14 @@ def kernel_rows(batch: Batch, bias: bool = False, normalize: bool = False) -> Ke
         bias,
         normalize,
     )
+
+
+def vector_rows(v: Vec, bias: bool, normalize: bool) -> KernelRows:
+    """One canonical vector as a batch of one row, in the form the kernels read."""
+    if v.idx is None:
+        return True, v.val.reshape(1, -1), _NO_INT, _NO_INT, _NO_FLOAT, bias, normalize
+    indptr = np.array([0, v.idx.shape[0]], dtype=np.int64)
+    return False, _NO_DENSE, indptr, v.idx, v.val, bias, normalize
 
 
 # ---------------------------------------------------------------- row helpers

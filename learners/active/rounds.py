@@ -7,7 +7,14 @@ the batch form of the active protocol the evaluation runs (``decision_one``,
 then ``query_one``, then ``learn_one`` with the row's label when the answer was
 True), and it keeps the row-by-row numpy paths as the references the compiled
 kernels are tested against (:meth:`ActiveLearner._score_and_learn_reference`,
-:meth:`ActiveLearner._query_and_learn_reference`).
+:meth:`ActiveLearner._query_and_learn_reference`, built on the numpy hooks
+``_decision``, ``_query`` and ``_learn``).
+
+With a compiled pass and :attr:`ActiveLearner.per_event_kernel`, the per-event
+calls ``decision_one``, ``predict_one``, ``learn_one`` and ``score_and_learn_one``
+validate x once and run the kernel on a batch of one row (the preprocessing
+included); ``query_one`` keeps the numpy ``_query`` (one or two draws from the
+generator).
 """
 
 from __future__ import annotations
@@ -17,11 +24,13 @@ from typing import Any, ClassVar
 import numpy as np
 
 from learners.active.draws import Uniforms
-from learners.active.kernels import NO_BUDGET, KernelRows, kernel_rows
+from learners.active.kernels import NO_BUDGET, KernelRows, kernel_rows, vector_rows
 from learners.base import Learner
-from learners.inputs import Batch
+from learners.inputs import Batch, as_vector, check_label, check_task
 
 __all__ = ["ActiveLearner"]
+
+_NO_DRAWS = np.zeros(0)
 
 
 class ActiveLearner(Learner):
@@ -34,6 +43,10 @@ class ActiveLearner(Learner):
 
     #: Most uniforms one active round draws (PEER: 2).
     draws_per_row: ClassVar[int] = 1
+    #: Whether single events go through the kernel too: worth it when the numpy
+    #: update costs more than a kernel call (AMLC, PEER: K margins and a tau row);
+    #: a per-task Perceptron step is cheaper in numpy.
+    per_event_kernel: ClassVar[bool] = False
 
     def query_and_learn_many(self, X: Any, y: Any, task: Any) -> tuple[np.ndarray, np.ndarray]:
         """Active rounds over a batch; returns each row's score and query decision.
@@ -70,6 +83,49 @@ class ActiveLearner(Learner):
             return self._prepare_batch(X, y, task)
         finally:
             self._bias, self._normalize = bias, normalize
+
+    # ------------------------------------------------------------ per-event paths
+    def decision_one(self, x: Any, task: int) -> float:
+        if not (self.per_event_kernel and self._compiled()):
+            return super().decision_one(x, task)
+        return self._one_row(x, 0.0, check_task(task, self._n_tasks), learn=False)
+
+    def learn_one(self, x: Any, y: float, task: int) -> None:
+        if not (self.per_event_kernel and self._compiled()):
+            super().learn_one(x, y, task)
+            return
+        t = check_task(task, self._n_tasks)
+        self._one_row(x, check_label(y, self.label_kind), t, learn=True)
+
+    def score_and_learn_one(self, x: Any, y: float, task: int) -> float:
+        t = check_task(task, self._n_tasks)
+        label = check_label(y, self.label_kind)
+        if not (self.per_event_kernel and self._compiled()):
+            v = self._prepare(x)
+            score = float(self._decision(v, t))
+            self._learn(v, label, t)
+            return score
+        return self._one_row(x, label, t, learn=True)
+
+    def _one_row(self, x: Any, y: float, task: int, *, learn: bool) -> float:
+        """Score ``x`` and, with ``learn``, learn it: the kernel on one row.
+
+        Without ``learn`` the row runs as an active round with no query left in the
+        budget: it is scored, nothing is drawn and nothing changes.
+        """
+        rows = vector_rows(as_vector(x, self._n_features), self._bias, self._normalize)
+        scores = np.empty(1)
+        self._run_kernel(
+            rows,
+            np.array([y]),
+            np.array([task], dtype=np.int64),
+            not learn,
+            _NO_DRAWS,
+            0,
+            scores,
+            np.zeros(1, dtype=np.bool_),
+        )
+        return float(scores[0])
 
     # ------------------------------------------------------------ batch paths
     def _score_and_learn_batch(self, batch: Batch, y: np.ndarray, tasks: np.ndarray) -> np.ndarray:

@@ -174,6 +174,14 @@ def _kernel_base(base: Learner) -> KernelBase | None:
     return None
 
 
+def _keeps_the_rule(cls: type[SelectiveSampling]) -> bool:
+    """Whether ``cls`` keeps the sampling rule the kernel implements (no hook overridden)."""
+    return all(
+        getattr(cls, hook) is getattr(SelectiveSampling, hook)
+        for hook in ("_margin", "_threshold", "_query", "_learn", "_decision")
+    )
+
+
 @register
 class SelectiveSampling(ActiveLearner):
     """Selective sampling: query with probability ``b / (b + |margin|)`` (algorithms.md Sec. 6).
@@ -314,12 +322,7 @@ class SelectiveSampling(ActiveLearner):
         return self.base_._score_and_learn_batch(batch, y, tasks)
 
     def _compiled(self) -> bool:
-        cls = type(self)
-        own_rule = all(
-            getattr(cls, hook) is getattr(SelectiveSampling, hook)
-            for hook in ("_margin", "_threshold", "_query", "_learn", "_decision")
-        )
-        return own_rule and _kernel_base(self.base_) is not None
+        return _keeps_the_rule(type(self)) and _kernel_base(self.base_) is not None
 
     def _run_kernel(
         self,

@@ -139,6 +139,7 @@ class ActiveMultitaskCommittees(PerTaskPerceptrons):
         BUDGET,
     )
     state_fields: ClassVar[tuple[str, ...]] = ("W_", "tau_")
+    per_event_kernel = True
     conformance_params = (
         {},
         {"faithful": "code"},

@@ -88,6 +88,7 @@ class PeerLearning(PerTaskPerceptrons):
     #: Whether a queried example is shared with the peers that misclassify it.
     shares: ClassVar[bool] = False
     draws_per_row = 2
+    per_event_kernel = True
 
     def _init_state(self) -> None:
         super()._init_state()

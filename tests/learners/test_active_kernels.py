@@ -22,6 +22,7 @@ import learners
 from learners.active.draws import Uniforms
 from learners.active.rounds import ActiveLearner
 from learners.active.selective import SelectiveSampling
+from learners.inputs import Batch
 
 K, D, N = 4, 9, 360
 
@@ -86,18 +87,34 @@ def make(name: str, params: dict[str, Any], seed: int) -> learners.Learner:
     return learners.make(name, n_features=D, n_tasks=K, seed=seed, **params)
 
 
-def row_by_row(
+def numpy_reference(
+    model: ActiveLearner, X: np.ndarray, y: np.ndarray, tasks: np.ndarray, active: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """The kept numpy paths, row by row on the per-event preprocessing of each row:
+    ``_decision``, then (active) the budget and ``_query``, then ``_learn``."""
+    batch = Batch.from_vecs([model._prepare(x) for x in X], model.dim)
+    if active:
+        return model._query_and_learn_reference(batch, y, tasks)
+    return model._score_and_learn_reference(batch, y, tasks), np.ones(N, dtype=bool)
+
+
+def per_event(
     model: learners.Learner, X: np.ndarray, y: np.ndarray, tasks: np.ndarray, active: bool
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The numpy reference: decision_one, then query_one (active), then learn_one."""
+    """The public per-event calls: decision_one, query_one (active), learn_one;
+    labelled rounds alternate score_and_learn_one with decision_one + learn_one."""
     scores, asked = np.empty(N), np.ones(N, dtype=bool)
     for i in range(N):
-        x, t = X[i], int(tasks[i])
+        x, t, label = X[i], int(tasks[i]), float(y[i])
+        if not active and i % 2:
+            scores[i] = model.score_and_learn_one(x, label, t)
+            continue
         scores[i] = model.decision_one(x, t)
+        assert model.predict_one(x, t) == (1 if scores[i] >= 0.0 else -1)
         if active:
             asked[i] = model.query_one(x, t)
         if asked[i]:
-            model.learn_one(x, float(y[i]), t)
+            model.learn_one(x, label, t)
     return scores, asked
 
 
@@ -137,8 +154,8 @@ def test_batch_paths_equal_the_row_by_row_reference(
     X, y, tasks = stream(seed)
     ref = make(name, params, seed)
     fast = make(name, params, seed)
-    assert isinstance(fast, ActiveLearner)
-    ref_scores, ref_asked = row_by_row(ref, X, y, tasks, active)
+    assert isinstance(fast, ActiveLearner) and isinstance(ref, ActiveLearner)
+    ref_scores, ref_asked = numpy_reference(ref, X, y, tasks, active)
     batch_input = sp.csr_matrix(X) if sparse else X
     scores, asked = in_blocks(fast, batch_input, y, tasks, active, seed)
 
@@ -149,6 +166,22 @@ def test_batch_paths_equal_the_row_by_row_reference(
     if active:
         assert 0 < fast.n_queries_ < N  # the rule asked for some labels and skipped others
         assert fast.n_queries_ == int(asked.sum())
+
+
+@pytest.mark.parametrize("active", [False, True], ids=["labelled", "active"])
+@pytest.mark.parametrize(("name", "params"), CASES, ids=IDS)
+def test_per_event_calls_equal_the_reference(
+    name: str, params: dict[str, Any], active: bool
+) -> None:
+    X, y, tasks = stream(21)
+    fast, ref = make(name, params, 4), make(name, params, 4)
+    assert isinstance(ref, ActiveLearner)
+    scores, asked = per_event(fast, X, y, tasks, active)
+    ref_scores, ref_asked = numpy_reference(ref, X, y, tasks, active)
+    np.testing.assert_array_equal(asked, ref_asked)
+    np.testing.assert_array_equal(scores >= 0.0, ref_scores >= 0.0)
+    np.testing.assert_allclose(scores, ref_scores, rtol=1e-12, atol=1e-12)
+    assert_same_learner(fast, ref)
 
 
 @pytest.mark.parametrize(("name", "params"), CASES, ids=IDS)
@@ -194,7 +227,7 @@ def test_subclass_with_its_own_rule_keeps_the_numpy_path() -> None:
     assert not a._compiled()
     X, y, tasks = stream(4)
     scores, asked = a.query_and_learn_many(X, y, tasks)
-    ref_scores, ref_asked = row_by_row(b, X, y, tasks, active=True)
+    ref_scores, ref_asked = per_event(b, X, y, tasks, active=True)
     np.testing.assert_array_equal(asked, ref_asked)
     np.testing.assert_allclose(scores, ref_scores, rtol=1e-12, atol=1e-12)
     assert_same_learner(a, b)
@@ -205,8 +238,9 @@ def test_budget_running_out_inside_a_batch_leaves_the_generator_exact() -> None:
     X, y, tasks = stream(11)
     fast = make("peer-share", {"budget": 25}, 9)
     ref = make("peer-share", {"budget": 25}, 9)
+    assert isinstance(ref, ActiveLearner)
     _, asked = fast.query_and_learn_many(X, y, tasks)
-    _, ref_asked = row_by_row(ref, X, y, tasks, active=True)
+    _, ref_asked = numpy_reference(ref, X, y, tasks, active=True)
     assert int(asked.sum()) == 25 and int(np.flatnonzero(asked)[-1]) < N - 1
     np.testing.assert_array_equal(asked, ref_asked)
     assert fast.rng.random() == ref.rng.random()
