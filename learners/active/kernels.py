@@ -84,7 +84,9 @@ def kernel_rows(batch: Batch, bias: bool = False, normalize: bool = False) -> Ke
     the batch; give them False for a batch that is already preprocessed.
     """
     if batch.dense is not None:
-        X = np.ascontiguousarray(batch.dense, dtype=np.float64)
+        # C-ordered and writeable: the types the kernels are compiled for (numba
+        # would compile another version for a read-only array).
+        X = np.require(batch.dense, np.float64, ["C", "W"])
         return True, X, _NO_INT, _NO_INT, _NO_FLOAT, bias, normalize
     csr = batch.csr
     assert csr is not None

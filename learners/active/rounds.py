@@ -180,8 +180,8 @@ class ActiveLearner(Learner):
         u = uniforms.values if uniforms is not None else np.zeros(0)
         drawn, asked = self._run_kernel(
             kernel_rows(batch, preprocess and self._bias, preprocess and self._normalize),
-            np.ascontiguousarray(y, dtype=np.float64),
-            np.ascontiguousarray(tasks, dtype=np.int64),
+            np.require(y, np.float64, ["C", "W"]),
+            np.require(tasks, np.int64, ["C", "W"]),
             active,
             u,
             self._remaining_queries(),
