@@ -19,6 +19,21 @@ A subclass declares ``name``, ``summary``, ``paper``, ``params``, ``kind``,
 ``active`` and ``state_fields`` (attribute names holding its learned state), and
 implements ``_init_state``, ``_decision`` and ``_learn`` (and ``_query`` when
 active, ``_add_task``, ``_relation``).
+
+>>> import numpy as np, learners
+>>> model = learners.make("ipl", n_features=2, n_tasks=2, seed=0)
+>>> x = np.array([1.0, 2.0])
+>>> model.predict_one(x, task=1)
+1
+>>> model.learn_one(x, -1, task=1)
+>>> model.predict_one(x, task=1), model.decision_one(x, task=1), model.predict_one(x, task=0)
+(-1, -5.0, 1)
+>>> state = model.state_dict()
+>>> state["learner"], all(isinstance(v, np.ndarray | int | float | str | bool) for v in state.values())
+('ipl', True)
+>>> copy = learners.from_state_dict(state)
+>>> copy.decision_one(x, task=1) == model.decision_one(x, task=1)
+True
 """
 
 from __future__ import annotations
