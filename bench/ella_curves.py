@@ -1,6 +1,6 @@
 """Lifelong learning curves of the ELLA family (ruvolo2014 Fig. 2).
 
-Runs the ``lifelong`` protocol (service/evaluation/protocols/lifelong.py) for
+Runs the ``lifelong`` protocol (evaluation/protocols/lifelong.py) for
 ella, ella-svd, ella-incremental and ella-dual on one dataset, writes the JSON
 documents and a plot of the curves to bench/results/, and prints the final
 figures::
@@ -56,11 +56,11 @@ from typing import Any
 
 import numpy as np
 
-from service.evaluation.catalog import load_dataset
-from service.evaluation.common import aggregate
-from service.evaluation.compare import plot_curves
-from service.evaluation.dataset import Dataset
-from service.evaluation.protocols import lifelong
+from evaluation.catalog import load_dataset
+from evaluation.common import aggregate
+from evaluation.compare import plot_curves
+from evaluation.dataset import Dataset
+from evaluation.protocols import lifelong
 
 LEARNERS = ("ella", "ella-svd", "ella-incremental", "ella-dual")
 #: ruvolo2014's grid: k in {1, ..., 10}, lambda in {e^-5, ..., e^5}.

@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 
 import learners
+from evaluation.catalog import load_dataset
 from learners.ella.model import BasisLearner
-from service.evaluation.catalog import load_dataset
 
 MU = float(np.exp(-5))
 MATLAB_RIDGE = float(np.exp(-5))

@@ -1,6 +1,6 @@
 """saha2011 Table 2 and the seven-method tables (Tables 3-5), through the evaluation harness.
 
-Every figure comes from the ``split`` protocol of :mod:`service.evaluation` —
+Every figure comes from the ``split`` protocol of :mod:`evaluation` —
 the code behind ``omtl evaluate DATASET --protocol split`` — so each row equals::
 
     omtl evaluate DATASET --protocol split --runs R --seed S --learner NAME [--param K=V ...]
@@ -62,8 +62,8 @@ from typing import Any
 
 import numpy as np
 
-from service.evaluation import protocols
-from service.evaluation.catalog import load_dataset
+from evaluation import protocols
+from evaluation.catalog import load_dataset
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DATASETS = ("synthetic-saha", "landmine", "sentiment4")

@@ -37,8 +37,8 @@ from typing import Any
 import numpy as np
 
 from bench.rom_runs import dataset, spec
+from evaluation.common import LearnerSetup, RowSource, learner_seed, run_rng, stream_pass
 from learners.rom.base import OUTLIER_FACTOR, relative_outliers
-from service.evaluation.common import LearnerSetup, RowSource, learner_seed, run_rng, stream_pass
 
 __all__ = ["FACTORS", "choose_factor", "main", "run"]
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from service.evaluation.catalog import load_dataset
-from service.evaluation.common import LearnerSetup, RowSource, learner_seed, run_rng, stream_pass
+from evaluation.catalog import load_dataset
+from evaluation.common import LearnerSetup, RowSource, learner_seed, run_rng, stream_pass
 
 __all__ = ["Replay", "dataset", "replay", "spec"]
 

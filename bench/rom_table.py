@@ -42,7 +42,7 @@ from bench import rom_detect, rom_outlier_rule
 from bench.rom_grid import ROWS, TUNE_DATA_SEED, TUNE_SEED, Row, candidates, grid
 from bench.rom_paper import PAPER_TABLE
 from bench.rom_runs import dataset, replay, spec
-from service.evaluation.protocols import get
+from evaluation.protocols import get
 
 RESULTS = Path(__file__).resolve().parent / "results"
 OMTL = str(Path(sys.executable).parent / "omtl")

@@ -29,7 +29,7 @@ import scipy.sparse as sp
 
 import learners
 from bench.throughput_streams import BenchStream
-from service.evaluation.common import kind_switch
+from evaluation.common import kind_switch
 
 __all__ = ["BATCH", "run_isolated", "run_learner"]
 

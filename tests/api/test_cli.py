@@ -11,10 +11,10 @@ import redis
 import scipy.sparse as sp
 from fastapi.testclient import TestClient
 
+from evaluation.dataset import Dataset
 from service.api.client import ApiCallError, sse_messages
 from service.cli.annotate_cmd import annotate
 from service.cli.replay_cmd import ensure_model, event_json, replay
-from service.evaluation.dataset import Dataset
 from service.settings import Settings
 from service.worker import Worker
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from service.evaluation.catalog import load_dataset
-from service.evaluation.splits import TRAIN
+from evaluation.catalog import load_dataset
+from evaluation.splits import TRAIN
 
 
 def test_saha_tasks_are_opposite_and_uncorrelated():

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from service.evaluation.common import (
+from evaluation.common import (
     LearnerSetup,
     PassResult,
     RowSource,
@@ -39,8 +39,8 @@ from service.evaluation.common import (
     score_rows,
     stream_pass,
 )
-from service.evaluation.dataset import Dataset
-from service.evaluation.splits import TEST, TRAIN
+from evaluation.dataset import Dataset
+from evaluation.splits import TEST, TRAIN
 
 NAME = "split"
 

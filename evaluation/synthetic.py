@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from service.evaluation.dataset import Dataset
-from service.evaluation.params import DatasetParams
-from service.evaluation.splits import per_task_split, pooled_split
+from evaluation.dataset import Dataset
+from evaluation.params import DatasetParams
+from evaluation.splits import per_task_split, pooled_split
 
 __all__ = ["synthetic_ella", "synthetic_rom", "synthetic_saha"]
 

@@ -42,9 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from learners.base import Learner
-from learners.inputs import Batch
-from service.evaluation.common import (
+from evaluation.common import (
     LearnerSetup,
     RowSource,
     accuracy_figures,
@@ -56,8 +54,10 @@ from service.evaluation.common import (
     regression_metrics,
     run_rng,
 )
-from service.evaluation.dataset import Dataset
-from service.evaluation.splits import TEST, TRAIN
+from evaluation.dataset import Dataset
+from evaluation.splits import TEST, TRAIN
+from learners.base import Learner
+from learners.inputs import Batch
 
 NAME = "lifelong"
 

@@ -1,6 +1,6 @@
 """Helpers shared by the evaluation protocols (and importable by new ones).
 
-A protocol module (see :mod:`service.evaluation.protocols`) typically does::
+A protocol module (see :mod:`evaluation.protocols`) typically does::
 
     setup = LearnerSetup.create(dataset, learner, params, budget=budget)
     rows = RowSource(dataset)
@@ -54,9 +54,9 @@ import scipy.sparse as sp
 from scipy import stats
 
 import learners
+from evaluation.dataset import Dataset
 from learners.base import Learner
 from learners.inputs import Batch, Vec
-from service.evaluation.dataset import Dataset
 
 __all__ = [
     "LearnerSetup",

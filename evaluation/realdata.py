@@ -1,7 +1,7 @@
 """Loaders for the real multitask benchmarks under ``OMTL_DATA`` (see its README).
 
-Every loader takes a :class:`~service.evaluation.params.DatasetParams` and returns
-a :class:`~service.evaluation.dataset.Dataset`. Classification labels are mapped
+Every loader takes a :class:`~evaluation.params.DatasetParams` and returns
+a :class:`~evaluation.dataset.Dataset`. Classification labels are mapped
 to {-1, +1} (algorithms.md Sec. 0: ``y <- 2y - 1``). None of the real sets ships
 a fixed train/test split except ``school`` (the ten published 75/25 splits), so
 each gets the split its paper uses, drawn afresh per run (``draw_split``);
@@ -17,10 +17,10 @@ import numpy as np
 import scipy.io as sio
 import scipy.sparse as sp
 
-from service.evaluation.datapath import data_file
-from service.evaluation.dataset import Dataset
-from service.evaluation.params import DatasetParams
-from service.evaluation.splits import SplitRule, per_task_split
+from evaluation.datapath import data_file
+from evaluation.dataset import Dataset
+from evaluation.params import DatasetParams
+from evaluation.splits import SplitRule, per_task_split
 
 __all__ = [
     "load_landmine",

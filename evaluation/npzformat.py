@@ -32,9 +32,9 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from service.evaluation.dataset import Dataset
-from service.evaluation.params import DatasetParams
-from service.evaluation.splits import per_task_split
+from evaluation.dataset import Dataset
+from evaluation.params import DatasetParams
+from evaluation.splits import per_task_split
 
 __all__ = ["load_npz", "save_npz"]
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from service.evaluation.dataset import Dataset
-from service.evaluation.npzformat import load_npz
-from service.evaluation.params import DatasetParams, parse_spec
-from service.evaluation.realdata import (
+from evaluation.dataset import Dataset
+from evaluation.npzformat import load_npz
+from evaluation.params import DatasetParams, parse_spec
+from evaluation.realdata import (
     load_landmine,
     load_landmine19,
     load_school,
@@ -20,7 +20,7 @@ from service.evaluation.realdata import (
     load_spam15,
     load_tdt2,
 )
-from service.evaluation.synthetic import synthetic_ella, synthetic_rom, synthetic_saha
+from evaluation.synthetic import synthetic_ella, synthetic_rom, synthetic_saha
 
 __all__ = ["DATASETS", "dataset_names", "dataset_summary", "load_dataset"]
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from service.evaluation.common import (
+from evaluation.common import (
     LearnerSetup,
     RowSource,
     build_document,
@@ -32,7 +32,7 @@ from service.evaluation.common import (
     run_rng,
     stream_pass,
 )
-from service.evaluation.dataset import Dataset
+from evaluation.dataset import Dataset
 
 NAME = "online"
 

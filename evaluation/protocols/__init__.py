@@ -11,7 +11,7 @@ full JSON document (keys ``dataset``, ``learner``, ``params``, ``protocol``,
 ``runs``, ``metrics``, ``per_task``, ``relation_matrix``, ``weight_correlation``
 and optional extras); ``progress(done, total)`` reports work done. Adding a
 protocol means adding a module; nothing here lists them. Shared helpers are in
-:mod:`service.evaluation.common`.
+:mod:`evaluation.common`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import pkgutil
 from collections.abc import Callable
 from typing import Any, Protocol, cast
 
-from service.evaluation.dataset import Dataset
+from evaluation.dataset import Dataset
 
 __all__ = ["EvaluationProtocol", "available", "get"]
 

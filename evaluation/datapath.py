@@ -14,7 +14,7 @@ from pathlib import Path
 __all__ = ["DEFAULT_DATA", "DataNotFoundError", "data_root", "data_file"]
 
 DEFAULT_DATA = "../shared/data"
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 class DataNotFoundError(FileNotFoundError):

@@ -1,7 +1,7 @@
 """Several learners on the same dataset, protocol and shuffles (``omtl compare``).
 
 The shuffles and splits of run ``r`` depend only on ``(seed, r)``
-(:func:`service.evaluation.common.run_rng`), so evaluating each learner with the
+(:func:`evaluation.common.run_rng`), so evaluating each learner with the
 same seed gives every learner exactly the same data orders.
 """
 
@@ -11,8 +11,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from service.evaluation import protocols
-from service.evaluation.dataset import Dataset
+from evaluation import protocols
+from evaluation.dataset import Dataset
 
 __all__ = ["compare", "plot_curves", "split_params"]
 
