@@ -65,7 +65,7 @@ import numpy as np
 from evaluation import protocols
 from evaluation.catalog import load_dataset
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 DATASETS = ("synthetic-saha", "landmine", "sentiment4")
 PRE: dict[str, Any] = {"append_bias": True, "l2_normalize": True}
 ETA_GRID = (1e-3, 1e-2, 1e-1, 1.0, 10.0)
@@ -283,7 +283,7 @@ def cost() -> dict[str, Any]:
     prefix, which can end before EPOCH; here ``epoch_rounds = 0`` so every mistake
     pays the A update (O(K nnz + K^3)).
     """
-    from bench.throughput_streams import make_stream
+    from bench.perf.throughput_streams import make_stream
     from learners import make
     from learners.inputs import Batch
 

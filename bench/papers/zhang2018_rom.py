@@ -38,13 +38,14 @@ from multiprocessing import Pool
 from pathlib import Path
 from typing import Any
 
-from bench import rom_detect, rom_outlier_rule
-from bench.rom_grid import ROWS, TUNE_DATA_SEED, TUNE_SEED, Row, candidates, grid
+from bench import rom_detect
+from bench.papers import zhang2018_rom_outliers as rom_outlier_rule
+from bench.papers.zhang2018_rom_setup import ROWS, TUNE_DATA_SEED, TUNE_SEED, Row, candidates, grid
 from bench.rom_paper import PAPER_TABLE
 from bench.rom_runs import dataset, replay, spec
 from evaluation.protocols import get
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 OMTL = str(Path(sys.executable).parent / "omtl")
 DELTA2 = (0.09, 1.00, 12.25)
 ROM_LEARNERS = ("rom-pgd", "rom-rda")

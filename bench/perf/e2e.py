@@ -39,15 +39,15 @@ import numpy as np  # noqa: E402
 import orjson  # noqa: E402
 import redis  # noqa: E402
 
-from bench.e2e_http import LoadResult, load, serve  # noqa: E402
-from bench.e2e_worker import DrainResult, make_stream, measure_drain  # noqa: E402
-from bench.throughput_report import machine  # noqa: E402
+from bench.perf.e2e_http import LoadResult, load, serve  # noqa: E402
+from bench.perf.e2e_worker import DrainResult, make_stream, measure_drain  # noqa: E402
+from bench.perf.throughput_report import machine  # noqa: E402
 from service.embedded_redis import EmbeddedRedis  # noqa: E402
 from service.settings import Settings  # noqa: E402
 from service.snapshot import read_snapshot  # noqa: E402
 
 K, D = 100, 100
-RESULTS = Path(__file__).parent / "results"
+RESULTS = Path(__file__).parents[1] / "results"
 
 
 def _log(message: str) -> None:
@@ -82,7 +82,7 @@ def _predict_runs(
     runs: dict[tuple[str, int], list[LoadResult]] = {}
     with (
         serve("service.api.app:create_app", env_api) as (api_port, api_pid),
-        serve("bench.e2e_bare:create_app", env_bare) as (bare_port, bare_pid),
+        serve("bench.perf.e2e_bare:create_app", env_bare) as (bare_port, bare_pid),
     ):
         _check(api_port, body)
         _check(bare_port, body)

@@ -59,7 +59,7 @@ def serve(app: str, env: dict[str, str]) -> Iterator[tuple[int, int]]:
         "--port", str(port), "--no-access-log", "--loop", "uvloop", "--http", "httptools",
         "--log-level", "warning",
     ]  # fmt: skip
-    proc = subprocess.Popen(cmd, env={**os.environ, **env}, cwd=Path(__file__).parents[1])
+    proc = subprocess.Popen(cmd, env={**os.environ, **env}, cwd=Path(__file__).parents[2])
     try:
         deadline = time.monotonic() + 30
         while True:

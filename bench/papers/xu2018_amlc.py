@@ -27,7 +27,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 OMTL = str(Path(sys.executable).parent / "omtl")
 
 #: xu2018 Table 1, Landmine Detection column: (accuracy, +-, queries, +-).

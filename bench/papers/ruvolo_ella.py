@@ -78,7 +78,7 @@ MATRICES = (
     "weight_correlation_last",
 )
 STATS = ("mean", "std", "ci95")
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 
 
 def final_value(doc: dict[str, Any]) -> float:

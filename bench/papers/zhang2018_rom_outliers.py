@@ -42,7 +42,7 @@ from learners.rom.base import OUTLIER_FACTOR, relative_outliers
 
 __all__ = ["FACTORS", "choose_factor", "main", "run"]
 
-RESULTS = Path(__file__).parent / "results"
+RESULTS = Path(__file__).parents[1] / "results"
 FACTORS = (1.02, 1.05, 1.1, 1.15, 1.2, 1.3, 1.5, 2.0, 3.0, 5.0, 10.0)
 EXPECTED: dict[float, list[int]] = {0.09: [], 12.25: [4]}
 DELTA2 = (0.09, 1.0, 12.25)

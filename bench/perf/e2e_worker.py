@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import redis
 
-from bench import throughput_streams
-from bench.throughput_streams import BenchStream
+from bench.perf import throughput_streams
+from bench.perf.throughput_streams import BenchStream
 from service import keys
 from service.codec import encode_batch, encode_event
 from service.models import ModelConfig, put_model
