@@ -8,7 +8,7 @@ Measures, in one run on one machine:
    labelled);
 2. the same with batch entries of 100 events;
 3. ``POST /predict`` requests/second and p50/p99 latency beside a bare FastAPI
-   endpoint doing the same dot product (:mod:`bench.e2e_bare`), each served by
+   endpoint doing the same dot product (:mod:`bench.perf.e2e_bare`), each served by
    uvicorn in a subprocess and loaded by wrk (or a Python client loop).
 
 The server is the embedded one (:mod:`service.embedded_redis`) on a free port,
@@ -39,6 +39,7 @@ import numpy as np  # noqa: E402
 import orjson  # noqa: E402
 import redis  # noqa: E402
 
+from bench import RESULTS  # noqa: E402
 from bench.perf.e2e_http import LoadResult, load, serve  # noqa: E402
 from bench.perf.e2e_worker import DrainResult, make_stream, measure_drain  # noqa: E402
 from bench.perf.throughput_report import machine  # noqa: E402
@@ -47,7 +48,6 @@ from service.settings import Settings  # noqa: E402
 from service.snapshot import read_snapshot  # noqa: E402
 
 K, D = 100, 100
-RESULTS = Path(__file__).parents[1] / "results"
 
 
 def _log(message: str) -> None:

@@ -1,4 +1,4 @@
-"""``/predict`` requests per second and latency beside a bare FastAPI endpoint (part of ``bench/e2e.py``).
+"""``/predict`` requests per second and latency beside a bare FastAPI endpoint (part of ``bench/perf/e2e.py``).
 
 Each app runs in its own ``uvicorn`` process (one worker, uvloop, httptools, no
 access log) on 127.0.0.1. The load comes from ``wrk`` when it is installed

@@ -26,6 +26,7 @@ from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 import learners  # noqa: E402
+from bench import RESULTS  # noqa: E402
 from bench.perf.throughput_ours import BATCH, run_isolated  # noqa: E402
 from bench.perf.throughput_peers import peer_versions, run_river, run_vw  # noqa: E402
 from bench.perf.throughput_report import machine, markdown, versions  # noqa: E402
@@ -186,9 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=3, help="repetitions (the median is kept)")
     parser.add_argument("--learners", help="comma-separated learners (default: all registered)")
     parser.add_argument("--quick", action="store_true", help="short streams, for a smoke run")
-    parser.add_argument(
-        "--out", default=str(Path(__file__).parents[1] / "results"), help="output folder"
-    )
+    parser.add_argument("--out", default=str(RESULTS), help="output folder")
     args = parser.parse_args(argv)
     names = (
         [n.strip() for n in args.learners.split(",") if n.strip()]
