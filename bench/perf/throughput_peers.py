@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from bench.throughput_streams import BenchStream
+from bench.perf.throughput_streams import BenchStream
 
 __all__ = ["PeerResult", "peer_versions", "run_river", "run_vw"]
 

@@ -8,7 +8,7 @@ K and nnz, and for the dense 10-feature landmine shape. Every event is learned
 Inputs are canonicalised once beforehand, as the evaluation harness and the
 service do; times are CPU time of this process.
 
-Usage: ``.venv/bin/python bench/amlc_throughput.py``
+Usage: ``python -m bench.perf.amlc_throughput``
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 It parses the same JSON body with orjson, looks the task's weight vector up in
 a fixed ``(K, d)`` matrix (loaded from the ``.npy`` file named by
 ``OMTL_BENCH_WEIGHTS``) and answers the score and label; no validation beyond
-what numpy does, no Redis, no metrics. Served by ``bench/e2e.py`` with
-``uvicorn bench.e2e_bare:create_app --factory``.
+what numpy does, no Redis, no metrics. Served by ``bench/perf/e2e.py`` with
+``uvicorn bench.perf.e2e_bare:create_app --factory``.
 """
 
 from __future__ import annotations

@@ -1,13 +1,13 @@
-"""Lifelong learning curves of the ELLA family (ruvolo2014 Fig. 2).
+"""ruvolo2014 (ELLA): the lifelong learning curves of Fig. 2, and two studies of their outcome.
 
 Runs the ``lifelong`` protocol (evaluation/protocols/lifelong.py) for
 ella, ella-svd, ella-incremental and ella-dual on one dataset, writes the JSON
 documents and a plot of the curves to bench/results/, and prints the final
 figures::
 
-    .venv/bin/python bench/ella_curves.py synthetic-ella --runs 100
-    .venv/bin/python bench/ella_curves.py school:train=0.5 --runs 10
-    .venv/bin/python bench/ella_curves.py landmine --runs 100
+    python -m bench.papers.ruvolo_ella synthetic-ella --runs 100
+    python -m bench.papers.ruvolo_ella school:train=0.5 --runs 10
+    python -m bench.papers.ruvolo_ella landmine --runs 100
 
 Hyperparameters. ruvolo2014 chose ``lambda`` and ``k`` per method by a grid
 search (``mu = e^-5`` for all). With ``--grid`` this script does the same (``k`` in
@@ -41,6 +41,29 @@ so the other reading costs only the reported trials.
 (dataset ``seed`` = trial index; the tuning trials use seeds from 1000 on), one
 reading of ruvolo2014's "100 random tasks ... averaged over 100 trials"; without
 it every trial re-splits and re-orders the one dataset named on the command line.
+
+Two studies read or re-run the curves' setting (bench/results/ella_notes.md, items 3-4):
+
+``--paired FILE`` compares ``ella`` with the other three methods trial by trial in a
+results file of ``--regenerate`` (whose per-method documents keep every trial's final
+figure under ``finals``; trial ``r`` of every method ran on the same dataset, split and
+task order) and prints, for each other method, the mean of ``final(ella) - final(other)``
+with its 95% t-interval, how many trials ``ella`` won, and which method was best in each
+trial (committed as ``ella_synthetic-ella_paper_grid_regen[_area]_paired.json``)::
+
+    python -m bench.papers.ruvolo_ella --paired bench/results/ella_synthetic-ella_paper_grid_regen.json
+
+``--recode`` asks why ELLA trails ELLA-SVD on synthetic-ella: frozen codes or a worse
+basis? It runs the lifelong presentation (random task order, each task's training half
+as one batch, 50/50 split per task) and, after the last task, scores every task's test
+half twice: with the model's own codes (what the ``lifelong`` protocol reports) and with
+every code recomputed by Eq. (11) over the *final* basis (``code_for``, which changes
+nothing). ELLA never revisits the code of a task it has learned; ELLA-SVD rewrites the
+codes of the tasks sharing an updated atom. If the re-coded ELLA closes the gap, the gap
+comes from the frozen codes, not from the basis (prints the JSON committed as
+``ella_recode.json``)::
+
+    python -m bench.papers.ruvolo_ella --recode --runs 20
 """
 
 from __future__ import annotations
@@ -55,12 +78,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scipy import stats
 
+import learners
+from bench import RESULTS
 from evaluation.catalog import load_dataset
 from evaluation.common import aggregate
 from evaluation.compare import plot_curves
 from evaluation.dataset import Dataset
 from evaluation.protocols import lifelong
+from learners.ella.model import BasisLearner
 
 LEARNERS = ("ella", "ella-svd", "ella-incremental", "ella-dual")
 #: ruvolo2014's grid: k in {1, ..., 10}, lambda in {e^-5, ..., e^5}.
@@ -78,7 +105,6 @@ MATRICES = (
     "weight_correlation_last",
 )
 STATS = ("mean", "std", "ci95")
-RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def final_value(doc: dict[str, Any]) -> float:
@@ -227,11 +253,152 @@ def stored_grid(path: Path, dataset: str, criterion: str) -> dict[str, list[dict
     return grid
 
 
-def main() -> None:
+def curves(args: argparse.Namespace) -> None:
+    """The four methods' curves on ``args.dataset``: grid, reported trials, files, summary."""
+    first = load_dataset(args.dataset)
+    kind, data_bias = first.kind, has_bias_column(first)
+
+    def point(name: str, k: int, lam: float) -> dict[str, Any]:
+        icml = args.ella_icml and name == "ella"
+        return params_for(kind, k, lam, args.init_first_k, icml, data_bias)
+
+    tune_data = TUNING_DATA_SEED if args.regenerate else None
+    report_data = 0 if args.regenerate else None
+
+    chosen = {name: point(name, args.k, args.lam) for name in LEARNERS}
+    grid_scores: dict[str, list[dict[str, Any]]] = {}
+    with ProcessPoolExecutor(args.workers) as pool:
+        if args.grid_from is not None:
+            grid_scores = stored_grid(args.grid_from, args.dataset, args.select)
+        elif args.grid:
+            grid_scores = run_grid(pool, args, point, tune_data)
+        for name, scores in grid_scores.items():
+            best = max(scores, key=lambda g: g[args.select])
+            chosen[name] = point(name, best["k"], best["lam"])
+        final_jobs: list[Job] = [
+            (args.dataset, name, chosen[name], args.runs, args.seed, report_data)
+            for name in LEARNERS
+        ]
+        docs = list(pool.map(evaluate, final_jobs))
+    stem = "ella_" + args.dataset.split(":")[0] + (f"_{args.tag}" if args.tag else "")
+    RESULTS.mkdir(exist_ok=True)
+    summary = {
+        "dataset": args.dataset,
+        "command": "python -m bench.papers.ruvolo_ella " + " ".join(sys.argv[1:]),
+        "runs": args.runs,
+        "seed": args.seed,
+        "regenerate": args.regenerate,
+        "select": args.select,
+        "grid_from": str(args.grid_from) if args.grid_from else None,
+        "data_bias_column": data_bias,
+        "grid": grid_scores,
+        "chosen": chosen,
+        "final": {doc["learner"]: final_value(doc) for doc in docs},
+        "final_ci95": {
+            doc["learner"]: float(doc["curve"][list(doc["curve"])[3]][-1]) for doc in docs
+        },
+        "seconds": {doc["learner"]: doc["seconds"] for doc in docs},
+    }
+    plot_curves(docs, RESULTS / f"{stem}.png")
+    for doc in docs:  # the K x K matrices would make the file megabytes; curves and metrics stay
+        for key in MATRICES:
+            doc.pop(key, None)
+    (RESULTS / f"{stem}.json").write_text(json.dumps({"summary": summary, "documents": docs}))
+    print(json.dumps(summary, indent=1))
+
+
+# ------------------------------------------------------------------ --paired
+def paired(finals: dict[str, np.ndarray], reference: str = "ella") -> dict[str, Any]:
+    """``reference - other`` per trial: mean, 95% half-width, wins; best method per trial."""
+    ref = finals[reference]
+    n = ref.shape[0]
+    t = float(stats.t.ppf(0.975, n - 1)) if n > 1 else float("nan")
+    out: dict[str, Any] = {"trials": n, "differences": {}}
+    for name, values in finals.items():
+        if name == reference:
+            continue
+        diff = ref - values
+        half = t * float(diff.std(ddof=1)) / np.sqrt(n) if n > 1 else float("nan")
+        out["differences"][name] = {
+            "mean": float(diff.mean()),
+            "ci95": half,
+            "reference_better": int((diff > 0).sum()),
+        }
+    names = list(finals)
+    best = np.argmax(np.stack([finals[k] for k in names]), axis=0)
+    out["best_per_trial"] = {k: int((best == i).sum()) for i, k in enumerate(names)}
+    out["median"] = {k: float(np.median(v)) for k, v in finals.items()}
+    return out
+
+
+def paired_from_file(path: Path) -> dict[str, Any]:
+    """The paired figures of one results file of ``--regenerate``."""
+    docs = json.loads(path.read_text())["documents"]
+    if not all("finals" in d for d in docs):
+        raise SystemExit("no per-trial finals in this file (run the curves with --regenerate)")
+    return paired({d["learner"]: np.asarray(d["finals"], dtype=np.float64) for d in docs})
+
+
+# ------------------------------------------------------------------ --recode
+#: The data's 13th column is the bias: no second one is appended (d = 13, as in the paper).
+OWN_BIAS: dict[str, Any] = {"append_bias": False, "last_is_bias": True}
+ELLA_ICML: dict[str, Any] = {"lam": MATLAB_RIDGE, "ridge": MATLAB_RIDGE, "ridge_form": "icml"}
+#: label -> (learner, params): the choices of the paper's grid in
+#: bench/results/ella_synthetic-ella_paper_grid.json (ella k = 7, ella-svd k = 6), and
+#: ella at the true k = 6 (the choice of the grid with regenerated datasets).
+RECODE_SETUPS: dict[str, tuple[str, dict[str, Any]]] = {
+    "ella k=7": ("ella", {"k": 7, **ELLA_ICML, **OWN_BIAS}),
+    "ella k=6": ("ella", {"k": 6, **ELLA_ICML, **OWN_BIAS}),
+    "ella-svd k=6": ("ella-svd", {"k": 6, "lam": MATLAB_RIDGE, "ridge": MATLAB_RIDGE, **OWN_BIAS}),
+}
+
+
+def recode_run(name: str, params: dict[str, Any], run: int) -> tuple[float, float]:
+    """Final mean -rMSE with the model's codes and with codes over the final basis."""
+    data = load_dataset("synthetic-ella")
+    rng = np.random.default_rng(run)
+    T = data.n_tasks
+    X = np.asarray(data.X)
+    model = learners.make(name, n_features=data.n_features, n_tasks=T, seed=run, mu=MU, **params)
+    assert isinstance(model, BasisLearner)
+    split = []
+    for t in range(T):
+        rows = rng.permutation(np.flatnonzero(data.task == t))
+        split.append((rows[: rows.size // 2], rows[rows.size // 2 :]))
+    for t in rng.permutation(T).tolist():
+        train = split[t][0]
+        model.learn_many(X[train], data.y[train], t)
+    own, recoded = [], []
+    for t in range(T):
+        train, test = split[t]
+        Xt = X[test]
+        w_own = model.basis() @ model.codes()[t]
+        _, w_new = model.code_for(model.theta_[t], model.D_[t])
+        own.append(np.sqrt(np.mean((Xt @ w_own - data.y[test]) ** 2)))
+        recoded.append(np.sqrt(np.mean((Xt @ w_new - data.y[test]) ** 2)))
+    return -float(np.mean(own)), -float(np.mean(recoded))
+
+
+def recode_study(runs: int) -> dict[str, Any]:
+    """Mean and 95% CI half-width of both figures per setup."""
+    out: dict[str, Any] = {}
+    for label, (name, params) in RECODE_SETUPS.items():
+        pairs = np.array([recode_run(name, params, r) for r in range(runs)])
+        half = 1.96 * pairs.std(axis=0, ddof=1) / np.sqrt(runs)
+        out[label] = {
+            "own_codes": [float(pairs[:, 0].mean()), float(half[0])],
+            "recoded_final_basis": [float(pairs[:, 1].mean()), float(half[1])],
+        }
+    return {"runs": runs, "params": RECODE_SETUPS, "final_neg_rmse": out}
+
+
+def main(argv: list[str] | None = None) -> None:
     """Parse the command line, run, write and print."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("dataset")
-    ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument(
+        "dataset", nargs="?", help="the dataset of the curves (not with --paired / --recode)"
+    )
+    ap.add_argument("--runs", type=int, help="trials (default 10; 20 with --recode)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--k", type=int, default=6)
     ap.add_argument("--lam", type=float, default=float(np.exp(-5)))
@@ -267,57 +434,27 @@ def main() -> None:
         default="area",
         help="grid criterion: the curve's last point or its mean over all steps",
     )
-    args = ap.parse_args()
-    first = load_dataset(args.dataset)
-    kind, data_bias = first.kind, has_bias_column(first)
-
-    def point(name: str, k: int, lam: float) -> dict[str, Any]:
-        icml = args.ella_icml and name == "ella"
-        return params_for(kind, k, lam, args.init_first_k, icml, data_bias)
-
-    tune_data = TUNING_DATA_SEED if args.regenerate else None
-    report_data = 0 if args.regenerate else None
-
-    chosen = {name: point(name, args.k, args.lam) for name in LEARNERS}
-    grid_scores: dict[str, list[dict[str, Any]]] = {}
-    with ProcessPoolExecutor(args.workers) as pool:
-        if args.grid_from is not None:
-            grid_scores = stored_grid(args.grid_from, args.dataset, args.select)
-        elif args.grid:
-            grid_scores = run_grid(pool, args, point, tune_data)
-        for name, scores in grid_scores.items():
-            best = max(scores, key=lambda g: g[args.select])
-            chosen[name] = point(name, best["k"], best["lam"])
-        final_jobs: list[Job] = [
-            (args.dataset, name, chosen[name], args.runs, args.seed, report_data)
-            for name in LEARNERS
-        ]
-        docs = list(pool.map(evaluate, final_jobs))
-    stem = "ella_" + args.dataset.split(":")[0] + (f"_{args.tag}" if args.tag else "")
-    RESULTS.mkdir(exist_ok=True)
-    summary = {
-        "dataset": args.dataset,
-        "command": "bench/ella_curves.py " + " ".join(sys.argv[1:]),
-        "runs": args.runs,
-        "seed": args.seed,
-        "regenerate": args.regenerate,
-        "select": args.select,
-        "grid_from": str(args.grid_from) if args.grid_from else None,
-        "data_bias_column": data_bias,
-        "grid": grid_scores,
-        "chosen": chosen,
-        "final": {doc["learner"]: final_value(doc) for doc in docs},
-        "final_ci95": {
-            doc["learner"]: float(doc["curve"][list(doc["curve"])[3]][-1]) for doc in docs
-        },
-        "seconds": {doc["learner"]: doc["seconds"] for doc in docs},
-    }
-    plot_curves(docs, RESULTS / f"{stem}.png")
-    for doc in docs:  # the K x K matrices would make the file megabytes; curves and metrics stay
-        for key in MATRICES:
-            doc.pop(key, None)
-    (RESULTS / f"{stem}.json").write_text(json.dumps({"summary": summary, "documents": docs}))
-    print(json.dumps(summary, indent=1))
+    ap.add_argument(
+        "--paired",
+        type=Path,
+        metavar="FILE",
+        help="print the trial-by-trial comparison of a --regenerate results file and stop",
+    )
+    ap.add_argument(
+        "--recode",
+        action="store_true",
+        help="print own codes against codes over the final basis (synthetic-ella) and stop",
+    )
+    args = ap.parse_args(argv)
+    if args.paired is not None:
+        print(json.dumps(paired_from_file(args.paired), indent=1))
+    elif args.recode:
+        print(json.dumps(recode_study(args.runs or 20), indent=1))
+    elif args.dataset is None:
+        ap.error("name a dataset, or give --paired FILE or --recode")
+    else:
+        args.runs = args.runs or 10
+        curves(args)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Worker drain throughput beside the raw Redis Streams baseline (part of ``bench/e2e.py``).
+"""Worker drain throughput beside the raw Redis Streams baseline (part of ``bench/perf/e2e.py``).
 
 Both sides drain the same pre-filled stream on the same server:
 
@@ -7,7 +7,7 @@ Both sides drain the same pre-filled stream on the same server:
 * **raw**: ``XREADGROUP COUNT read_count`` + ``XACK`` of every read, nothing
   decoded and nothing learned: the transport alone.
 
-Events follow the perf-anchor stream of :mod:`bench.throughput_streams`: x ~ N(0, I)
+Events follow the perf-anchor stream of :mod:`bench.perf.throughput_streams`: x ~ N(0, I)
 scaled to unit norm (sent as float32), tasks uniform over K, y = sign(w_k x) with 5% of labels flipped,
 w_k = w0 + 0.5 u_k. Every event is labelled, so the worker predicts and learns
 each one (multitask Perceptron ``cmtl``).
@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import redis
 
-from bench import throughput_streams
-from bench.throughput_streams import BenchStream
+from bench.perf import throughput_streams
+from bench.perf.throughput_streams import BenchStream
 from service import keys
 from service.codec import encode_batch, encode_event
 from service.models import ModelConfig, put_model

@@ -5,7 +5,7 @@ d = 1,000, 10,000 and 100,000 through ``learn_one`` and prints microseconds per
 event (best of 3 passes). With O(nnz) updates the figure stays flat as d grows 100-fold; a learner
 doing O(d) work per event would slow down about 100 times.
 
-Usage: ``.venv/bin/python -m bench.rom_cost [--events 5000]``
+Usage: ``python -m bench.perf.rom_cost [--events 5000]``
 """
 
 from __future__ import annotations

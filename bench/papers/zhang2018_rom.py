@@ -3,7 +3,7 @@
 For each delta^2 in {0.09, 1.00, 12.25}:
 
 1. tune every row's hyperparameters on a separate tuning instance of the data
-   (protocol and grids in :mod:`bench.rom_grid`);
+   (protocol and grids in :mod:`bench.papers.zhang2018_rom_setup`);
 2. run the selected point exactly as::
 
        omtl evaluate synthetic-rom:delta2=D --protocol online --runs 10 --seed 0 \
@@ -15,38 +15,49 @@ For each delta^2 in {0.09, 1.00, 12.25}:
    as the command above) to count in how many runs each task ends flagged by
    ``outlier_tasks()`` (the command reports the last run only).
 
-Then two detection-only stages: gamma calibrated for detection
-(:mod:`bench.rom_detect`) and the relative outlier rule
-(:mod:`bench.rom_outlier_rule`, appended to the markdown last).
+Then two detection-only stages (:mod:`bench.papers.zhang2018_rom_outliers`):
+gamma calibrated for detection and the relative outlier rule (appended to the
+markdown last, and to ``bench/results/rom_outlier_rule.json``).
 
 Prints the table beside the paper's figures, checks the acceptance statements
 of the ROM issue and writes ``bench/results/rom_table.{md,json}``. The ``+-``
 figures are standard deviations over the 10 runs.
 
-Usage: ``.venv/bin/python -m bench.rom_table [--runs 10] [--tune-runs 3] [--jobs 2]``
+Usage::
+
+    python -m bench.papers.zhang2018_rom [--runs 10] [--tune-runs 3] [--jobs 2] [--reuse-tuning]
+    python -m bench.papers.zhang2018_rom --only outlier-rule [--runs 10] [--jobs 2]
+
+(``--only outlier-rule`` re-runs the relative-rule stage alone, from the
+selections stored in ``bench/results/rom_table.json``.)
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
-import tempfile
 import time
 from multiprocessing import Pool
-from pathlib import Path
 from typing import Any
 
-from bench import rom_detect, rom_outlier_rule
-from bench.rom_grid import ROWS, TUNE_DATA_SEED, TUNE_SEED, Row, candidates, grid
-from bench.rom_paper import PAPER_TABLE
-from bench.rom_runs import dataset, replay, spec
+from bench import RESULTS
+from bench.papers import zhang2018_rom_outliers as outliers
+from bench.papers.cli import omtl_json, shown
+from bench.papers.zhang2018_rom_setup import (
+    DELTA2,
+    PAPER_TABLE,
+    ROWS,
+    TUNE_DATA_SEED,
+    TUNE_SEED,
+    Row,
+    candidates,
+    dataset,
+    grid,
+    replay,
+    spec,
+)
 from evaluation.protocols import get
 
-RESULTS = Path(__file__).resolve().parent / "results"
-OMTL = str(Path(sys.executable).parent / "omtl")
-DELTA2 = (0.09, 1.00, 12.25)
 ROM_LEARNERS = ("rom-pgd", "rom-rda")
 
 
@@ -115,15 +126,12 @@ def tune(runs: int, jobs: int, reuse: bool) -> dict[float, dict[str, Any]]:
 
 def evaluate(delta2: float, learner: str, params: dict[str, Any], runs: int) -> dict[str, Any]:
     """Run the ``omtl evaluate`` command of the module docstring and return its JSON."""
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "doc.json"
-        cmd = [OMTL, "evaluate", spec(delta2), "--protocol", "online", "--runs", str(runs)]
-        cmd += ["--seed", "0", "--learner", learner]
-        for key, value in params.items():
-            cmd += ["--param", f"{key}={json.dumps(value)}"]
-        subprocess.run([*cmd, "--json", str(out)], check=True, capture_output=True, text=True)
-        doc: dict[str, Any] = json.loads(out.read_text())
-    doc["command"] = " ".join(["omtl", *cmd[1:]])
+    cmd = ["evaluate", spec(delta2), "--protocol", "online", "--runs", str(runs)]
+    cmd += ["--seed", "0", "--learner", learner]
+    for key, value in params.items():
+        cmd += ["--param", f"{key}={json.dumps(value)}"]
+    doc: dict[str, Any] = omtl_json(cmd)
+    doc["command"] = shown(cmd)
     return doc
 
 
@@ -217,27 +225,6 @@ def _cell(mean: float, std: float) -> str:
     return f"{mean:.2f} ± {std:.2f}"
 
 
-def detection_markdown(calibrated: dict[str, Any], detection: list[dict[str, Any]]) -> list[str]:
-    """The section of the detection-calibration stage (:mod:`bench.rom_detect`)."""
-    doc = (rom_detect.__doc__ or "").split("\n\n")
-    lines = ["## Outlier detection with gamma calibrated for detection", "", *doc[1:], ""]
-    for learner, cal in calibrated.items():
-        lines.append(
-            f"- {learner}: gamma grid {list(rom_detect.DETECT_GAMMAS[learner])}; chosen gamma = "
-            f"{cal['gamma']:g} ({cal['exact_runs']} of {cal['of_runs']} tuning runs exactly right)"
-        )
-    lines += ["", "| learner | delta^2 | gamma | runs flagged per task | last run | "]
-    lines[-1] += "error % (Task 1..5) | all |"
-    lines += ["|---|---|---|---|---|---|---|"]
-    for r in detection:
-        tasks = ", ".join(f"{e:.2f}" for e in r["task_error"])
-        lines.append(
-            f"| {r['learner']} | {r['delta2']:g} | {r['params']['gamma']:g} | {r['flag_counts']} "
-            f"| {r['last_run_flags']} | {tasks} | {r['overall_error']:.2f} |"
-        )
-    return [*lines, ""]
-
-
 def markdown(
     results: list[dict[str, Any]],
     checks: list[dict[str, Any]],
@@ -248,14 +235,14 @@ def markdown(
     lines = [
         "# zhang2018 Table I on synthetic-rom: cumulative error rate (%)",
         "",
-        f"Generated by `.venv/bin/python -m bench.rom_table` on {meta['date']} "
+        f"Generated by `python -m bench.papers.zhang2018_rom` on {meta['date']} "
         f"({meta['seconds']:.0f} s). Online protocol, {meta['runs']} runs (shuffles), mean ± std "
         "over runs; data: `synthetic-rom:delta2=D` (5 tasks, d = 100, 1000 rows per task, "
         "x ~ N(0, I), y = sign(w.x), dataset seed 0). 'paper' rows are zhang2018 Table I.",
         "",
         "Hyperparameters: tuned per delta^2 on a separate tuning instance (dataset seed 1, "
         f"{meta['tune_runs']} shuffles with --seed 1) by the lowest overall error; grids in "
-        "`bench/rom_grid.py` (listed below). COML is a reconstruction [R]; its figures are not "
+        "`bench/papers/zhang2018_rom_setup.py` (listed below). COML is a reconstruction [R]; its figures are not "
         "the paper's algorithm. The paper's two unexplained COML rows are both shown.",
         "",
         "Absolute levels are not comparable with the paper's: it does not state the number of "
@@ -315,7 +302,15 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="skip grid points already scored in bench/results/rom_table.json",
     )
+    parser.add_argument(
+        "--only",
+        choices=("outlier-rule",),
+        help="re-run only the relative-rule stage, from bench/results/rom_table.json",
+    )
     args = parser.parse_args(argv)
+    if args.only == "outlier-rule":
+        print(outliers.run_relative_rule(args.runs, args.jobs))
+        return
     start = time.time()
     tuned = tune(args.tune_runs, args.jobs, args.reuse_tuning)
     print(f"tuned in {time.time() - start:.0f} s", flush=True)
@@ -334,8 +329,8 @@ def main(argv: list[str] | None = None) -> None:
         }
         for d in DELTA2
     }
-    calibrated = rom_detect.calibrate(selected, args.jobs)
-    detection = rom_detect.report(selected, calibrated, DELTA2, args.runs)
+    calibrated = outliers.calibrate(selected, args.jobs)
+    detection = outliers.report(selected, calibrated, DELTA2, args.runs)
     checks = acceptance(results, detection, args.runs)
     meta = {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
@@ -344,7 +339,7 @@ def main(argv: list[str] | None = None) -> None:
         "tune_runs": args.tune_runs,
     }
     RESULTS.mkdir(exist_ok=True)
-    text = markdown(results, checks, meta, detection_markdown(calibrated, detection))
+    text = markdown(results, checks, meta, outliers.detection_markdown(calibrated, detection))
     (RESULTS / "rom_table.md").write_text(text)
     doc = {"meta": meta, "paper": {str(d): v for d, v in PAPER_TABLE.items()}, "results": results}
     doc["acceptance"] = checks
@@ -352,7 +347,7 @@ def main(argv: list[str] | None = None) -> None:
     doc["tuning"] = {str(d): v for d, v in tuned.items()}
     (RESULTS / "rom_table.json").write_text(json.dumps(doc, indent=1) + "\n")
     print(text)
-    print(rom_outlier_rule.run(args.runs, args.jobs))
+    print(outliers.run_relative_rule(args.runs, args.jobs))
 
 
 if __name__ == "__main__":

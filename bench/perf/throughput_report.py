@@ -70,7 +70,7 @@ def _cell(entry: dict[str, Any] | None, key: str = "per_sec") -> str:
 
 
 def markdown(result: dict[str, Any]) -> str:
-    """The results document (see bench/throughput.py for the structure of ``result``)."""
+    """The results document (see bench/perf/throughput.py for the structure of ``result``)."""
     cols = [s["label"] for s in result["streams"]]
     out = ["# Learner throughput: ours against Vowpal Wabbit and River", ""]
     out.append(

@@ -1,4 +1,4 @@
-"""``/predict`` requests per second and latency beside a bare FastAPI endpoint (part of ``bench/e2e.py``).
+"""``/predict`` requests per second and latency beside a bare FastAPI endpoint (part of ``bench/perf/e2e.py``).
 
 Each app runs in its own ``uvicorn`` process (one worker, uvloop, httptools, no
 access log) on 127.0.0.1. The load comes from ``wrk`` when it is installed
@@ -59,7 +59,7 @@ def serve(app: str, env: dict[str, str]) -> Iterator[tuple[int, int]]:
         "--port", str(port), "--no-access-log", "--loop", "uvloop", "--http", "httptools",
         "--log-level", "warning",
     ]  # fmt: skip
-    proc = subprocess.Popen(cmd, env={**os.environ, **env}, cwd=Path(__file__).parents[1])
+    proc = subprocess.Popen(cmd, env={**os.environ, **env}, cwd=Path(__file__).parents[2])
     try:
         deadline = time.monotonic() + 30
         while True:

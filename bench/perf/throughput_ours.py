@@ -28,7 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 
 import learners
-from bench.throughput_streams import BenchStream
+from bench.perf.throughput_streams import BenchStream
 from evaluation.common import kind_switch
 
 __all__ = ["BATCH", "run_isolated", "run_learner"]
