@@ -91,16 +91,6 @@ NOT_RUN = {
     "label-request stream of a live service for ever",
 }
 
-#: Names a README block uses but leaves to the reader, supplied before it runs.
-GIVEN = {
-    "model.score_and_learn_many(X, y, tasks)": (
-        "import numpy as np\n"
-        "X = np.array([[1.0, 0.0, 0.5], [0.0, 1.0, 0.0]])\n"
-        "y = np.array([1.0, -1.0])\n"
-        "tasks = np.array([0, 1])\n"
-    ),
-}
-
 _EXAMPLE_URL = re.compile(r"redis://127\.0\.0\.1:\d+/\d+")
 
 
@@ -146,9 +136,6 @@ def test_readme_python_blocks_run(
         if _reason_not_run(block) is not None:
             continue
         code = _EXAMPLE_URL.sub(redis_url, block.code)
-        for marker, given in GIVEN.items():
-            if marker in code:
-                exec(given, namespace)
         try:
             with redirect_stdout(io.StringIO()):
                 exec(compile(code, f"README.md:{block.line}", "exec"), namespace)
