@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from service.api.client import Api, ApiCallError, HttpApi, sse_messages
+from service.cli.client import Api, ApiCallError, HttpApi, sse_messages
 from service.cli.replay_cmd import default_url
 from service.evaluation.catalog import load_dataset
 from service.evaluation.dataset import Dataset

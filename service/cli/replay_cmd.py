@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from service.api.client import Api, ApiCallError, HttpApi
+from service.cli.client import Api, ApiCallError, HttpApi
 from service.evaluation.catalog import load_dataset
 from service.evaluation.dataset import Dataset
 from service.settings import get_settings

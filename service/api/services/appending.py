@@ -1,4 +1,4 @@
-"""Validated events -> log entries -> one atomic append (see :data:`service.api.scripts.APPEND_EVENTS`).
+"""Validated events -> log entries -> one atomic append (see :data:`service.store.scripts.APPEND_EVENTS`).
 
 Dense events of one request go into a single batch entry (``k=b``, float32
 rows, event ids ``E/i``); a request with any sparse event appends one binary
@@ -19,7 +19,7 @@ from service.api.cache import ModelView
 from service.api.context import ApiContext
 from service.api.errors import ApiError, BadInput, NotFound, PayloadTooLarge
 from service.api.schemas import SparseX
-from service.codec import X, encode_batch, encode_event, parse_x_json
+from service.store.codec import X, encode_batch, encode_event, parse_x_json
 
 __all__ = [
     "Appended",

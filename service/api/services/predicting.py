@@ -25,7 +25,7 @@ from service.api.services.appending import (
     check_count,
     to_x,
 )
-from service.codec import X
+from service.store.codec import X
 
 __all__ = ["predict", "predict_batch"]
 
