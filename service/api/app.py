@@ -110,7 +110,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         owner=app,
         router=predict.router,
         path="/predict",
-        answer=predict.predict_answer,
     )
     app.add_middleware(
         GuardMiddleware, max_body_bytes=settings.max_body_bytes, observe=_observe_request

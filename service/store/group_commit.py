@@ -22,7 +22,7 @@ from service.store import keys
 from service.store.resp import RespConnection, RespError, pack_args
 from service.store.scripts import APPEND_EVENTS, LuaScript
 
-__all__ = ["AppendReply", "GroupCommit"]
+__all__ = ["AppendReply", "Entry", "GroupCommit"]
 
 Entry = dict[str, bytes | str]
 ScriptRunner = Callable[[LuaScript, list[str], list[Any]], Awaitable[Any]]
