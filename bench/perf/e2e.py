@@ -45,7 +45,7 @@ from bench.perf.e2e_worker import DrainResult, make_stream, measure_drain  # noq
 from bench.perf.throughput_report import machine  # noqa: E402
 from service.embedded_redis import EmbeddedRedis  # noqa: E402
 from service.settings import Settings  # noqa: E402
-from service.snapshot import read_snapshot  # noqa: E402
+from service.store.snapshot import read_snapshot  # noqa: E402
 
 K, D = 100, 100
 

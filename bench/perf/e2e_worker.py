@@ -22,10 +22,10 @@ import redis
 
 from bench.perf import throughput_streams
 from bench.perf.throughput_streams import BenchStream
-from service import keys
-from service.codec import encode_batch, encode_event
-from service.models import ModelConfig, put_model
 from service.settings import Settings
+from service.store import keys
+from service.store.codec import encode_batch, encode_event
+from service.store.models import ModelConfig, put_model
 from service.worker import Worker
 
 __all__ = ["DrainResult", "make_stream", "measure_drain"]

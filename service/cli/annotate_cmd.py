@@ -18,7 +18,7 @@ import orjson
 
 from evaluation.catalog import load_dataset
 from evaluation.dataset import Dataset
-from service.api.client import Api, ApiCallError, HttpApi, sse_messages
+from service.cli.client import Api, ApiCallError, HttpApi, sse_messages
 from service.cli.replay_cmd import default_url
 
 __all__ = ["AnnotateStats", "annotate", "register", "run"]

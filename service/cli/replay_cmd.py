@@ -20,7 +20,7 @@ import scipy.sparse as sp
 
 from evaluation.catalog import load_dataset
 from evaluation.dataset import Dataset
-from service.api.client import Api, ApiCallError, HttpApi
+from service.cli.client import Api, ApiCallError, HttpApi
 from service.settings import get_settings
 
 __all__ = ["ReplayStats", "ensure_model", "event_json", "register", "replay", "run"]

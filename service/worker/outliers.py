@@ -9,9 +9,9 @@ previous one and, on a change, writes alerts to ``omtl:{m}:alerts`` (kind
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from service import metrics as m
+from service.worker.capabilities import probe
 from service.worker.state import ModelState
 
 __all__ = ["outlier_alerts"]
@@ -19,14 +19,14 @@ __all__ = ["outlier_alerts"]
 
 def outlier_alerts(state: ModelState) -> list[dict[str, str]]:
     """Alert entries for the tasks whose outlier status changed since the last call."""
-    learner: Any = state.learner
-    tasks_fn = getattr(learner, "outlier_tasks", None)
+    can = probe(state.learner)
+    tasks_fn = can.outlier_tasks
     if tasks_fn is None:
         return []
     current = {int(t) for t in tasks_fn()}
     if current == state.outliers:
         return []
-    scores_fn = getattr(learner, "outlier_scores", None)
+    scores_fn = can.outlier_scores
     scores = scores_fn() if scores_fn is not None else None
     ts = str(int(time.time() * 1000))
     alerts = []

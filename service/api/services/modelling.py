@@ -6,12 +6,12 @@ from typing import Any
 
 import numpy as np
 
-from service import keys
 from service.api.cache import ModelView
 from service.api.context import ApiContext
 from service.api.errors import BadInput, NotFound
 from service.api.schemas import ModelPut
-from service.models import (
+from service.store import keys
+from service.store.models import (
     ModelConfig,
     delete_model_async,
     get_model_async,

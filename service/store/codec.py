@@ -36,6 +36,8 @@ __all__ = [
     "Label",
     "X",
     "decode_entry",
+    "decode_flat",
+    "read_binary_event",
     "encode_batch",
     "encode_event",
     "encode_label",
@@ -45,6 +47,30 @@ __all__ = [
     "parse_x_json",
     "split_event_id",
 ]
+
+#: The one definition of the entry layout: field names and kind codes. The
+#: encoders below write them, the decoders read them, and the label script of
+#: :mod:`service.store.scripts` is generated from them.
+KIND = "k"
+KIND_EVENT = "e"
+KIND_BATCH = "b"
+KIND_LABEL = "l"
+TASK = "task"
+X_JSON = "x"
+X32 = "x32"
+XI = "xi"
+XV = "xv"
+Y = "y"
+REF = "ref"
+N = "n"
+TASKS = "tasks"
+X32_ROWS = "X32"
+Y32 = "y32"
+REFS = "refs"
+EVENT = "event"
+ANNOTATOR = "annotator"
+#: Fields holding raw bytes rather than text.
+BINARY_FIELDS = frozenset({X32, XI, XV, X32_ROWS, Y32})
 
 #: A decoded feature vector: dense values, or a sparse ``(indices, values)`` pair.
 X = np.ndarray | tuple[np.ndarray, np.ndarray]
@@ -207,24 +233,24 @@ def encode_event(
     ``(indices, values)`` pair. ``binary`` selects ``x32`` / ``xi`` + ``xv``
     (float32) over JSON.
     """
-    fields: dict[str, bytes | str] = {"k": "e", "task": str(task)}
+    fields: dict[str, bytes | str] = {KIND: KIND_EVENT, TASK: str(task)}
     sparse = _as_sparse(x)
     if binary:
         if sparse is None:
-            fields["x32"] = np.ascontiguousarray(x, dtype=_F32).tobytes()
+            fields[X32] = np.ascontiguousarray(x, dtype=_F32).tobytes()
         else:
-            fields["xi"] = np.ascontiguousarray(sparse[0], dtype=_I32).tobytes()
-            fields["xv"] = np.ascontiguousarray(sparse[1], dtype=_F32).tobytes()
+            fields[XI] = np.ascontiguousarray(sparse[0], dtype=_I32).tobytes()
+            fields[XV] = np.ascontiguousarray(sparse[1], dtype=_F32).tobytes()
     elif sparse is None:
-        fields["x"] = orjson.dumps(np.asarray(x, dtype=np.float64).tolist()).decode()
+        fields[X_JSON] = orjson.dumps(np.asarray(x, dtype=np.float64).tolist()).decode()
     else:
-        fields["x"] = orjson.dumps(
+        fields[X_JSON] = orjson.dumps(
             {"indices": sparse[0].tolist(), "values": sparse[1].tolist()}
         ).decode()
     if y is not None:
-        fields["y"] = format_y(y)
+        fields[Y] = format_y(y)
     if ref is not None:
-        fields["ref"] = str(ref)
+        fields[REF] = str(ref)
     return fields
 
 
@@ -243,33 +269,33 @@ def encode_batch(
     if arr.ndim != 2 or arr.shape[0] < 1:
         raise ValueError(f"X must be a non-empty 2-D array, got shape {arr.shape}")
     n = int(arr.shape[0])
-    fields: dict[str, bytes | str] = {"k": "b", "n": str(n)}
+    fields: dict[str, bytes | str] = {KIND: KIND_BATCH, N: str(n)}
     if isinstance(tasks, str):
-        fields["task"] = tasks
+        fields[TASK] = tasks
     else:
         names = [str(t) for t in tasks]
         if len(names) != n:
             raise ValueError(f"{len(names)} task names for {n} rows")
-        fields["tasks"] = orjson.dumps(names).decode()
-    fields["X32"] = arr.tobytes()
+        fields[TASKS] = orjson.dumps(names).decode()
+    fields[X32_ROWS] = arr.tobytes()
     if y is not None:
         ys = np.asarray([np.nan if v is None else float(v) for v in y], dtype=_F32)
         if ys.shape != (n,):
             raise ValueError(f"{ys.shape[0]} labels for {n} rows")
-        fields["y32"] = ys.tobytes()
+        fields[Y32] = ys.tobytes()
     if refs is not None:
         if len(refs) != n:
             raise ValueError(f"{len(refs)} refs for {n} rows")
-        fields["refs"] = orjson.dumps([None if r is None else str(r) for r in refs]).decode()
+        fields[REFS] = orjson.dumps([None if r is None else str(r) for r in refs]).decode()
     return fields
 
 
 def encode_label(event_id: str, y: float, annotator: str | None = None) -> dict[str, bytes | str]:
     """Fields of one ``k=l`` entry."""
     split_event_id(event_id)
-    fields: dict[str, bytes | str] = {"k": "l", "event": event_id, "y": format_y(y)}
+    fields: dict[str, bytes | str] = {KIND: KIND_LABEL, EVENT: event_id, Y: format_y(y)}
     if annotator is not None:
-        fields["annotator"] = str(annotator)
+        fields[ANNOTATOR] = str(annotator)
     return fields
 
 
@@ -315,11 +341,11 @@ def _str_keys(fields: Mapping[Any, Any]) -> dict[str, Any]:
 
 
 def _decode_x(f: Mapping[str, Any], n_features: int | None) -> X:
-    present = [name for name in ("x", "x32", "xi") if name in f]
+    present = [name for name in (X_JSON, X32, XI) if name in f]
     if len(present) != 1:
         raise CodecError("an event needs exactly one of the fields x, x32, xi+xv")
-    if "x32" in f:
-        raw = _raw(f["x32"])
+    if X32 in f:
+        raw = _raw(f[X32])
         if len(raw) % 4:
             raise CodecError(f"x32 has {len(raw)} bytes, not a multiple of 4")
         arr = np.frombuffer(raw, dtype=_F32)
@@ -328,10 +354,10 @@ def _decode_x(f: Mapping[str, Any], n_features: int | None) -> X:
         if not np.isfinite(arr).all():
             raise CodecError("x contains NaN or infinite values")
         return arr
-    if "xi" in f:
-        if "xv" not in f:
+    if XI in f:
+        if XV not in f:
             raise CodecError("field xi needs xv")
-        ri, rv = _raw(f["xi"]), _raw(f["xv"])
+        ri, rv = _raw(f[XI]), _raw(f[XV])
         if len(ri) % 4 or len(ri) != len(rv):
             raise CodecError("xi and xv must hold the same number of 4-byte values")
         idx = np.frombuffer(ri, dtype=_I32).astype(np.int64)
@@ -341,7 +367,7 @@ def _decode_x(f: Mapping[str, Any], n_features: int | None) -> X:
         if not np.isfinite(val).all():
             raise CodecError("x contains NaN or infinite values")
         return idx, val
-    obj = _json(f["x"], "x")
+    obj = _json(f[X_JSON], X_JSON)
     if n_features is None:
         n_features = len(obj) if isinstance(obj, list) else 2**31 - 1
     try:
@@ -351,27 +377,27 @@ def _decode_x(f: Mapping[str, Any], n_features: int | None) -> X:
 
 
 def _decode_event(entry_id: str, f: Mapping[str, Any], n_features: int | None) -> Event:
-    if "task" not in f:
+    if TASK not in f:
         raise CodecError("an event needs the field task")
-    task = _text(f["task"], "task")
+    task = _text(f[TASK], TASK)
     if not task:
         raise CodecError("task must not be empty")
     x = _decode_x(f, n_features)
-    y = _float(f["y"], "y") if "y" in f else None
-    ref = _text(f["ref"], "ref") if "ref" in f else None
+    y = _float(f[Y], Y) if Y in f else None
+    ref = _text(f[REF], REF) if REF in f else None
     return Event(entry_id, task, x, y, ref)
 
 
 def _decode_batch(entry_id: str, f: Mapping[str, Any], n_features: int | None) -> BatchEvent:
     try:
-        n = int(_text(f.get("n", ""), "n"))
+        n = int(_text(f.get(N, ""), N))
     except ValueError:
         raise CodecError("a batch needs an integer field n") from None
     if n < 1:
         raise CodecError(f"a batch needs n >= 1, got {n}")
-    if "X32" not in f:
+    if X32_ROWS not in f:
         raise CodecError("a batch needs the field X32")
-    raw = _raw(f["X32"])
+    raw = _raw(f[X32_ROWS])
     if len(raw) % (4 * n):
         raise CodecError(f"X32 has {len(raw)} bytes, not n * d float32 values for n = {n}")
     X = np.frombuffer(raw, dtype=_F32).reshape(n, -1)
@@ -379,15 +405,15 @@ def _decode_batch(entry_id: str, f: Mapping[str, Any], n_features: int | None) -
         raise CodecError(f"X has {X.shape[1]} columns, expected {n_features}")
     if not np.isfinite(X).all():
         raise CodecError("X contains NaN or infinite values")
-    if ("task" in f) == ("tasks" in f):
+    if (TASK in f) == (TASKS in f):
         raise CodecError("a batch needs exactly one of the fields task and tasks")
-    if "task" in f:
-        name = _text(f["task"], "task")
+    if TASK in f:
+        name = _text(f[TASK], TASK)
         if not name:
             raise CodecError("task must not be empty")
         tasks = [name] * n
     else:
-        tasks = _json(f["tasks"], "tasks")
+        tasks = _json(f[TASKS], TASKS)
         if not isinstance(tasks, list) or len(tasks) != n:
             raise CodecError(f"tasks must be a JSON list of {n} names")
         try:
@@ -396,8 +422,8 @@ def _decode_batch(entry_id: str, f: Mapping[str, Any], n_features: int | None) -
             raise CodecError("tasks must be non-empty strings") from None
         if "" in distinct or {type(t) for t in distinct} != {str}:
             raise CodecError("tasks must be non-empty strings")
-    if "y32" in f:
-        ry = _raw(f["y32"])
+    if Y32 in f:
+        ry = _raw(f[Y32])
         if len(ry) != 4 * n:
             raise CodecError(f"y32 has {len(ry)} bytes, expected {4 * n}")
         y = np.frombuffer(ry, dtype=_F32).astype(np.float64)
@@ -406,8 +432,8 @@ def _decode_batch(entry_id: str, f: Mapping[str, Any], n_features: int | None) -
     else:
         y = np.full(n, np.nan)
     refs: list[str | None] | None = None
-    if "refs" in f:
-        refs = _json(f["refs"], "refs")
+    if REFS in f:
+        refs = _json(f[REFS], REFS)
         if not isinstance(refs, list) or len(refs) != n:
             raise CodecError(f"refs must be a JSON list of {n} strings or nulls")
         if not all(r is None or isinstance(r, str) for r in refs):
@@ -416,15 +442,15 @@ def _decode_batch(entry_id: str, f: Mapping[str, Any], n_features: int | None) -
 
 
 def _decode_label(entry_id: str, f: Mapping[str, Any]) -> Label:
-    if "event" not in f or "y" not in f:
+    if EVENT not in f or Y not in f:
         raise CodecError("a label needs the fields event and y")
-    event = _text(f["event"], "event")
+    event = _text(f[EVENT], EVENT)
     try:
         split_event_id(event)
     except ValueError as exc:
         raise CodecError(str(exc)) from None
-    y = _float(f["y"], "y")
-    annotator = _text(f["annotator"], "annotator") if "annotator" in f else None
+    y = _float(f[Y], Y)
+    annotator = _text(f[ANNOTATOR], ANNOTATOR) if ANNOTATOR in f else None
     return Label(entry_id, event, y, annotator)
 
 
@@ -438,13 +464,60 @@ def decode_entry(
     """
     eid = entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id)
     f = _str_keys(fields)
-    kind = f.get("k")
+    kind = f.get(KIND)
     if isinstance(kind, bytes):
         kind = kind.decode("utf-8", "replace")
-    if kind == "e":
+    if kind == KIND_EVENT:
         return _decode_event(eid, f, n_features)
-    if kind == "b":
+    if kind == KIND_BATCH:
         return _decode_batch(eid, f, n_features)
-    if kind == "l":
+    if kind == KIND_LABEL:
         return _decode_label(eid, f)
     raise CodecError(f"unknown entry kind k={kind!r} (expected e, b or l)")
+
+
+def decode_flat(
+    entry_id: str | bytes, flat: Sequence[Any], n_features: int | None = None
+) -> Event | BatchEvent | Label:
+    """:func:`decode_entry` of a raw XREAD field list ``[field, value, field, value, ...]``."""
+    return decode_entry(entry_id, dict(zip(flat[0::2], flat[1::2])), n_features)
+
+
+_K_B, _E_B, _TASK_B, _X32_B, _Y_B, _REF_B = (
+    name.encode() for name in (KIND, KIND_EVENT, TASK, X32, Y, REF)
+)
+
+
+def read_binary_event(
+    flat: Sequence[Any], x_bytes: int
+) -> tuple[bytes, bytes, float | None, bytes | None] | None:
+    """The worker's fast path: ``(task, x32 bytes, y, ref)`` of a raw XREAD field list.
+
+    It reads a single dense event exactly as :func:`encode_event` with
+    ``binary=True`` writes it (fields in the encoder's order: kind, task, x32,
+    then optional y and ref) with ``x_bytes`` bytes of x. Anything else, or
+    a ``y`` that is not a number, gives None: :func:`decode_flat` reads it
+    then, with full validation. ``y`` may be NaN or infinite here; the caller
+    checks it against the model's label kind.
+    """
+    n = len(flat)
+    if not (
+        6 <= n <= 10
+        and flat[1] == _E_B
+        and flat[0] == _K_B
+        and flat[2] == _TASK_B
+        and flat[4] == _X32_B
+        and len(flat[5]) == x_bytes
+    ):
+        return None
+    if n == 6:
+        return flat[3], flat[5], None, None
+    if flat[6] == _Y_B and (n == 8 or (n == 10 and flat[8] == _REF_B)):
+        try:
+            y = float(flat[7])
+        except ValueError:
+            return None
+        return flat[3], flat[5], y, flat[9] if n == 10 else None
+    if flat[6] == _REF_B and n == 8:
+        return flat[3], flat[5], None, flat[7]
+    return None

@@ -31,7 +31,8 @@ import redis.asyncio as aredis
 
 import learners
 from learners import Learner
-from service.keys import config_key, lease_key, snapshot_key
+from service.store.keys import config_key, lease_key, snapshot_key
+from service.store.scripts import WRITE_SNAPSHOT
 
 __all__ = [
     "COUNTER_NAMES",
@@ -225,21 +226,6 @@ async def read_version_async(r: aredis.Redis, model: str) -> int | None:
     return None if v is None else int(v)
 
 
-# KEYS: snapshot, lease, config. ARGV: header, arrays, generation, owner ("" = no check).
-_WRITE_LUA = """
-if ARGV[4] ~= '' and redis.call('GET', KEYS[2]) ~= ARGV[4] then
-  return -1
-end
-local gen = redis.call('HGET', KEYS[3], 'generation')
-if gen and tonumber(gen) ~= tonumber(ARGV[3]) then
-  return -2
-end
-local v = redis.call('HINCRBY', KEYS[1], 'version', 1)
-redis.call('HSET', KEYS[1], 'header', ARGV[1], 'arrays', ARGV[2])
-return v
-"""
-
-
 def write_snapshot(r: redis.Redis, model: str, snapshot: Snapshot, owner: str | None = None) -> int:
     """Write ``snapshot`` atomically and return its new version (also set on ``snapshot``).
 
@@ -249,16 +235,10 @@ def write_snapshot(r: redis.Redis, model: str, snapshot: Snapshot, owner: str | 
     """
     header, arrays = encode(snapshot)
     result = int(
-        r.eval(
-            _WRITE_LUA,
-            3,
-            snapshot_key(model),
-            lease_key(model),
-            config_key(model),
-            header,
-            arrays,
-            str(snapshot.generation),
-            owner or "",
+        WRITE_SNAPSHOT.run(
+            r,
+            [snapshot_key(model), lease_key(model), config_key(model)],
+            [header, arrays, str(snapshot.generation), owner or ""],
         )
     )
     if result == -1:

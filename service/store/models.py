@@ -23,9 +23,9 @@ from pydantic import BaseModel, Field
 
 import learners
 from learners import Learner
-from service import keys
 from service.settings import Settings
-from service.snapshot import Snapshot
+from service.store import keys
+from service.store.snapshot import Snapshot
 
 __all__ = [
     "ModelConfig",

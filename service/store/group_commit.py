@@ -2,7 +2,7 @@
 
 Concurrent ``/predict`` and ``/events`` requests of one model that reach the
 append step in the same event-loop iteration are written by a single
-:data:`~service.api.scripts.APPEND_EVENTS` call (one per configuration
+:data:`~service.store.scripts.APPEND_EVENTS` call (one per configuration
 generation), in arrival order; each request then gets its own entry ids back.
 Under load this replaces many small round trips, script runs and reply
 objects with one. An append made while no other append is queued or waiting
@@ -18,11 +18,11 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
-from service import keys
-from service.api.resp import RespConnection, RespError, pack_args
-from service.api.scripts import APPEND_EVENTS, LuaScript
+from service.store import keys
+from service.store.resp import RespConnection, RespError, pack_args
+from service.store.scripts import APPEND_EVENTS, LuaScript
 
-__all__ = ["AppendReply", "GroupCommit"]
+__all__ = ["AppendReply", "Entry", "GroupCommit"]
 
 Entry = dict[str, bytes | str]
 ScriptRunner = Callable[[LuaScript, list[str], list[Any]], Awaitable[Any]]
