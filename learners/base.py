@@ -31,6 +31,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from learners.inputs import Batch, Vec, as_vector, check_label, check_task
+from learners.params import boolean, non_negative_int, optional, strict_int
 
 __all__ = [
     "APPEND_BIAS",
@@ -102,61 +103,6 @@ class LearnerInfo:
         }
 
 
-# ---------------------------------------------------------------- validators
-def positive(v: Any) -> float:
-    """A finite float > 0."""
-    f = float(v)
-    if not np.isfinite(f) or f <= 0:
-        raise ValueError(f"must be a finite number > 0, got {v!r}")
-    return f
-
-
-def non_negative(v: Any) -> float:
-    """A finite float >= 0."""
-    f = float(v)
-    if not np.isfinite(f) or f < 0:
-        raise ValueError(f"must be a finite number >= 0, got {v!r}")
-    return f
-
-
-def boolean(v: Any) -> bool:
-    """A bool (also accepts 0/1 and 'true'/'false')."""
-    if isinstance(v, bool | np.bool_):
-        return bool(v)
-    if isinstance(v, int | np.integer) and int(v) in (0, 1):
-        return bool(v)
-    if isinstance(v, str) and v.lower() in ("true", "false", "1", "0", "yes", "no"):
-        return v.lower() in ("true", "1", "yes")
-    raise ValueError(f"must be a boolean, got {v!r}")
-
-
-def one_of(*choices: str) -> Callable[[Any], str]:
-    """A validator accepting one of ``choices``."""
-
-    def check(v: Any) -> str:
-        if v not in choices:
-            raise ValueError(f"must be one of {', '.join(choices)}; got {v!r}")
-        return str(v)
-
-    return check
-
-
-def optional(inner: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """A validator that also accepts ``None``."""
-
-    def check(v: Any) -> Any:
-        return None if v is None else inner(v)
-
-    return check
-
-
-def non_negative_int(v: Any) -> int:
-    """An int >= 0."""
-    if isinstance(v, bool) or float(v) != int(float(v)) or int(float(v)) < 0:
-        raise ValueError(f"must be an integer >= 0, got {v!r}")
-    return int(float(v))
-
-
 APPEND_BIAS = Param(
     "append_bias", False, "Append a constant 1 feature to x (algorithms.md Sec. 0).", boolean
 )
@@ -208,20 +154,10 @@ class Learner:
     check_exemptions: ClassVar[Mapping[str, str]] = {}
 
     def __init__(self, *, n_features: int, n_tasks: int, seed: int = 0, **params: Any) -> None:
-        if (
-            isinstance(n_features, bool)
-            or not isinstance(n_features, int | np.integer)
-            or n_features < 1
-        ):
-            raise ValueError(f"n_features must be a positive integer, got {n_features!r}")
-        if isinstance(n_tasks, bool) or not isinstance(n_tasks, int | np.integer) or n_tasks < 1:
-            raise ValueError(f"n_tasks must be a positive integer, got {n_tasks!r}")
-        if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-            raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+        self._n_features = strict_int(n_features, "n_features", 1)
+        self._n_tasks = strict_int(n_tasks, "n_tasks", 1)
+        self._seed = strict_int(seed, "seed", 0)
         self.hyper = self._resolve_params(params)
-        self._n_features = int(n_features)
-        self._n_tasks = int(n_tasks)
-        self._seed = int(seed)
         self._bias = bool(self.hyper.get("append_bias", False))
         self._normalize = bool(self.hyper.get("l2_normalize", False))
         self._budget: int | None = self.hyper.get("budget")

@@ -45,16 +45,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from learners.base import (
-    APPEND_BIAS,
-    BUDGET,
-    L2_NORMALIZE,
-    Learner,
-    Param,
-    boolean,
-    positive,
-)
+from learners.base import APPEND_BIAS, BUDGET, L2_NORMALIZE, Learner, Param
 from learners.inputs import Batch, Vec, check_task
+from learners.params import boolean, positive
 from learners.registry import from_state_dict, get, make, register
 
 __all__ = [

@@ -19,16 +19,9 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy.linalg.blas import dger
 
-from learners.base import (
-    APPEND_BIAS,
-    L2_NORMALIZE,
-    Learner,
-    Param,
-    non_negative,
-    optional,
-    positive,
-)
+from learners.base import APPEND_BIAS, L2_NORMALIZE, Learner, Param
 from learners.inputs import Batch, Vec
+from learners.params import non_negative, optional, positive, square_matrix
 from learners.perceptron.batch import sequential_mistakes
 from learners.perceptron.interaction import (
     b_family_matrix,
@@ -316,13 +309,6 @@ class MatrixPerceptron(MistakeDriven):
         self.W_ += self.Ainv_[:, tasks] @ yX
 
 
-def _square_matrix(v: Any) -> np.ndarray:
-    M = np.array(v, dtype=np.float64)
-    if M.ndim != 2 or M.shape[0] != M.shape[1]:
-        raise ValueError(f"must be a square matrix, got shape {M.shape}")
-    return M
-
-
 @register
 class MultitaskPerceptron(MatrixPerceptron):
     """The multitask Perceptron with a fixed interaction matrix A (saha2011 "CMTL").
@@ -381,7 +367,7 @@ class MultitaskPerceptron(MatrixPerceptron):
             "graph",
             None,
             "Symmetric non-negative K x K task adjacency; A = I + graph_scale * Laplacian.",
-            optional(_square_matrix),
+            optional(square_matrix),
         ),
         Param("graph_scale", 1.0, "Scale c of the Laplacian in A = I + c L.", positive),
         Param(

@@ -34,8 +34,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from learners.base import APPEND_BIAS, L2_NORMALIZE, Learner, Param, optional
+from learners.base import APPEND_BIAS, L2_NORMALIZE, Learner, Param
 from learners.inputs import Vec
+from learners.params import at_least, optional
 from learners.perceptron.interaction import initial_interaction_inverse, uses_b_family
 from learners.perceptron.multitask import CAVALLANTI2010, is_mistake, rank_one_update
 from learners.perceptron.second_order import (
@@ -49,13 +50,6 @@ from learners.registry import register
 __all__ = ["PNormMultitaskPerceptron", "default_p", "pnorm_link"]
 
 GENTILE2003 = "Gentile. The Robustness of the p-Norm Algorithms. Machine Learning 53, 2003"
-
-
-def _p_value(v: Any) -> float:
-    p = float(v)
-    if not math.isfinite(p) or p < 2.0:
-        raise ValueError(f"must be a finite number >= 2, got {v!r}")
-    return p
 
 
 def default_p(n_tasks: int, dim: int) -> float:
@@ -136,7 +130,7 @@ class PNormMultitaskPerceptron(Learner):
             None,
             "The norm p >= 2 of the link; None means max(2, 2 ln(K d)) at construction. "
             "p = 2 is cmtl.",
-            optional(_p_value),
+            optional(at_least(2.0)),
         ),
         *INTERACTION_PARAMS,
         APPEND_BIAS,

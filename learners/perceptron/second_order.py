@@ -39,8 +39,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from learners.base import APPEND_BIAS, L2_NORMALIZE, Learner, Param, positive
+from learners.base import APPEND_BIAS, L2_NORMALIZE, Learner, Param
 from learners.inputs import Vec
+from learners.params import positive
 from learners.perceptron.interaction import (
     b_family_matrix,
     initial_interaction_inverse,

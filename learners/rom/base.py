@@ -38,7 +38,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from learners.base import Learner, Param, non_negative, one_of, positive
+from learners.base import Learner, Param
+from learners.params import non_negative, one_of, positive
 
 __all__ = [
     "OUTLIER_FACTOR",
