@@ -19,6 +19,19 @@ A subclass declares ``name``, ``summary``, ``paper``, ``params``, ``kind``,
 ``active`` and ``state_fields`` (attribute names holding its learned state), and
 implements ``_init_state``, ``_decision`` and ``_learn`` (and ``_query`` when
 active, ``_add_task``, ``_relation``).
+
+Optional capabilities are declared, never probed for. Callers read the flags
+(or use :func:`query_probability_reporter` / :func:`outlier_reporter`), and the
+conformance suite checks that every flag matches what the class implements:
+
+* :attr:`Learner.is_active` -- :meth:`Learner.query_one` applies a query rule.
+  When it is False, ``query_one`` answers True for every input and changes
+  nothing, so a caller may skip it (an override of ``query_one`` must keep this);
+* ``reports_query_probability`` -- the class has
+  ``query_probability(x, task) -> float`` (:class:`QueryProbabilityReporter`):
+  the probability with which ``query_one`` would ask now, without drawing;
+* ``reports_outliers`` -- the class has ``outlier_scores() -> ndarray (K,)`` and
+  ``outlier_tasks() -> list[int]`` (:class:`OutlierReporter`).
 """
 
 from __future__ import annotations
@@ -26,7 +39,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol, cast
 
 import numpy as np
 
@@ -40,8 +53,12 @@ __all__ = [
     "STATE_FORMAT",
     "Learner",
     "LearnerInfo",
+    "OutlierReporter",
     "Param",
+    "QueryProbabilityReporter",
     "StateValue",
+    "outlier_reporter",
+    "query_probability_reporter",
 ]
 
 #: Version of the ``state_dict`` layout; bumped on incompatible changes.
@@ -146,6 +163,10 @@ class Learner:
     #: True when the learner has an active-learning rule. Learners whose rule is
     #: switched by a hyperparameter override :attr:`is_active`.
     active: ClassVar[bool] = False
+    #: True when the class has ``query_probability(x, task)`` (:class:`QueryProbabilityReporter`).
+    reports_query_probability: ClassVar[bool] = False
+    #: True when the class has ``outlier_scores()`` and ``outlier_tasks()`` (:class:`OutlierReporter`).
+    reports_outliers: ClassVar[bool] = False
     #: Hyperparameter sets the conformance suite runs this learner with.
     conformance_params: ClassVar[tuple[dict[str, Any], ...]] = ({},)
     #: Attribute names holding the learned state (arrays or plain scalars).
@@ -184,7 +205,11 @@ class Learner:
 
     @property
     def is_active(self) -> bool:
-        """Whether :meth:`query_one` applies an active-learning rule for this instance."""
+        """Whether :meth:`query_one` applies an active-learning rule for this instance.
+
+        When False, :meth:`query_one` answers True for every input and changes
+        nothing (no draw, no query counted), so callers may skip calling it.
+        """
         return self.active
 
     def _label_kind(self) -> str:
@@ -457,6 +482,36 @@ class Learner:
             if n and (tasks.min() < 0 or tasks.max() >= self._n_tasks):
                 raise ValueError(f"unknown task in batch: tasks are 0..{self._n_tasks - 1}")
         return batch.preprocessed(self._bias, self._normalize), labels, tasks
+
+
+class QueryProbabilityReporter(Protocol):
+    """A learner declaring ``reports_query_probability``."""
+
+    def query_probability(self, x: Any, task: int) -> float:
+        """The probability with which ``query_one(x, task)`` would ask now (no draw)."""
+        ...
+
+
+class OutlierReporter(Protocol):
+    """A learner declaring ``reports_outliers``."""
+
+    def outlier_scores(self) -> np.ndarray:
+        """One outlier score per task, shape ``(K,)``."""
+        ...
+
+    def outlier_tasks(self) -> list[int]:
+        """Indices of the tasks currently flagged as outliers."""
+        ...
+
+
+def query_probability_reporter(learner: Learner) -> QueryProbabilityReporter | None:
+    """``learner`` typed as a :class:`QueryProbabilityReporter` when it declares it, else None."""
+    return cast(QueryProbabilityReporter, learner) if learner.reports_query_probability else None
+
+
+def outlier_reporter(learner: Learner) -> OutlierReporter | None:
+    """``learner`` typed as an :class:`OutlierReporter` when it declares it, else None."""
+    return cast(OutlierReporter, learner) if learner.reports_outliers else None
 
 
 def _plain(value: Any) -> StateValue:

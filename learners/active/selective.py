@@ -175,6 +175,7 @@ class SelectiveSampling(Learner):
     summary = "Selective sampling: makes a margin learner active, query w.p. b/(b+|margin|)"
     paper = f"{CESA_BIANCHI2006}; active rule of saha2011 Sec. 4"
     active = True
+    reports_query_probability = True
     params: ClassVar[tuple[Param, ...]] = (
         BASE,
         BASE_PARAMS,
