@@ -55,7 +55,7 @@ from scipy import stats
 
 import learners
 from evaluation.dataset import Dataset
-from learners.base import Learner
+from learners.base import Learner, outlier_reporter
 from learners.inputs import Batch, Vec
 
 __all__ = [
@@ -440,12 +440,10 @@ def learner_matrices(model: Learner) -> dict[str, Any]:
         "relation_matrix": model.relation_matrix(),
         "weight_correlation": weight_correlation(model),
     }
-    scores = getattr(model, "outlier_scores", None)
-    if callable(scores):
-        out["outlier_scores"] = np.asarray(scores(), dtype=np.float64)
-    flagged = getattr(model, "outlier_tasks", None)
-    if callable(flagged):
-        out["outlier_tasks"] = [int(t) for t in flagged()]
+    reporter = outlier_reporter(model)
+    if reporter is not None:
+        out["outlier_scores"] = np.asarray(reporter.outlier_scores(), dtype=np.float64)
+        out["outlier_tasks"] = [int(t) for t in reporter.outlier_tasks()]
     return out
 
 

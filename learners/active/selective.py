@@ -45,16 +45,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from learners.base import (
-    APPEND_BIAS,
-    BUDGET,
-    L2_NORMALIZE,
-    Learner,
-    Param,
-    boolean,
-    positive,
-)
+from learners.base import APPEND_BIAS, BUDGET, L2_NORMALIZE, Learner, Param
 from learners.inputs import Batch, Vec, check_task
+from learners.params import boolean, positive
 from learners.registry import from_state_dict, get, make, register
 
 __all__ = [
@@ -182,6 +175,7 @@ class SelectiveSampling(Learner):
     summary = "Selective sampling: makes a margin learner active, query w.p. b/(b+|margin|)"
     paper = f"{CESA_BIANCHI2006}; active rule of saha2011 Sec. 4"
     active = True
+    reports_query_probability = True
     params: ClassVar[tuple[Param, ...]] = (
         BASE,
         BASE_PARAMS,

@@ -16,8 +16,9 @@ from learners.amlc.common import (
     query_probability,
     sgn,
 )
-from learners.base import BUDGET, Param, positive
+from learners.base import BUDGET, Param
 from learners.inputs import Vec
+from learners.params import positive
 from learners.registry import register
 
 __all__ = ["PeerLearning", "PeerShare"]

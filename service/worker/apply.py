@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from learners import as_vector
+from learners import as_vector, query_probability_reporter
 from service.store import StoreError
 from service.store.codec import (
     BatchEvent,
@@ -41,7 +41,6 @@ from service.store.codec import (
     read_binary_event,
     split_event_id,
 )
-from service.worker.capabilities import probe
 from service.worker.outbox import Outbox, dead_letter_fields
 from service.worker.state import ModelState
 
@@ -85,9 +84,11 @@ class Applier:
         self.learner = learner
         self.d = learner.n_features
         self.classification = learner.label_kind == "classification"
-        can = probe(learner)
-        self.passive = can.passive
-        self.query_probability = can.query_probability
+        # Declared capabilities (docs/architecture.md, "Label requests"): a learner
+        # that is not active queries every unlabelled event.
+        self.passive = not learner.is_active
+        reporter = query_probability_reporter(learner)
+        self.query_probability = reporter.query_probability if reporter is not None else None
 
     # ------------------------------------------------------------ helpers
     def _check_y(self, y: float) -> float:
