@@ -11,6 +11,7 @@ RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml
     && /opt/omtl/bin/pip install -r requirements.txt
 COPY README.md ./
 COPY learners ./learners
+COPY evaluation ./evaluation
 COPY service ./service
 RUN /opt/omtl/bin/pip install --no-deps . && /opt/omtl/bin/omtl --version
 

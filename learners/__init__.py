@@ -14,19 +14,31 @@ The package never imports :mod:`service`.
 
 from __future__ import annotations
 
-from learners.base import Learner, LearnerInfo, Param
+from learners.base import (
+    Learner,
+    LearnerInfo,
+    OutlierReporter,
+    Param,
+    QueryProbabilityReporter,
+    outlier_reporter,
+    query_probability_reporter,
+)
 from learners.inputs import Vec, as_vector
 from learners.registry import available, from_state_dict, get, make, register
 
 __all__ = [
     "Learner",
     "LearnerInfo",
+    "OutlierReporter",
     "Param",
+    "QueryProbabilityReporter",
     "Vec",
     "as_vector",
     "available",
     "from_state_dict",
     "get",
     "make",
+    "outlier_reporter",
+    "query_probability_reporter",
     "register",
 ]

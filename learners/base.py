@@ -19,6 +19,34 @@ A subclass declares ``name``, ``summary``, ``paper``, ``params``, ``kind``,
 ``active`` and ``state_fields`` (attribute names holding its learned state), and
 implements ``_init_state``, ``_decision`` and ``_learn`` (and ``_query`` when
 active, ``_add_task``, ``_relation``).
+
+Optional capabilities are declared, never probed for. Callers read the flags
+(or use :func:`query_probability_reporter` / :func:`outlier_reporter`), and the
+conformance suite checks that every flag matches what the class implements:
+
+* :attr:`Learner.is_active` -- :meth:`Learner.query_one` applies a query rule.
+  When it is False, ``query_one`` answers True for every input and changes
+  nothing, so a caller may skip it (an override of ``query_one`` must keep this);
+* ``reports_query_probability`` -- the class has
+  ``query_probability(x, task) -> float`` (:class:`QueryProbabilityReporter`):
+  the probability with which ``query_one`` would ask now, without drawing;
+* ``reports_outliers`` -- the class has ``outlier_scores() -> ndarray (K,)`` and
+  ``outlier_tasks() -> list[int]`` (:class:`OutlierReporter`).
+
+>>> import numpy as np, learners
+>>> model = learners.make("ipl", n_features=2, n_tasks=2, seed=0)
+>>> x = np.array([1.0, 2.0])
+>>> model.predict_one(x, task=1)
+1
+>>> model.learn_one(x, -1, task=1)
+>>> model.predict_one(x, task=1), model.decision_one(x, task=1), model.predict_one(x, task=0)
+(-1, -5.0, 1)
+>>> state = model.state_dict()
+>>> state["learner"], all(isinstance(v, np.ndarray | int | float | str | bool) for v in state.values())
+('ipl', True)
+>>> copy = learners.from_state_dict(state)
+>>> copy.decision_one(x, task=1) == model.decision_one(x, task=1)
+True
 """
 
 from __future__ import annotations
@@ -26,11 +54,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol, cast
 
 import numpy as np
 
 from learners.inputs import Batch, Vec, as_vector, check_label, check_task
+from learners.params import boolean, non_negative_int, optional, strict_int
 
 __all__ = [
     "APPEND_BIAS",
@@ -39,8 +68,12 @@ __all__ = [
     "STATE_FORMAT",
     "Learner",
     "LearnerInfo",
+    "OutlierReporter",
     "Param",
+    "QueryProbabilityReporter",
     "StateValue",
+    "outlier_reporter",
+    "query_probability_reporter",
 ]
 
 #: Version of the ``state_dict`` layout; bumped on incompatible changes.
@@ -102,61 +135,6 @@ class LearnerInfo:
         }
 
 
-# ---------------------------------------------------------------- validators
-def positive(v: Any) -> float:
-    """A finite float > 0."""
-    f = float(v)
-    if not np.isfinite(f) or f <= 0:
-        raise ValueError(f"must be a finite number > 0, got {v!r}")
-    return f
-
-
-def non_negative(v: Any) -> float:
-    """A finite float >= 0."""
-    f = float(v)
-    if not np.isfinite(f) or f < 0:
-        raise ValueError(f"must be a finite number >= 0, got {v!r}")
-    return f
-
-
-def boolean(v: Any) -> bool:
-    """A bool (also accepts 0/1 and 'true'/'false')."""
-    if isinstance(v, bool | np.bool_):
-        return bool(v)
-    if isinstance(v, int | np.integer) and int(v) in (0, 1):
-        return bool(v)
-    if isinstance(v, str) and v.lower() in ("true", "false", "1", "0", "yes", "no"):
-        return v.lower() in ("true", "1", "yes")
-    raise ValueError(f"must be a boolean, got {v!r}")
-
-
-def one_of(*choices: str) -> Callable[[Any], str]:
-    """A validator accepting one of ``choices``."""
-
-    def check(v: Any) -> str:
-        if v not in choices:
-            raise ValueError(f"must be one of {', '.join(choices)}; got {v!r}")
-        return str(v)
-
-    return check
-
-
-def optional(inner: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """A validator that also accepts ``None``."""
-
-    def check(v: Any) -> Any:
-        return None if v is None else inner(v)
-
-    return check
-
-
-def non_negative_int(v: Any) -> int:
-    """An int >= 0."""
-    if isinstance(v, bool) or float(v) != int(float(v)) or int(float(v)) < 0:
-        raise ValueError(f"must be an integer >= 0, got {v!r}")
-    return int(float(v))
-
-
 APPEND_BIAS = Param(
     "append_bias", False, "Append a constant 1 feature to x (algorithms.md Sec. 0).", boolean
 )
@@ -200,6 +178,10 @@ class Learner:
     #: True when the learner has an active-learning rule. Learners whose rule is
     #: switched by a hyperparameter override :attr:`is_active`.
     active: ClassVar[bool] = False
+    #: True when the class has ``query_probability(x, task)`` (:class:`QueryProbabilityReporter`).
+    reports_query_probability: ClassVar[bool] = False
+    #: True when the class has ``outlier_scores()`` and ``outlier_tasks()`` (:class:`OutlierReporter`).
+    reports_outliers: ClassVar[bool] = False
     #: Hyperparameter sets the conformance suite runs this learner with.
     conformance_params: ClassVar[tuple[dict[str, Any], ...]] = ({},)
     #: Attribute names holding the learned state (arrays or plain scalars).
@@ -208,20 +190,10 @@ class Learner:
     check_exemptions: ClassVar[Mapping[str, str]] = {}
 
     def __init__(self, *, n_features: int, n_tasks: int, seed: int = 0, **params: Any) -> None:
-        if (
-            isinstance(n_features, bool)
-            or not isinstance(n_features, int | np.integer)
-            or n_features < 1
-        ):
-            raise ValueError(f"n_features must be a positive integer, got {n_features!r}")
-        if isinstance(n_tasks, bool) or not isinstance(n_tasks, int | np.integer) or n_tasks < 1:
-            raise ValueError(f"n_tasks must be a positive integer, got {n_tasks!r}")
-        if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-            raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+        self._n_features = strict_int(n_features, "n_features", 1)
+        self._n_tasks = strict_int(n_tasks, "n_tasks", 1)
+        self._seed = strict_int(seed, "seed", 0)
         self.hyper = self._resolve_params(params)
-        self._n_features = int(n_features)
-        self._n_tasks = int(n_tasks)
-        self._seed = int(seed)
         self._bias = bool(self.hyper.get("append_bias", False))
         self._normalize = bool(self.hyper.get("l2_normalize", False))
         self._budget: int | None = self.hyper.get("budget")
@@ -248,7 +220,11 @@ class Learner:
 
     @property
     def is_active(self) -> bool:
-        """Whether :meth:`query_one` applies an active-learning rule for this instance."""
+        """Whether :meth:`query_one` applies an active-learning rule for this instance.
+
+        When False, :meth:`query_one` answers True for every input and changes
+        nothing (no draw, no query counted), so callers may skip calling it.
+        """
         return self.active
 
     def _label_kind(self) -> str:
@@ -521,6 +497,36 @@ class Learner:
             if n and (tasks.min() < 0 or tasks.max() >= self._n_tasks):
                 raise ValueError(f"unknown task in batch: tasks are 0..{self._n_tasks - 1}")
         return batch.preprocessed(self._bias, self._normalize), labels, tasks
+
+
+class QueryProbabilityReporter(Protocol):
+    """A learner declaring ``reports_query_probability``."""
+
+    def query_probability(self, x: Any, task: int) -> float:
+        """The probability with which ``query_one(x, task)`` would ask now (no draw)."""
+        ...
+
+
+class OutlierReporter(Protocol):
+    """A learner declaring ``reports_outliers``."""
+
+    def outlier_scores(self) -> np.ndarray:
+        """One outlier score per task, shape ``(K,)``."""
+        ...
+
+    def outlier_tasks(self) -> list[int]:
+        """Indices of the tasks currently flagged as outliers."""
+        ...
+
+
+def query_probability_reporter(learner: Learner) -> QueryProbabilityReporter | None:
+    """``learner`` typed as a :class:`QueryProbabilityReporter` when it declares it, else None."""
+    return cast(QueryProbabilityReporter, learner) if learner.reports_query_probability else None
+
+
+def outlier_reporter(learner: Learner) -> OutlierReporter | None:
+    """``learner`` typed as an :class:`OutlierReporter` when it declares it, else None."""
+    return cast(OutlierReporter, learner) if learner.reports_outliers else None
 
 
 def _plain(value: Any) -> StateValue:

@@ -23,6 +23,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from learners.params import strict_int
+
 FloatArray = np.ndarray
 IntArray = np.ndarray
 
@@ -196,10 +198,8 @@ def as_vector(x: Any, dim: int) -> Vec:
 
 def check_task(task: Any, n_tasks: int) -> int:
     """Return ``task`` as an int after checking it names one of ``n_tasks`` tasks."""
-    if isinstance(task, bool) or not isinstance(task, int | np.integer):
-        raise ValueError(f"task must be an integer index, got {task!r}")
-    t = int(task)
-    if not 0 <= t < n_tasks:
+    t = strict_int(task, "task index", 0)
+    if t >= n_tasks:
         raise ValueError(f"unknown task {t}: tasks are 0..{n_tasks - 1}")
     return t
 

@@ -2,14 +2,22 @@
 
 Each test session (each pytest-xdist worker process) starts its own throwaway
 server from :mod:`service.embedded_redis` on a free port in a temporary
-directory, unless ``TEST_REDIS_URL`` (or ``REDIS_URL``) names a server to use.
-The function-scoped clients FLUSHDB before each test.
+directory. ``TEST_REDIS_URL`` may name a server to use instead; the suite then
+refuses to start unless the databases it would use are empty, because the
+function-scoped clients FLUSHDB before each test. With pytest-xdist, worker
+``gwN`` uses database ``base + N`` of that server so the workers never share
+one.
+
+``REDIS_URL`` is the service's own setting (operators export it); the suite
+never reads it and removes it from the environment so that no code under test
+picks up a real server by accident.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 import redis
@@ -17,13 +25,55 @@ import redis
 from service.embedded_redis import EmbeddedRedis
 from service.settings import Settings
 
+os.environ.pop("REDIS_URL", None)
+
+#: How many databases a ``TEST_REDIS_URL`` run may use (one per xdist worker).
+_MAX_XDIST_WORKERS = 8
+
+
+def _database_url(url: str, offset: int) -> str:
+    """``url`` with its database number moved by ``offset`` (``/0`` -> ``/offset``)."""
+    parts = urlsplit(url)
+    base = int(parts.path.strip("/") or 0)
+    return urlunsplit(parts._replace(path=f"/{base + offset}"))
+
+
+def _worker_index() -> int:
+    """The xdist worker number (``gw3`` -> 3), 0 without xdist."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    return int(worker.removeprefix("gw") or 0)
+
+
+def refuse_non_empty(url: str, databases: int) -> None:
+    """Stop the session if any of the ``databases`` from ``url`` on holds a key."""
+    for offset in range(databases):
+        target = _database_url(url, offset)
+        with redis.Redis.from_url(target) as client:
+            keys = int(client.dbsize())
+        if keys:
+            raise pytest.UsageError(
+                f"TEST_REDIS_URL database {target} holds {keys} keys; the test suite "
+                "flushes its databases, so it runs only against empty ones. Give it an "
+                "empty database (or none: the suite starts its own throwaway server)."
+            )
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """With ``TEST_REDIS_URL``: check, once in the controlling process, that it is empty."""
+    given = os.environ.get("TEST_REDIS_URL")
+    if not given or os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    numprocesses = getattr(session.config.option, "numprocesses", None) or 1
+    databases = numprocesses if isinstance(numprocesses, int) else _MAX_XDIST_WORKERS
+    refuse_non_empty(given, min(databases, _MAX_XDIST_WORKERS))
+
 
 @pytest.fixture(scope="session")
 def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """URL of the session's server: TEST_REDIS_URL / REDIS_URL, else an embedded one."""
-    given = os.environ.get("TEST_REDIS_URL") or os.environ.get("REDIS_URL")
+    """URL of the session's server: ``TEST_REDIS_URL`` (one database per worker), else embedded."""
+    given = os.environ.get("TEST_REDIS_URL")
     if given:
-        yield given
+        yield _database_url(given, _worker_index())
         return
     with EmbeddedRedis(tmp_path_factory.mktemp("redis")) as server:
         yield server.url

@@ -31,12 +31,3 @@ def test_ruff_check_passes():
 def test_mypy_passes():
     proc = subprocess.run([_tool("mypy")], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-
-
-def test_learners_never_import_service():
-    offenders = [
-        str(p.relative_to(ROOT))
-        for p in (ROOT / "learners").rglob("*.py")
-        if "import service" in p.read_text() or "from service" in p.read_text()
-    ]
-    assert offenders == []

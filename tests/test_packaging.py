@@ -25,6 +25,7 @@ from service import metrics
 from service.api.app import create_app
 from service.cli import build_parser
 from service.settings import Settings
+from tests.test_layering import imported_packages
 
 ROOT = Path(__file__).resolve().parents[1]
 DEPLOY = ROOT / "deploy"
@@ -116,6 +117,34 @@ def test_dockerfile_is_slim_non_root_and_runs_omtl() -> None:
     exposed = {int(p) for word, rest in instructions if word == "EXPOSE" for p in rest.split()}
     defaults = Settings(redis_url="redis://x")
     assert {defaults.api_port, defaults.worker_metrics_port} <= exposed
+
+
+def _first_party_packages() -> set[str]:
+    """Top-level packages of this repository (directories holding an ``__init__.py``)."""
+    return {p.parent.name for p in ROOT.glob("*/__init__.py")}
+
+
+def _imported_by_service() -> set[str]:
+    """First-party top-level packages that modules under ``service/`` import."""
+    names = set()
+    for path in (ROOT / "service").rglob("*.py"):
+        names |= imported_packages(path.read_text())
+    return (names & _first_party_packages()) | {"service"}
+
+
+def test_the_wheel_and_the_image_ship_every_package_the_service_imports() -> None:
+    needed = _imported_by_service()
+    assert {"service", "learners", "evaluation"} <= needed
+    find = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    included = {pattern.rstrip("*") for pattern in find["find"]["include"]}
+    assert needed <= included, f"pyproject.toml does not package {needed - included}"
+    copied = {
+        shlex.split(rest)[0].rstrip("/")
+        for word, rest in _dockerfile()
+        if word == "COPY" and not rest.startswith("--from")
+    }
+    assert needed <= copied, f"the Dockerfile does not copy {needed - copied}"
+    assert "bench" not in included | copied
 
 
 def test_dockerignore_keeps_the_context_small() -> None:

@@ -47,16 +47,9 @@ import numpy as np
 
 from learners.active.kernels import B_FAMILY, MATRIX, ROWS, KernelRows, selective_pass
 from learners.active.rounds import ActiveLearner
-from learners.base import (
-    APPEND_BIAS,
-    BUDGET,
-    L2_NORMALIZE,
-    Learner,
-    Param,
-    boolean,
-    positive,
-)
+from learners.base import APPEND_BIAS, BUDGET, L2_NORMALIZE, Learner, Param
 from learners.inputs import Batch, Vec, check_task
+from learners.params import boolean, positive
 from learners.registry import from_state_dict, get, make, register
 
 __all__ = [
@@ -226,6 +219,7 @@ class SelectiveSampling(ActiveLearner):
     summary = "Selective sampling: makes a margin learner active, query w.p. b/(b+|margin|)"
     paper = f"{CESA_BIANCHI2006}; active rule of saha2011 Sec. 4"
     active = True
+    reports_query_probability = True
     params: ClassVar[tuple[Param, ...]] = (
         BASE,
         BASE_PARAMS,

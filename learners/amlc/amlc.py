@@ -19,20 +19,13 @@ from learners.amlc.common import (
     sgn,
 )
 from learners.amlc.kernels import amlc_pass
-from learners.base import BUDGET, Param, non_negative, one_of, positive
+from learners.base import BUDGET, Param
 from learners.inputs import Vec
+from learners.params import interval, non_negative, one_of, positive
 from learners.perceptron.multitask import rank_one_update
 from learners.registry import register
 
 __all__ = ["ActiveMultitaskCommittees"]
-
-
-def _unit_interval(v: Any) -> float:
-    """A float in [0, 1)."""
-    f = float(v)
-    if not 0.0 <= f < 1.0:
-        raise ValueError(f"must lie in [0, 1), got {v!r}")
-    return f
 
 
 @register
@@ -132,7 +125,7 @@ class ActiveMultitaskCommittees(PerTaskPerceptrons):
             "when tau_km >= tau_kk (1 - similarity_rtol), so weights that are equal in exact "
             "arithmetic but differ by rounding are treated as equal. 0 gives the bare float "
             "comparison of the authors' code, whose outcome then depends on rounding noise.",
-            _unit_interval,
+            interval(0.0, 1.0, high_open=True),
         ),
         APPEND_BIAS_ON,
         L2_NORMALIZE_ON,

@@ -18,8 +18,9 @@ from learners.amlc.common import (
     sgn,
 )
 from learners.amlc.kernels import peer_pass
-from learners.base import BUDGET, Param, positive
+from learners.base import BUDGET, Param
 from learners.inputs import Vec
+from learners.params import positive
 from learners.registry import register
 
 __all__ = ["PeerLearning", "PeerShare"]

@@ -2,25 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from learners.active.kernels import ROWS, KernelRows, selective_pass
 from learners.amlc.common import APPEND_BIAS_ON, L2_NORMALIZE_ON, XU2018, PerTaskPerceptrons, sgn
 from learners.base import BUDGET, Param
 from learners.inputs import Vec
+from learners.params import interval
 from learners.registry import register
 
 __all__ = ["RandomQuery"]
-
-
-def _probability(v: Any) -> float:
-    """A finite float in (0, 1]."""
-    f = float(v)
-    if not 0.0 < f <= 1.0:
-        raise ValueError(f"must be a probability in (0, 1], got {v!r}")
-    return f
 
 
 @register
@@ -44,7 +35,10 @@ class RandomQuery(PerTaskPerceptrons):
     paper = f"{XU2018} (Sec. 4.2, Random)"
     params = (
         Param(
-            "query_rate", 0.5, "Probability of querying each label (1/2 in xu2018).", _probability
+            "query_rate",
+            0.5,
+            "Probability of querying each label (1/2 in xu2018).",
+            interval(0.0, 1.0, low_open=True),
         ),
         APPEND_BIAS_ON,
         L2_NORMALIZE_ON,

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from learners.base import Learner
+from learners.base import Learner, outlier_reporter, query_probability_reporter
 from learners.checks.streams import Stream, related_tasks
 
 __all__ = ["ALL_CHECKS", "Factory", "yield_checks"]
@@ -300,7 +300,53 @@ def check_score_and_learn_one(make: Factory) -> None:
     assert_states_equal(a.state_dict(), b.state_dict(), "score_and_learn_one")
 
 
+def _implements(cls: type[Learner], *methods: str) -> bool:
+    return all(callable(getattr(cls, m, None)) for m in methods)
+
+
+def check_declared_capabilities(make: Factory) -> None:
+    """Capability flags match the methods: declared ones work, implemented ones are declared.
+
+    ``reports_query_probability`` <=> ``query_probability`` exists (values in [0, 1], no
+    state change); ``reports_outliers`` <=> ``outlier_scores`` and ``outlier_tasks`` exist
+    (shape (K,), flagged tasks in range); ``is_active`` False => ``query_one`` answers True
+    for every input and changes nothing (see :mod:`learners.base`).
+    """
+    learner = make()
+    cls = type(learner)
+    stream = _stream(learner, n=300, seed=11)
+    _run(learner, stream)
+    probability = _implements(cls, "query_probability")
+    assert cls.reports_query_probability == probability, (
+        f"reports_query_probability is {cls.reports_query_probability} but query_probability "
+        f"is {'' if probability else 'not '}implemented"
+    )
+    outliers = [_implements(cls, m) for m in ("outlier_scores", "outlier_tasks")]
+    assert all(outliers) or not any(outliers), "outlier_scores and outlier_tasks come together"
+    assert cls.reports_outliers == outliers[0], (
+        f"reports_outliers is {cls.reports_outliers} but the outlier methods are "
+        f"{'' if outliers[0] else 'not '}implemented"
+    )
+    before = learner.state_dict()
+    reporter = query_probability_reporter(learner)
+    if reporter is not None:
+        for x, _, t in list(stream)[:50]:
+            p = reporter.query_probability(x, t)
+            assert isinstance(p, float) and 0.0 <= p <= 1.0, f"query probability {p!r}"
+    outlier = outlier_reporter(learner)
+    if outlier is not None:
+        scores = np.asarray(outlier.outlier_scores())
+        assert scores.shape == (learner.n_tasks,), f"outlier_scores shape {scores.shape}"
+        assert np.isfinite(scores).all()
+        flagged = outlier.outlier_tasks()
+        assert all(isinstance(k, int) and 0 <= k < learner.n_tasks for k in flagged), flagged
+    if not learner.is_active:
+        assert all(learner.query_one(x, t) is True for x, _, t in stream), "passive query_one"
+    assert_states_equal(before, learner.state_dict(), "after the capability calls")
+
+
 ALL_CHECKS: tuple[Check, ...] = (
+    check_declared_capabilities,
     check_task_weights,
     check_score_and_learn_one,
     check_info,

@@ -44,7 +44,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from learners.base import L2_NORMALIZE, Learner, Param, boolean, non_negative, one_of, positive
+from learners.base import L2_NORMALIZE, Learner, Param
 from learners.ella.accumulators import (
     basis_objective,
     contribution,
@@ -56,8 +56,9 @@ from learners.ella.base_learners import Ridge, fit_linear, fit_logistic, icml_ri
 from learners.ella.gsvd import atom_weights, gsvd_rank_one
 from learners.ella.lasso import sparse_code, sparse_codes
 from learners.inputs import Batch, Vec, check_task
+from learners.params import boolean, non_negative, one_of, positive, positive_int
 
-__all__ = ["RUVOLO2013", "RUVOLO2014", "BasisLearner", "positive_int"]
+__all__ = ["RUVOLO2013", "RUVOLO2014", "BasisLearner"]
 
 RUVOLO2013 = "Ruvolo, Eaton. ELLA: An Efficient Lifelong Learning Algorithm. ICML 2013"
 RUVOLO2014 = (
@@ -66,13 +67,6 @@ RUVOLO2014 = (
 
 #: Squared column norm below which a basis column counts as all zero and is redrawn.
 ZERO_COLUMN = 1e-10
-
-
-def positive_int(v: Any) -> int:
-    """An int >= 1."""
-    if isinstance(v, bool) or float(v) != int(float(v)) or int(float(v)) < 1:
-        raise ValueError(f"must be an integer >= 1, got {v!r}")
-    return int(float(v))
 
 
 COMMON_PARAMS: tuple[Param, ...] = (

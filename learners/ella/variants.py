@@ -11,15 +11,15 @@ from typing import ClassVar
 
 import numpy as np
 
-from learners.base import Param, non_negative
+from learners.base import Param
 from learners.ella.lasso import sparse_code
 from learners.ella.model import (
     COMMON_PARAMS,
     RUVOLO2013,
     RUVOLO2014,
     BasisLearner,
-    positive_int,
 )
+from learners.params import non_negative, positive_int
 from learners.registry import register
 
 __all__ = ["Ella", "EllaDual", "EllaIncremental", "EllaSvd", "MtlSvd"]

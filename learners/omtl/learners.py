@@ -44,19 +44,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from learners.base import (
-    APPEND_BIAS,
-    BUDGET,
-    L2_NORMALIZE,
-    Learner,
-    Param,
-    boolean,
-    non_negative,
-    non_negative_int,
-    one_of,
-    optional,
-    positive,
-)
+from learners.base import APPEND_BIAS, BUDGET, L2_NORMALIZE, Learner, Param
 from learners.inputs import Batch, Vec
 from learners.omtl.updates import (
     batchopt_update,
@@ -66,31 +54,20 @@ from learners.omtl.updates import (
     logdet_update,
     vonneumann_log_step,
 )
+from learners.params import (
+    boolean,
+    interval,
+    non_negative,
+    non_negative_int,
+    one_of,
+    optional,
+    positive,
+    positive_int,
+)
 from learners.perceptron.multitask import SAHA2011, MatrixPerceptron
 from learners.registry import register
 
 __all__ = ["BatchOptimal", "OMTLCovariance", "OMTLLogDet", "OMTLVonNeumann", "TaskRelationships"]
-
-
-def _fraction(v: Any) -> float:
-    f = float(v)
-    if not 0.0 <= f <= 1.0:
-        raise ValueError(f"must lie in [0, 1], got {v!r}")
-    return f
-
-
-def _unit_interval_open(v: Any) -> float:
-    f = float(v)
-    if not 0.0 < f < 1.0:
-        raise ValueError(f"must lie in (0, 1), got {v!r}")
-    return f
-
-
-def _positive_int(v: Any) -> int:
-    n = non_negative_int(v)
-    if n < 1:
-        raise ValueError(f"must be an integer >= 1, got {v!r}")
-    return n
 
 
 EPOCH = Param(
@@ -98,14 +75,14 @@ EPOCH = Param(
     0.5,
     "Priming period as a fraction of expected_rounds (saha2011 Sec. 3.2, EPOCH = 0.5 in "
     "Tables 3-5): A is updated from round ceil(epoch * expected_rounds) on.",
-    _fraction,
+    interval(0.0, 1.0),
 )
 EXPECTED_ROUNDS = Param(
     "expected_rounds",
     None,
     "Length of the stream the epoch fraction refers to (set by the evaluation harness). "
     "None with epoch_rounds None: priming never ends (independent Perceptrons).",
-    optional(_positive_int),
+    optional(positive_int),
 )
 EPOCH_ROUNDS = Param(
     "epoch_rounds",
@@ -140,7 +117,7 @@ EIG_FLOOR = Param(
     1e-12,
     "Relative eigenvalue floor of every inverse, log and exp: eigenvalues below "
     "eig_floor * (largest) are raised to it.",
-    _unit_interval_open,
+    interval(0.0, 1.0, low_open=True, high_open=True),
 )
 ACTIVE = Param(
     "active",

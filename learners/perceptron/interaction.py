@@ -7,6 +7,7 @@ saha2011 Eq. 2.2) updates every task j on a mistake of task i by
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -14,12 +15,14 @@ import numpy as np
 import scipy.linalg as la
 
 __all__ = [
+    "BFamily",
+    "GivenMatrix",
+    "Interaction",
     "b_family_inverse",
-    "initial_interaction_inverse",
-    "uses_b_family",
     "b_family_matrix",
     "check_spd",
     "graph_matrix",
+    "interaction_from_params",
     "spd_inverse",
 ]
 
@@ -77,31 +80,113 @@ def spd_inverse(A: np.ndarray) -> np.ndarray:
     return 0.5 * (inv + inv.T)
 
 
-def uses_b_family(params: Mapping[str, Any]) -> bool:
-    """True when neither a graph nor a matrix is given, so A is the b-family matrix."""
-    return params["graph"] is None and params["A"] is None
+class Interaction:
+    """How the interaction matrix A of a multitask Perceptron is given (algorithms.md Sec. 1.2).
 
-
-def initial_interaction_inverse(params: Mapping[str, Any], n_tasks: int) -> np.ndarray:
-    """``A^{-1}`` for ``n_tasks`` tasks, from the ``cmtl`` interaction parameters.
-
-    b-family: ``A_b^{-1} = (I + (b/K) 1 1^T)/(1 + b)`` with ``b = K`` when ``b`` is
-    None (saha2011 Sec. 2). Graph / matrix: ``A = I + c L`` or the given A, padded
-    with identity rows and columns for tasks beyond its size (algorithms.md Sec. 1.2).
+    Two forms, chosen once from the ``cmtl`` hyperparameters by :func:`interaction_from_params`:
+    :class:`BFamily` (A follows the number of tasks K) and :class:`GivenMatrix` (a task
+    graph or an explicit SPD matrix, fixed; tasks beyond its size are independent).
     """
-    K = n_tasks
-    if uses_b_family(params):
-        b = params["b"]
-        return b_family_inverse(K, float(K if b is None else b))
-    given = (
-        graph_matrix(params["graph"], params["graph_scale"])
-        if params["graph"] is not None
-        else params["A"]
-    )
-    if given.shape[0] > K:
-        raise ValueError(
-            f"interaction matrix is {given.shape[0]} x {given.shape[0]} but n_tasks = {K}"
-        )
-    A = np.eye(K)
-    A[: given.shape[0], : given.shape[0]] = given
-    return spd_inverse(A)
+
+    #: Whether A^{-1} changes for the existing tasks when a task is added.
+    follows_task_count: bool = False
+
+    def inverse(self, n_tasks: int) -> np.ndarray:
+        """``A^{-1}`` for ``n_tasks`` tasks."""
+        raise NotImplementedError
+
+    def grown_inverse(self, Ainv: np.ndarray) -> np.ndarray:
+        """``A^{-1}`` after one task is added to the ``K x K`` ``Ainv``."""
+        raise NotImplementedError
+
+    def matrix(self, Ainv: np.ndarray) -> np.ndarray:
+        """The ``K x K`` interaction matrix A itself, given the current ``Ainv``."""
+        raise NotImplementedError
+
+    def inverse_sqrt(self, Ainv: np.ndarray) -> np.ndarray:
+        """``A^{-1/2}`` for the current ``Ainv``."""
+        raise NotImplementedError
+
+    def grown_inverse_sqrt(self, Ainv: np.ndarray, R: np.ndarray) -> np.ndarray:
+        """``A^{-1/2}`` after one task is added; ``Ainv`` is already grown, ``R`` is not."""
+        raise NotImplementedError
+
+
+class BFamily(Interaction):
+    """``A_b = (1 + b) I - (b / K) 1 1^T``; ``b`` None follows K (saha2011 Sec. 2)."""
+
+    follows_task_count = True
+
+    def __init__(self, b: float | None) -> None:
+        self.b = b
+
+    def b_for(self, n_tasks: int) -> float:
+        """The coupling b in use with ``n_tasks`` tasks."""
+        return float(n_tasks if self.b is None else self.b)
+
+    def inverse(self, n_tasks: int) -> np.ndarray:
+        return b_family_inverse(n_tasks, self.b_for(n_tasks))
+
+    def grown_inverse(self, Ainv: np.ndarray) -> np.ndarray:
+        return self.inverse(Ainv.shape[0] + 1)
+
+    def matrix(self, Ainv: np.ndarray) -> np.ndarray:
+        return b_family_matrix(Ainv.shape[0], self.b_for(Ainv.shape[0]))
+
+    def inverse_sqrt(self, Ainv: np.ndarray) -> np.ndarray:
+        """Closed form ``(I - J)/sqrt(1 + b) + J`` with ``J = 1 1^T / K`` (algorithms.md Sec. 1.2)."""
+        K = Ainv.shape[0]
+        J = np.full((K, K), 1.0 / K)
+        return (np.eye(K) - J) / math.sqrt(1.0 + self.b_for(K)) + J
+
+    def grown_inverse_sqrt(self, Ainv: np.ndarray, R: np.ndarray) -> np.ndarray:
+        return self.inverse_sqrt(Ainv)
+
+
+class GivenMatrix(Interaction):
+    """A fixed SPD ``A`` (a task graph's ``I + c L`` or the user's matrix), padded with I."""
+
+    def __init__(self, A: np.ndarray) -> None:
+        self.A = A
+
+    def inverse(self, n_tasks: int) -> np.ndarray:
+        K = n_tasks
+        if self.A.shape[0] > K:
+            raise ValueError(
+                f"interaction matrix is {self.A.shape[0]} x {self.A.shape[0]} but n_tasks = {K}"
+            )
+        A = np.eye(K)
+        A[: self.A.shape[0], : self.A.shape[0]] = self.A
+        return spd_inverse(A)
+
+    def grown_inverse(self, Ainv: np.ndarray) -> np.ndarray:
+        return _pad_identity(Ainv)
+
+    def matrix(self, Ainv: np.ndarray) -> np.ndarray:
+        return spd_inverse(Ainv)
+
+    def inverse_sqrt(self, Ainv: np.ndarray) -> np.ndarray:
+        """By ``eigh`` of ``A^{-1}``, symmetrised."""
+        lam, Q = np.linalg.eigh(Ainv)
+        R = (Q * np.sqrt(np.maximum(lam, 0.0))) @ Q.T
+        return 0.5 * (R + R.T)
+
+    def grown_inverse_sqrt(self, Ainv: np.ndarray, R: np.ndarray) -> np.ndarray:
+        return _pad_identity(R)
+
+
+def _pad_identity(M: np.ndarray) -> np.ndarray:
+    """``M`` with one more identity row and column (a new, independent task)."""
+    K = M.shape[0] + 1
+    grown = np.eye(K)
+    grown[: K - 1, : K - 1] = M
+    return grown
+
+
+def interaction_from_params(params: Mapping[str, Any]) -> Interaction:
+    """The interaction form the ``cmtl`` hyperparameters ``b``, ``graph``, ``graph_scale``, ``A`` give."""
+    if params["graph"] is not None:
+        return GivenMatrix(graph_matrix(params["graph"], params["graph_scale"]))
+    if params["A"] is not None:
+        return GivenMatrix(np.asarray(params["A"], dtype=np.float64))
+    return BFamily(params["b"])

@@ -14,35 +14,31 @@ kernel of :mod:`learners.perceptron.batch`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
 from scipy.linalg.blas import dger
 
-from learners.base import (
-    APPEND_BIAS,
-    L2_NORMALIZE,
-    Learner,
-    Param,
-    non_negative,
-    optional,
-    positive,
-)
+from learners.base import APPEND_BIAS, L2_NORMALIZE, Learner, Param
 from learners.inputs import Batch, Vec
+from learners.params import non_negative, optional, positive, square_matrix
 from learners.perceptron.batch import sequential_mistakes
 from learners.perceptron.interaction import (
+    BFamily,
+    Interaction,
     b_family_matrix,
     check_spd,
     graph_matrix,
-    initial_interaction_inverse,
-    spd_inverse,
-    uses_b_family,
+    interaction_from_params,
 )
 from learners.registry import register
 
 __all__ = [
+    "BFamilyMultitaskPerceptron",
     "GlobalPerceptron",
     "IndependentPerceptrons",
+    "MatrixMultitaskPerceptron",
     "MatrixPerceptron",
     "MistakeDriven",
     "MultitaskPerceptron",
@@ -316,43 +312,26 @@ class MatrixPerceptron(MistakeDriven):
         self.W_ += self.Ainv_[:, tasks] @ yX
 
 
-def _square_matrix(v: Any) -> np.ndarray:
-    M = np.array(v, dtype=np.float64)
-    if M.ndim != 2 or M.shape[0] != M.shape[1]:
-        raise ValueError(f"must be a square matrix, got shape {M.shape}")
-    return M
-
-
 @register
-class MultitaskPerceptron(MatrixPerceptron):
+class MultitaskPerceptron(MistakeDriven):
     """The multitask Perceptron with a fixed interaction matrix A (saha2011 "CMTL").
 
     On a mistake of task ``i`` every task ``j`` moves by ``y (A^{-1})_{j,i} x``
     (saha2011 Eq. 2.2; Cavallanti et al. 2010, Fig. 1). A is one of:
 
-    * the **b-family** (default) ``A_b = (1+b) I - (b/K) 1 1^T``, with
-      ``A_b^{-1} = (I + (b/K) 1 1^T)/(1+b)``; the default ``b = K`` gives
-      ``A^{-1} = (I + 1 1^T)/(K+1)`` (saha2011 Sec. 2). Implemented in the
-      shared + per-task form of algorithms.md Sec. 1.2: with per-task
-      Perceptron sums ``V`` and their total ``s``,
-      ``w_i = (v_i + (b/K) s)/(1+b)``, so an update and a prediction both cost
-      O(nnz(x)). When ``b`` is left at None it tracks the current K, so
-      :meth:`add_task` keeps ``b = K``;
+    * the **b-family** (default) ``A_b = (1+b) I - (b/K) 1 1^T``; the default
+      ``b = K`` gives ``A^{-1} = (I + 1 1^T)/(K+1)`` (saha2011 Sec. 2). When ``b``
+      is left at None it tracks the current K, so :meth:`add_task` keeps ``b = K``;
     * a **task graph**: ``A = I + c L`` for the Laplacian L of the weighted
       adjacency matrix ``graph`` (algorithms.md Sec. 1.2);
     * any symmetric positive definite matrix ``A``.
 
-    Tasks added at run time (or beyond the size of a given ``graph``/``A``) enter
-    the graph and matrix forms as independent: an identity row and column.
-
-    Attributes
-    ----------
-    V_, s_ : ndarray, shapes (K, d) and (d,)
-        b-family form: per-task Perceptron sums and their total.
-    W_, Ainv_ : ndarray, shapes (K, d) and (K, K)
-        Graph / matrix form: the task weights and ``A^{-1}``.
-    n_mistakes_ : int
-        Number of updates made.
+    The registry name ``cmtl`` is this class; building it (directly, through
+    :func:`learners.make` or :meth:`from_state_dict`) returns the layout that
+    suits the parameters (:meth:`layout_for`): :class:`BFamilyMultitaskPerceptron`
+    for the b-family and :class:`MatrixMultitaskPerceptron` for a graph or a
+    matrix. Tasks added at run time (or beyond the size of a given ``graph``/``A``)
+    enter the graph and matrix forms as independent: an identity row and column.
     """
 
     name = "cmtl"
@@ -381,7 +360,7 @@ class MultitaskPerceptron(MatrixPerceptron):
             "graph",
             None,
             "Symmetric non-negative K x K task adjacency; A = I + graph_scale * Laplacian.",
-            optional(_square_matrix),
+            optional(square_matrix),
         ),
         Param("graph_scale", 1.0, "Scale c of the Laplacian in A = I + c L.", positive),
         Param(
@@ -394,6 +373,22 @@ class MultitaskPerceptron(MatrixPerceptron):
         L2_NORMALIZE,
     )
 
+    interaction: Interaction
+
+    def __new__(cls, **kwargs: Any) -> MultitaskPerceptron:
+        if cls is MultitaskPerceptron:
+            params = {k: v for k, v in kwargs.items() if k not in ("n_features", "n_tasks", "seed")}
+            cls = cls.layout_for(cls._resolve_params(params))
+        return object.__new__(cls)
+
+    @classmethod
+    def layout_for(cls, params: Mapping[str, Any]) -> type[MultitaskPerceptron]:
+        """The class that runs ``cmtl`` with the (resolved) hyperparameters ``params``."""
+        form = interaction_from_params(params)
+        return (
+            BFamilyMultitaskPerceptron if isinstance(form, BFamily) else MatrixMultitaskPerceptron
+        )
+
     @classmethod
     def _check_params(cls, params: dict[str, Any]) -> None:
         given = [k for k in ("graph", "A") if params[k] is not None]
@@ -401,97 +396,107 @@ class MultitaskPerceptron(MatrixPerceptron):
             raise ValueError("give at most one of b, graph and A")
         if params["graph"] is not None:
             graph_matrix(params["graph"], params["graph_scale"])  # validates the graph
-
-    @property
-    def uses_b_family(self) -> bool:
-        """True when A is the b-family matrix (the O(nnz) shared + per-task form)."""
-        return uses_b_family(self.hyper)
-
-    def _b(self) -> float:
-        b = self.hyper["b"]
-        return float(self.n_tasks if b is None else b)
+        if cls is not MultitaskPerceptron and cls.layout_for(params) is not cls:
+            raise ValueError(f"these parameters are run by {cls.layout_for(params).__name__}")
 
     def interaction_matrix(self) -> np.ndarray:
         """The current ``K x K`` interaction matrix A."""
-        if self.uses_b_family:
-            return b_family_matrix(self.n_tasks, self._b())
-        return spd_inverse(self.Ainv_)
+        raise NotImplementedError
 
-    # -- state layout depends on the form of A
+    def _relation(self) -> np.ndarray:
+        return self.interaction_matrix()
+
+
+class BFamilyMultitaskPerceptron(MultitaskPerceptron):
+    """``cmtl`` with the b-family matrix, in the O(nnz) shared + per-task form.
+
+    ``A_b^{-1} = (I + (b/K) 1 1^T)/(1+b)``, so with per-task Perceptron sums
+    ``V`` and their total ``s``, ``w_i = (v_i + (b/K) s)/(1+b)`` (algorithms.md
+    Sec. 1.2, "O(nnz) trick"): an update and a prediction both cost O(nnz(x)).
+
+    Attributes
+    ----------
+    V_ : ndarray, shape (K, d)
+        Per-task Perceptron sums ``sum y x`` of the mistakes.
+    s_ : ndarray, shape (d,)
+        Their total.
+    n_mistakes_ : int
+        Number of updates made.
+    """
+
+    state_fields: ClassVar[tuple[str, ...]] = ("V_", "s_", "n_mistakes_")
+    interaction: BFamily
+
     def _init_state(self) -> None:
+        self.interaction = BFamily(self.hyper["b"])
+        self.V_ = np.zeros((self.n_tasks, self.dim))
+        self.s_ = np.zeros(self.dim)
         self.n_mistakes_ = 0
-        if self.uses_b_family:
-            self.V_ = np.zeros((self.n_tasks, self.dim))
-            self.s_ = np.zeros(self.dim)
-        else:
-            super()._init_state()
 
-    def _initial_inverse(self) -> np.ndarray:
-        return initial_interaction_inverse(self.hyper, self.n_tasks)
+    def _b(self) -> float:
+        return self.interaction.b_for(self.n_tasks)
 
-    def _get_state(self) -> dict[str, Any]:
-        if self.uses_b_family:
-            return {"V_": self.V_, "s_": self.s_, "n_mistakes_": self.n_mistakes_}
-        return super()._get_state()
+    def interaction_matrix(self) -> np.ndarray:
+        return b_family_matrix(self.n_tasks, self._b())
 
-    def _set_state(self, state: Any) -> None:
-        if self.uses_b_family:
-            self.V_ = np.array(state["V_"], dtype=np.float64)
-            self.s_ = np.array(state["s_"], dtype=np.float64)
-            self.n_mistakes_ = int(state["n_mistakes_"])
-        else:
-            super()._set_state(state)
-
-    # -- b-family fast form (algorithms.md Sec. 1.2, "O(nnz) trick")
     def _decision(self, x: Vec, task: int) -> float:
-        if not self.uses_b_family:
-            return super()._decision(x, task)
         b = self._b()
         return (x.dot(self.V_[task]) + (b / self.n_tasks) * x.dot(self.s_)) / (1.0 + b)
 
     def _learn(self, x: Vec, y: float, task: int) -> None:
-        if not self.uses_b_family:
-            super()._learn(x, y, task)
-            return
         if is_mistake(self._decision(x, task), y):
             x.add_to(self.V_[task], y)
             x.add_to(self.s_, y)
             self.n_mistakes_ += 1
 
     def _add_task(self) -> None:
-        if self.uses_b_family:
-            self.V_ = np.vstack([self.V_, np.zeros((1, self.dim))])
-        else:
-            super()._add_task()
-
-    def _relation(self) -> np.ndarray:
-        return self.interaction_matrix()
+        self.V_ = np.vstack([self.V_, np.zeros((1, self.dim))])
 
     def _task_weights(self) -> np.ndarray:
-        if not self.uses_b_family:
-            return super()._task_weights()
         b = self._b()
         return (self.V_ + (b / self.n_tasks) * self.s_) / (1.0 + b)
 
     def _batch_scores(self, X: np.ndarray, tasks: np.ndarray) -> np.ndarray:
-        if not self.uses_b_family:
-            return super()._batch_scores(X, tasks)
         # Unscaled (times 1 + b), as in _decision's numerator; see _batch_score_divisor.
         own = np.einsum("ij,ij->i", X, self.V_[tasks])
         return own + (self._b() / self.n_tasks) * (X @ self.s_)
 
     def _batch_coupling(self, row_tasks: np.ndarray, tasks: np.ndarray) -> np.ndarray | float:
-        if not self.uses_b_family:
-            return super()._batch_coupling(row_tasks, tasks)
         beta = self._b() / self.n_tasks
         return np.where(np.equal.outer(row_tasks, tasks), 1.0 + beta, beta)
 
     def _batch_score_divisor(self) -> float:
-        return 1.0 + self._b() if self.uses_b_family else 1.0
+        return 1.0 + self._b()
 
     def _batch_update(self, yX: np.ndarray, tasks: np.ndarray) -> None:
-        if not self.uses_b_family:
-            super()._batch_update(yX, tasks)
-            return
         add_rows(self.V_, tasks, yX)
         self.s_ += yX.sum(axis=0)
+
+
+class MatrixMultitaskPerceptron(MultitaskPerceptron, MatrixPerceptron):
+    """``cmtl`` with a task graph or an explicit SPD ``A``: keeps ``W`` and ``A^{-1}``.
+
+    A mistake of task ``i`` applies ``W += y * outer(A^{-1}[:, i], x)`` (saha2011
+    Eq. 2.2), O(K nnz); see :class:`MatrixPerceptron`.
+
+    Attributes
+    ----------
+    W_ : ndarray, shape (K, d)
+        Task weight vectors (rows).
+    Ainv_ : ndarray, shape (K, K)
+        Inverse of the interaction matrix.
+    n_mistakes_ : int
+        Number of updates made.
+    """
+
+    state_fields: ClassVar[tuple[str, ...]] = ("W_", "Ainv_", "n_mistakes_")
+
+    def _init_state(self) -> None:
+        self.interaction = interaction_from_params(self.hyper)
+        super()._init_state()
+
+    def _initial_inverse(self) -> np.ndarray:
+        return self.interaction.inverse(self.n_tasks)
+
+    def interaction_matrix(self) -> np.ndarray:
+        return self.interaction.matrix(self.Ainv_)

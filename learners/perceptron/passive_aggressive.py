@@ -21,8 +21,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from learners.base import APPEND_BIAS, L2_NORMALIZE, Learner, Param, one_of, positive
+from learners.base import APPEND_BIAS, L2_NORMALIZE, Learner, Param
 from learners.inputs import Vec
+from learners.params import one_of, positive
 from learners.registry import register
 
 __all__ = [

@@ -34,28 +34,20 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from learners.base import APPEND_BIAS, L2_NORMALIZE, Learner, Param, optional
+from learners.base import APPEND_BIAS, L2_NORMALIZE, Learner, Param
 from learners.inputs import Vec
-from learners.perceptron.interaction import initial_interaction_inverse, uses_b_family
+from learners.params import at_least, optional
+from learners.perceptron.interaction import Interaction, interaction_from_params
 from learners.perceptron.multitask import CAVALLANTI2010, is_mistake, rank_one_update
 from learners.perceptron.second_order import (
     INTERACTION_PARAMS,
     check_interaction_params,
-    grown_interaction_inverse,
-    interaction_matrix,
 )
 from learners.registry import register
 
 __all__ = ["PNormMultitaskPerceptron", "default_p", "pnorm_link"]
 
 GENTILE2003 = "Gentile. The Robustness of the p-Norm Algorithms. Machine Learning 53, 2003"
-
-
-def _p_value(v: Any) -> float:
-    p = float(v)
-    if not math.isfinite(p) or p < 2.0:
-        raise ValueError(f"must be a finite number >= 2, got {v!r}")
-    return p
 
 
 def default_p(n_tasks: int, dim: int) -> float:
@@ -84,18 +76,6 @@ def pnorm_link(theta: np.ndarray, p: float, out: np.ndarray | None = None) -> np
     out *= m / S ** ((p - 2.0) / p)
     np.copysign(out, theta, out=out)
     return out
-
-
-def inverse_sqrt_of(params: Mapping[str, Any], Ainv: np.ndarray) -> np.ndarray:
-    """``A^{-1/2}``: closed form for the b-family (algorithms.md Sec. 1.2), else by ``eigh``."""
-    K = Ainv.shape[0]
-    if uses_b_family(params):
-        b = float(K if params["b"] is None else params["b"])
-        J = np.full((K, K), 1.0 / K)
-        return (np.eye(K) - J) / math.sqrt(1.0 + b) + J
-    lam, Q = np.linalg.eigh(Ainv)
-    R = (Q * np.sqrt(np.maximum(lam, 0.0))) @ Q.T
-    return 0.5 * (R + R.T)
 
 
 @register
@@ -136,7 +116,7 @@ class PNormMultitaskPerceptron(Learner):
             None,
             "The norm p >= 2 of the link; None means max(2, 2 ln(K d)) at construction. "
             "p = 2 is cmtl.",
-            optional(_p_value),
+            optional(at_least(2.0)),
         ),
         *INTERACTION_PARAMS,
         APPEND_BIAS,
@@ -149,6 +129,7 @@ class PNormMultitaskPerceptron(Learner):
     )
     state_fields: ClassVar[tuple[str, ...]] = ("Ainv_", "R_", "V_", "theta_", "p_", "n_mistakes_")
 
+    interaction: Interaction
     _link: np.ndarray
     U_: np.ndarray
 
@@ -159,8 +140,9 @@ class PNormMultitaskPerceptron(Learner):
     def _init_state(self) -> None:
         p = self.hyper["p"]
         self.p_ = float(default_p(self.n_tasks, self.dim) if p is None else p)
-        self.Ainv_ = initial_interaction_inverse(self.hyper, self.n_tasks)
-        self.R_ = inverse_sqrt_of(self.hyper, self.Ainv_)
+        self.interaction = interaction_from_params(self.hyper)
+        self.Ainv_ = self.interaction.inverse(self.n_tasks)
+        self.R_ = self.interaction.inverse_sqrt(self.Ainv_)
         self.V_ = np.zeros((self.n_tasks, self.dim))
         self.theta_ = np.zeros((self.n_tasks, self.dim))
         self.n_mistakes_ = 0
@@ -192,21 +174,18 @@ class PNormMultitaskPerceptron(Learner):
         self._refresh()
 
     def _add_task(self) -> None:
-        self.Ainv_ = grown_interaction_inverse(self.hyper, self.Ainv_)
+        self.Ainv_ = self.interaction.grown_inverse(self.Ainv_)
+        self.R_ = self.interaction.grown_inverse_sqrt(self.Ainv_, self.R_)
         self.V_ = np.vstack([self.V_, np.zeros((1, self.dim))])
-        if uses_b_family(self.hyper):
-            self.R_ = inverse_sqrt_of(self.hyper, self.Ainv_)
+        if self.interaction.follows_task_count:
+            # Every block of the embedding changed: rebuild theta = R V.
             self.theta_ = self.R_ @ self.V_
         else:
-            K = self.Ainv_.shape[0]
-            grown = np.eye(K)
-            grown[: K - 1, : K - 1] = self.R_
-            self.R_ = grown
             self.theta_ = np.vstack([self.theta_, np.zeros((1, self.dim))])
         self._refresh()
 
     def _relation(self) -> np.ndarray:
-        return interaction_matrix(self.hyper, self.Ainv_)
+        return self.interaction.matrix(self.Ainv_)
 
     def _task_weights(self) -> np.ndarray:
         return self.U_.copy()

@@ -39,14 +39,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from learners.base import APPEND_BIAS, L2_NORMALIZE, Learner, Param, positive
+from learners.base import APPEND_BIAS, L2_NORMALIZE, Learner, Param
 from learners.inputs import Vec
-from learners.perceptron.interaction import (
-    b_family_matrix,
-    initial_interaction_inverse,
-    spd_inverse,
-    uses_b_family,
-)
+from learners.params import positive
+from learners.perceptron.interaction import Interaction, interaction_from_params, spd_inverse
 from learners.perceptron.multitask import CAVALLANTI2010, MultitaskPerceptron, is_mistake
 from learners.registry import register
 
@@ -69,25 +65,6 @@ INTERACTION_PARAMS: tuple[Param, ...] = tuple(
 def check_interaction_params(params: Mapping[str, Any]) -> None:
     """At most one of ``b``, ``graph`` and ``A``; the graph must be valid (as for ``cmtl``)."""
     MultitaskPerceptron._check_params(dict(params))
-
-
-def grown_interaction_inverse(params: Mapping[str, Any], Ainv: np.ndarray) -> np.ndarray:
-    """``A^{-1}`` after one task is added: b-family recomputed, other forms get an identity row."""
-    K = Ainv.shape[0] + 1
-    if uses_b_family(params):
-        return initial_interaction_inverse(params, K)
-    grown = np.eye(K)
-    grown[: K - 1, : K - 1] = Ainv
-    return grown
-
-
-def interaction_matrix(params: Mapping[str, Any], Ainv: np.ndarray) -> np.ndarray:
-    """The ``K x K`` interaction matrix A itself."""
-    K = Ainv.shape[0]
-    if uses_b_family(params):
-        b = params["b"]
-        return b_family_matrix(K, float(K if b is None else b))
-    return spd_inverse(Ainv)
 
 
 @register
@@ -142,6 +119,7 @@ class SecondOrderMultitaskPerceptron(Learner):
     )
     state_fields: ClassVar[tuple[str, ...]] = ("Ainv_", "X_", "y_", "tasks_", "Q_", "n_mistakes_")
 
+    interaction: Interaction
     _X: np.ndarray
     _y: np.ndarray
     _t: np.ndarray
@@ -153,7 +131,8 @@ class SecondOrderMultitaskPerceptron(Learner):
 
     # ----------------------------------------------------------- state
     def _init_state(self) -> None:
-        self.Ainv_ = initial_interaction_inverse(self.hyper, self.n_tasks)
+        self.interaction = interaction_from_params(self.hyper)
+        self.Ainv_ = self.interaction.inverse(self.n_tasks)
         self.n_mistakes_ = 0
         self._allocate(16)
 
@@ -236,8 +215,8 @@ class SecondOrderMultitaskPerceptron(Learner):
         self.n_mistakes_ = s + 1
 
     def _add_task(self) -> None:
-        self.Ainv_ = grown_interaction_inverse(self.hyper, self.Ainv_)
-        if uses_b_family(self.hyper):
+        self.Ainv_ = self.interaction.grown_inverse(self.Ainv_)
+        if self.interaction.follows_task_count:
             self._rebuild_inverse()
 
     def _rebuild_inverse(self) -> None:
@@ -250,4 +229,4 @@ class SecondOrderMultitaskPerceptron(Learner):
         self._Q[:s, :s] = spd_inverse(float(self.hyper["a"]) * np.eye(s) + G)
 
     def _relation(self) -> np.ndarray:
-        return interaction_matrix(self.hyper, self.Ainv_)
+        return self.interaction.matrix(self.Ainv_)

@@ -36,9 +36,12 @@ still zero has similarity 0 with every other task and 1 with itself.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 
-from learners.base import Learner, Param, non_negative, one_of, positive
+from learners.base import Learner, Param
+from learners.params import non_negative, one_of, positive
 
 __all__ = [
     "OUTLIER_FACTOR",
@@ -115,6 +118,8 @@ class RobustMultitask(Learner):
     ``_task_weights``; this class adds :meth:`outlier_scores`,
     :meth:`outlier_tasks` and the cosine-similarity relation matrix.
     """
+
+    reports_outliers: ClassVar[bool] = True
 
     def outlier_scores(self) -> np.ndarray:
         """``||q_i||_2`` for every task, shape ``(K,)``."""

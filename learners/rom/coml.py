@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from learners.base import APPEND_BIAS, L2_NORMALIZE, Learner, Param, non_negative, positive
+from learners.base import APPEND_BIAS, L2_NORMALIZE, Learner, Param
 from learners.inputs import Vec
+from learners.params import non_negative, positive
 from learners.registry import register
 from learners.rom.scaled import add_scaled, rescale
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from learners.base import APPEND_BIAS, L2_NORMALIZE, Param, non_negative, positive
+from learners.base import APPEND_BIAS, L2_NORMALIZE, Param
 from learners.inputs import Vec
+from learners.params import non_negative, positive
 from learners.registry import register
 from learners.rom.base import OUTLIER_PARAMS, ZHANG2018, RobustMultitask, hinge_active
 from learners.rom.prox import shrink_factor

@@ -16,7 +16,6 @@ from contextlib import asynccontextmanager
 from functools import lru_cache
 from typing import Any
 
-import redis
 from fastapi import FastAPI
 
 from service import __version__, metrics
@@ -26,8 +25,9 @@ from service.api.errors import install_handlers
 from service.api.fastpath import PredictFastPath
 from service.api.middleware import GuardMiddleware
 from service.api.routes import events, health, label, models, predict, queries
-from service.models import ensure_default_model
 from service.settings import Settings, get_settings
+from service.store import connect
+from service.store.models import ensure_default_model
 
 __all__ = ["create_app"]
 
@@ -43,7 +43,7 @@ async def _ensure_default_model(settings: Settings) -> None:
     """Create the settings' default model unless a model of that name exists."""
     if not settings.default_model:
         return
-    client = redis.Redis.from_url(str(settings.redis_url))
+    client = connect(str(settings.redis_url))
     try:
         await asyncio.to_thread(ensure_default_model, client, settings)
     except ValueError as exc:
@@ -110,7 +110,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         owner=app,
         router=predict.router,
         path="/predict",
-        answer=predict.predict_answer,
     )
     app.add_middleware(
         GuardMiddleware, max_body_bytes=settings.max_body_bytes, observe=_observe_request

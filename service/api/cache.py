@@ -8,7 +8,7 @@ request that holds a view keeps a consistent learner without locks.
 Concurrent requests that see the same new version share one reload.
 
 Unseen tasks are scored as the worker will first see them
-(:meth:`service.snapshot.Snapshot.learner_for_task`): in the learner's next free
+(:meth:`service.store.snapshot.Snapshot.learner_for_task`): in the learner's next free
 slot, else in a task added to a copy of the learner. The copy is made once per
 view and reused for every unseen task name.
 """
@@ -21,12 +21,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import redis.asyncio as aredis
 
 from learners import Learner
-from service import keys
-from service.models import ModelConfig, get_model_async, initial_snapshot
-from service.snapshot import Snapshot, read_snapshot_async
+from service.store import AsyncStore, keys
+from service.store.models import ModelConfig, get_model_async, initial_snapshot
+from service.store.snapshot import Snapshot, read_snapshot_async
 
 __all__ = ["ModelCache", "ModelView"]
 
@@ -98,7 +97,7 @@ class ModelView:
 class ModelCache:
     """Views of every model this process has served, refreshed on demand."""
 
-    def __init__(self, redis: aredis.Redis) -> None:
+    def __init__(self, redis: AsyncStore) -> None:
         self._redis = redis
         self._views: dict[str, ModelView] = {}
         self._loading: dict[str, asyncio.Task[ModelView | None]] = {}

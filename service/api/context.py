@@ -5,7 +5,7 @@ microseconds of numpy, so handling it on the event loop is cheaper than a hop
 to a thread pool, and the label-request stream (server-sent events) holds a
 blocking ``XREAD`` per subscriber, which only an asyncio client can do without a
 thread per subscriber. Reads and administration use ``redis.asyncio``; the
-write scripts of the hot path go through :class:`service.api.resp.RespConnection`
+write scripts of the hot path go through :class:`service.store.resp.RespConnection`
 (for ``redis://`` URLs), which costs a fraction of the CPU per call and
 pipelines concurrent requests on one connection.
 """
@@ -15,14 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import redis.asyncio as aredis
-from redis.exceptions import NoScriptError
-
 from service.api.cache import ModelCache
-from service.api.group_commit import GroupCommit
-from service.api.resp import RespConnection
-from service.api.scripts import LuaScript
 from service.settings import Settings
+from service.store import AsyncStore, connect_async
+from service.store.group_commit import GroupCommit
+from service.store.resp import RespConnection
+from service.store.scripts import LuaScript
 
 __all__ = ["ApiContext"]
 
@@ -32,7 +30,7 @@ class ApiContext:
     """The per-app state shared by every request."""
 
     settings: Settings
-    redis: aredis.Redis
+    redis: AsyncStore
     cache: ModelCache
     fast: RespConnection | None
     appender: GroupCommit = field(init=False)
@@ -48,7 +46,7 @@ class ApiContext:
                 "REDIS_URL is not set: run `omtl up` (which starts an embedded server) "
                 "or point REDIS_URL at a Redis server"
             )
-        client = aredis.Redis.from_url(settings.redis_url, decode_responses=False)
+        client = connect_async(settings.redis_url)
         return cls(
             settings=settings,
             redis=client,
@@ -60,12 +58,7 @@ class ApiContext:
 
     async def run_script(self, script: LuaScript, keys: list[str], args: list[Any]) -> Any:
         """Run ``script`` atomically on the server (one round trip unless it must be loaded)."""
-        if self.fast is not None:
-            return await self.fast.evalsha(script.sha, script.source, keys, args)
-        try:
-            return await self.redis.evalsha(script.sha, len(keys), *keys, *args)
-        except NoScriptError:
-            return await self.redis.eval(script.source, len(keys), *keys, *args)
+        return await script.run_async(self.redis, self.fast, keys, args)
 
     def model_name(self, given: str | None) -> str:
         """The model a request addresses: the one named, else the default model."""

@@ -10,11 +10,10 @@ from __future__ import annotations
 import logging
 
 from fastapi import FastAPI, Request
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 from starlette.responses import Response
 
 from service.api.jsonio import json_response
+from service.store import STORE_UNAVAILABLE
 
 log = logging.getLogger("omtl.api")
 
@@ -78,6 +77,5 @@ async def _redis_unavailable(request: Request, exc: Exception) -> Response:
 def install_handlers(app: FastAPI) -> None:
     """Register the handlers: :class:`ApiError` -> its status; Redis unreachable -> 503."""
     app.add_exception_handler(ApiError, _api_error)
-    app.add_exception_handler(RedisConnectionError, _redis_unavailable)
-    app.add_exception_handler(RedisTimeoutError, _redis_unavailable)
-    app.add_exception_handler(ConnectionError, _redis_unavailable)
+    for error in STORE_UNAVAILABLE:
+        app.add_exception_handler(error, _redis_unavailable)

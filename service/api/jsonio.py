@@ -16,18 +16,47 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ValidationError
 from starlette.responses import Response
 
-__all__ = ["json_response", "parse_body", "parse_json", "read_json"]
+__all__ = ["json_response", "parse_body", "parse_json", "read_body", "read_json"]
 
 M = TypeVar("M", bound=BaseModel)
 
 
+class _JsonResponse(Response):
+    """A JSON body with its two headers built directly (Starlette's generic header
+    assembly costs more than the serialisation of a small answer)."""
+
+    media_type = "application/json"
+
+    def __init__(self, body: bytes, status_code: int) -> None:
+        self.status_code = status_code
+        self.body = body
+        self.background = None
+        self.raw_headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", b"%d" % len(body)),
+        ]
+
+
 def json_response(content: Any, status_code: int = 200) -> Response:
     """A JSON response serialised by orjson (numpy scalars allowed)."""
-    return Response(
-        orjson.dumps(content, option=orjson.OPT_SERIALIZE_NUMPY),
-        status_code=status_code,
-        media_type="application/json",
-    )
+    return _JsonResponse(orjson.dumps(content, option=orjson.OPT_SERIALIZE_NUMPY), status_code)
+
+
+async def read_body(request: Request) -> bytes:
+    """The whole request body, read from the ASGI messages directly.
+
+    Cheaper than ``await request.body()`` for the one read a hot endpoint makes;
+    ``request.body()`` cannot be called after it.
+    """
+    message = await request.receive()
+    body: bytes = message.get("body", b"")
+    if not message.get("more_body", False):
+        return body
+    chunks = [body]
+    while message.get("more_body", False):
+        message = await request.receive()
+        chunks.append(message.get("body", b""))
+    return b"".join(chunks)
 
 
 async def read_json(request: Request) -> Any:

@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 import orjson
 
-from service.api.client import Api, ApiCallError, HttpApi, sse_messages
+from evaluation.catalog import load_dataset
+from evaluation.dataset import Dataset
+from service.cli.client import Api, ApiCallError, HttpApi, sse_messages
 from service.cli.replay_cmd import default_url
-from service.evaluation.catalog import load_dataset
-from service.evaluation.dataset import Dataset
 
 __all__ = ["AnnotateStats", "annotate", "register", "run"]
 

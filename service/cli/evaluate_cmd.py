@@ -7,7 +7,7 @@ several learners on the same shuffles and prints one table (``--json`` writes
 the list of documents, ``--plot FILE.png`` draws their curves).
 
 DATASET is a built-in name with optional parameters (``synthetic-rom:delta2=1``)
-or a path to a ``.npz`` file (format: :mod:`service.evaluation.npzformat`).
+or a path to a ``.npz`` file (format: :mod:`evaluation.npzformat`).
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from service.evaluation import protocols
-from service.evaluation.catalog import dataset_names, dataset_summary, load_dataset
-from service.evaluation.compare import compare, plot_curves
-from service.evaluation.datapath import DataNotFoundError
-from service.evaluation.progress import ProgressBar
-from service.evaluation.report import format_comparison, format_document
+from evaluation import protocols
+from evaluation.catalog import dataset_names, dataset_summary, load_dataset
+from evaluation.compare import compare, plot_curves
+from evaluation.datapath import DataNotFoundError
+from evaluation.progress import ProgressBar
+from evaluation.report import format_comparison, format_document
 
 
 def parse_value(text: str) -> Any:

@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from service.api.client import Api, ApiCallError, HttpApi
-from service.evaluation.catalog import load_dataset
-from service.evaluation.dataset import Dataset
+from evaluation.catalog import load_dataset
+from evaluation.dataset import Dataset
+from service.cli.client import Api, ApiCallError, HttpApi
 from service.settings import get_settings
 
 __all__ = ["ReplayStats", "ensure_model", "event_json", "register", "replay", "run"]

@@ -112,7 +112,7 @@ def run_worker(args: argparse.Namespace) -> int:
     if not settings.redis_url:
         print("omtl worker needs REDIS_URL (or use `omtl up`)", file=sys.stderr)
         return 2
-    from service.models import ensure_default_model
+    from service.store.models import ensure_default_model
     from service.worker.__main__ import main
 
     client = redis.Redis.from_url(settings.redis_url)
@@ -204,7 +204,7 @@ def _banner(settings: Settings, redis_url: str, embedded: bool) -> str:
 def run_up(args: argparse.Namespace) -> int:
     """``omtl up``: embedded Redis (unless ``REDIS_URL``), the worker and the API."""
     from service.embedded_redis import DataDirLocked, EmbeddedRedis
-    from service.models import ensure_default_model
+    from service.store.models import ensure_default_model
 
     settings = _settings(args)
     _logging(settings)

@@ -21,31 +21,30 @@ Writes to Redis (label requests, dead letters) are collected in an
 
 from __future__ import annotations
 
-import base64
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import orjson
-from redis.exceptions import RedisError
 
-from learners import Learner, as_vector
-from service.codec import (
+from learners import as_vector, query_probability_reporter
+from service.store import StoreError
+from service.store.codec import (
     BatchEvent,
     CodecError,
     Event,
     Label,
-    decode_entry,
+    decode_flat,
     entry_id_tuple,
     parse_event_id,
+    read_binary_event,
     split_event_id,
 )
+from service.worker.outbox import Outbox, dead_letter_fields
 from service.worker.state import ModelState
 
-__all__ = ["Applier", "Outbox", "dead_letter_fields"]
+__all__ = ["GROUP_MAX", "GROUP_MIN", "Applier"]
 
 _F4 = np.dtype("<f4")
 #: Fetches the raw field list of one log entry by id (None when it is gone).
@@ -56,51 +55,12 @@ GROUP_MAX = 100
 #: Smaller groups are applied event by event: below this size one batch call costs
 #: more than the per-event calls (measured with cmtl, K = d = 100).
 GROUP_MIN = 4
-_BINARY = frozenset({b"x32", b"xi", b"xv", b"X32", b"y32"})
-
-
-@dataclass
-class Outbox:
-    """Writes produced by applying entries, flushed by the worker after each read."""
-
-    requests: list[dict[str, str]] = field(default_factory=list)
-    dead: list[dict[str, str]] = field(default_factory=list)
-
-    def __bool__(self) -> bool:
-        return bool(self.requests or self.dead)
-
-    def clear(self) -> None:
-        """Forget everything (after a flush)."""
-        self.requests.clear()
-        self.dead.clear()
-
-
-def _field_text(key: bytes, value: Any) -> Any:
-    if isinstance(value, bytes):
-        if key in _BINARY:
-            return {"base64": base64.b64encode(value).decode()}
-        try:
-            return value.decode()
-        except UnicodeDecodeError:
-            return {"base64": base64.b64encode(value).decode()}
-    return str(value)
-
-
-def dead_letter_fields(entry_id: str, reason: str, flat: Sequence[Any]) -> dict[str, str]:
-    """Fields of a dead-letter entry: the original id, the reason and the original fields."""
-    pairs: dict[str, Any] = {}
-    for i in range(0, len(flat) - 1, 2):
-        key = flat[i] if isinstance(flat[i], bytes) else str(flat[i]).encode()
-        pairs[key.decode("utf-8", "replace")] = _field_text(key, flat[i + 1])
-    return {"entry": entry_id, "reason": reason, "fields": orjson.dumps(pairs).decode()}
+#: A labelled single event waiting in a group: entry id, raw fields, task index, x32, y.
+_Grouped = tuple[bytes, Sequence[Any], int, bytes, float]
 
 
 class _Dead(Exception):
     """An entry that cannot be applied; the message is the reason."""
-
-
-def _overrides(learner: Learner, name: str) -> bool:
-    return getattr(type(learner), name) is not getattr(Learner, name)
 
 
 class Applier:
@@ -124,10 +84,11 @@ class Applier:
         self.learner = learner
         self.d = learner.n_features
         self.classification = learner.label_kind == "classification"
-        self.passive = not learner.is_active and not _overrides(learner, "query_one")
-        self.query_probability: Callable[[Any, int], float] | None = getattr(
-            learner, "query_probability", None
-        )
+        # Declared capabilities (docs/architecture.md, "Label requests"): a learner
+        # that is not active queries every unlabelled event.
+        self.passive = not learner.is_active
+        reporter = query_probability_reporter(learner)
+        self.query_probability = reporter.query_probability if reporter is not None else None
 
     # ------------------------------------------------------------ helpers
     def _check_y(self, y: float) -> float:
@@ -179,11 +140,11 @@ class Applier:
     def apply(self, entries: Sequence[Any], horizon_ms: int | None = None) -> list[Any]:
         """Apply raw XREAD entries ``[id, [field, value, ...]]`` in log order.
 
-        Consecutive labelled single events (binary ``x32``, known task) with the
-        same millisecond in their entry id form a *group* (cut into chunks of
-        :data:`GROUP_MAX` from its start), applied with one
-        ``score_and_learn_many`` call (groups smaller than :data:`GROUP_MIN` with
-        the per-event path).
+        Consecutive labelled single events (binary ``x32``, known task, read by
+        :func:`service.store.codec.read_binary_event`) with the same millisecond
+        in their entry id form a *group* (cut into chunks of :data:`GROUP_MAX`
+        from its start), applied with one ``score_and_learn_many`` call (groups
+        smaller than :data:`GROUP_MIN` with the per-event path).
         Groups depend on the log alone, so a replay forms the same groups. A
         group at the end of ``entries`` may still grow: it is applied only when
         its millisecond is below ``horizon_ms`` (the server time after a read
@@ -191,102 +152,93 @@ class Applier:
         to be passed again, in front of the next entries.
         """
         st = self.state
-        single = st.single
-        events, predictions = single["events"], single["predictions"]
-        totals = st.totals
-        tindex = st.task_index
         self._replaying_queries = st.queries_done_upto >= (0, 0, -1)
-        classification = self.classification
-        decide = self.learner.decision_one
-        frombuffer = np.frombuffer
-        d4 = 4 * self.d
+        tindex = st.task_index
+        valid_y = self._valid_y
+        x_bytes = 4 * self.d
         n_events = 0
-        group: list[tuple[Any, Any, int, float]] = []
+        group: list[_Grouped] = []
         group_ms = b""
         for eid_b, flat in entries:
-            # ---- classify: a single x32 event of a known task, fields in codec order?
-            n = len(flat)
-            t = None
-            y: float | None = None
-            ref = None
-            if (
-                6 <= n <= 10
-                and flat[1] == b"e"
-                and flat[0] == b"k"
-                and flat[2] == b"task"
-                and flat[4] == b"x32"
-                and len(flat[5]) == d4
-            ):
-                t = tindex.get(flat[3])
-                if t is not None and n > 6:
-                    if flat[6] == b"y" and (n == 8 or (n == 10 and flat[8] == b"ref")):
-                        try:
-                            y = float(flat[7])
-                        except ValueError:
-                            t = None
-                        else:
-                            ref = flat[9] if n == 10 else None
-                            if (y != 1.0 and y != -1.0) if classification else not math.isfinite(y):
-                                t = None
-                    elif flat[6] == b"ref" and n == 8:
-                        ref = flat[7]
-                    else:
-                        t = None
-            if t is not None and y is not None:
-                ms = eid_b[: eid_b.index(b"-")]
-                if group and ms != group_ms:
-                    n_events += self._apply_group(group)
-                    group = []
-                group_ms = ms
-                group.append((eid_b, flat, t, y))
-                if len(group) == GROUP_MAX:  # a full chunk is complete whatever follows
-                    n_events += self._apply_group(group)
-                    group = []
-                continue
+            fast = read_binary_event(flat, x_bytes)
+            t = None if fast is None else tindex.get(fast[0])
+            if t is not None and fast is not None:
+                _, x32, y, ref = fast
+                if y is None:
+                    if group:
+                        n_events += self._apply_group(group)
+                        group = []
+                    n_events += self._guarded(eid_b, flat, self._unlabelled, eid_b, t, x32, ref)
+                    continue
+                if valid_y(y):
+                    ms = eid_b[: eid_b.index(b"-")]
+                    if group and ms != group_ms:
+                        n_events += self._apply_group(group)
+                        group = []
+                    group_ms = ms
+                    group.append((eid_b, flat, t, x32, y))
+                    if len(group) == GROUP_MAX:  # a full chunk is complete whatever follows
+                        n_events += self._apply_group(group)
+                        group = []
+                    continue
             if group:
                 n_events += self._apply_group(group)
                 group = []
-            try:
-                if t is None:
-                    n_events += self._generic(eid_b.decode(), flat)
-                    continue
-                # ---- an unlabelled single event: predict, maybe ask for its label
-                x = frombuffer(flat[5], _F4)
-                s = decide(x, t)
-                n_events += 1
-                events[t] += 1
-                predictions[t] += 1
-                eid = eid_b.decode()
-                self._request(eid, t, x, s, ref)
-                st.remember(eid, (t, x))
-            except _Dead as exc:
-                self._dead(eid_b.decode(), str(exc), flat)
-            except RedisError:
-                raise
-            except Exception as exc:
-                self._dead(eid_b.decode(), f"{type(exc).__name__}: {exc}", flat)
+            n_events += self._guarded(eid_b, flat, self._generic, eid_b.decode(), flat)
         tail: list[Any] = []
         if group:
             if horizon_ms is not None and int(group_ms) < horizon_ms:
                 n_events += self._apply_group(group)
             else:
-                tail = [[eid_b, flat] for eid_b, flat, _, _ in group]
+                tail = [[g[0], g[1]] for g in group]
         applied = len(entries) - len(tail)
         if applied:
             st.last_id = entries[applied - 1][0].decode()
-            totals["entries"] += applied
+            st.totals["entries"] += applied
             st.entries_since_snapshot += applied
-        totals["events"] += n_events
+        st.totals["events"] += n_events
         return tail
 
-    def _apply_group(self, group: list[tuple[Any, Any, int, float]]) -> int:
+    def _valid_y(self, y: float) -> bool:
+        """Whether a label fits the model's kind (else the full path dead-letters it)."""
+        if self.classification:
+            return y == 1.0 or y == -1.0
+        return math.isfinite(y)
+
+    def _guarded(
+        self, eid_b: bytes, flat: Sequence[Any], step: Callable[..., int], *args: Any
+    ) -> int:
+        """Run ``step(*args)``; an entry it cannot apply goes to the dead letters (0 events)."""
+        try:
+            return step(*args)
+        except _Dead as exc:
+            self._dead(eid_b.decode(), str(exc), flat)
+        except StoreError:
+            raise
+        except Exception as exc:
+            self._dead(eid_b.decode(), f"{type(exc).__name__}: {exc}", flat)
+        return 0
+
+    def _unlabelled(self, eid_b: bytes, t: int, x32: bytes, ref: bytes | None) -> int:
+        """An unlabelled single event read by the fast path: predict, maybe ask for its label."""
+        st = self.state
+        x = np.frombuffer(x32, _F4)
+        s = self.learner.decision_one(x, t)
+        st.single["events"][t] += 1
+        st.single["predictions"][t] += 1
+        eid = eid_b.decode()
+        self._request(eid, t, x, s, ref)
+        st.remember(eid, (t, x))
+        return 1
+
+    def _apply_group(self, group: list[_Grouped]) -> int:
         """Apply a group of labelled single events (see :meth:`apply`); returns its size."""
         n = len(group)
         if n >= GROUP_MIN:
-            X = np.frombuffer(b"".join([g[1][5] for g in group]), _F4).reshape(n, self.d)
+            X = np.frombuffer(b"".join([g[3] for g in group]), _F4).reshape(n, self.d)
             if np.isfinite(X).all():
                 tasks = np.fromiter([g[2] for g in group], np.int64, n)
-                y = np.fromiter([g[3] for g in group], np.float64, n)
+                y = np.fromiter([g[4] for g in group], np.float64, n)
                 try:
                     scores = self.learner.score_and_learn_many(X, y, tasks)
                 except ValueError:
@@ -294,11 +246,11 @@ class Applier:
                 else:
                     self._count_labelled(scores, y, tasks)
                     return n
-        for eid_b, flat, t, y_one in group:
+        for eid_b, flat, t, x32, y_one in group:
             try:
-                x = np.frombuffer(flat[5], _F4)
+                x = np.frombuffer(x32, _F4)
                 s = self._score_and_learn(x, y_one, t)
-            except RedisError:
+            except StoreError:
                 raise
             except Exception as exc:
                 self._dead(eid_b.decode(), f"{type(exc).__name__}: {exc}", flat)
@@ -322,9 +274,8 @@ class Applier:
 
     def _generic(self, entry_id: str, flat: Sequence[Any]) -> int:
         """Any entry: full decode and validation. Returns the number of events applied."""
-        fields = dict(zip(flat[0::2], flat[1::2]))
         try:
-            entry = decode_entry(entry_id, fields, n_features=self.d)
+            entry = decode_flat(entry_id, flat, n_features=self.d)
         except CodecError as exc:
             raise _Dead(str(exc)) from None
         if isinstance(entry, Event):
@@ -423,7 +374,7 @@ class Applier:
             if flat is None:
                 raise _Dead(f"unknown or expired event {lab.event}: not in the log")
             try:
-                cached = decode_entry(entry, dict(zip(flat[0::2], flat[1::2])), n_features=self.d)
+                cached = decode_flat(entry, flat, n_features=self.d)
             except CodecError as exc:
                 raise _Dead(f"event {lab.event} cannot be decoded: {exc}") from None
         if isinstance(cached, Label):

@@ -4,7 +4,7 @@
 (plain Python lists on the per-event path, numpy arrays for batch entries;
 they are added up only when a snapshot is taken), the ids of events labelled
 by label entries, and the id of the last applied log entry. It converts from
-and to a :class:`service.snapshot.Snapshot`.
+and to a :class:`service.store.snapshot.Snapshot`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from learners import Learner
-from service.snapshot import COUNTER_NAMES, Snapshot
+from service.store.snapshot import COUNTER_NAMES, Snapshot
 
 __all__ = ["TOTAL_NAMES", "ModelState"]
 

@@ -11,16 +11,16 @@ import redis
 import scipy.sparse as sp
 from fastapi.testclient import TestClient
 
-from service.api.client import ApiCallError, sse_messages
+from evaluation.dataset import Dataset
 from service.cli.annotate_cmd import annotate
+from service.cli.client import ApiCallError, sse_messages
 from service.cli.replay_cmd import ensure_model, event_json, replay
-from service.evaluation.dataset import Dataset
 from service.settings import Settings
 from service.worker import Worker
 
 
 class AsgiApi:
-    """The commands' :class:`service.api.client.Api` over the in-process test client."""
+    """The commands' :class:`service.cli.client.Api` over the in-process test client."""
 
     def __init__(self, client: TestClient) -> None:
         self.client = client

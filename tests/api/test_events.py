@@ -6,8 +6,8 @@ import numpy as np
 import redis
 from fastapi.testclient import TestClient
 
-from service import keys
-from service.codec import BatchEvent, Event, decode_entry
+from service.store import keys
+from service.store.codec import BatchEvent, Event, decode_entry
 
 
 def _entries(rb: redis.Redis) -> list[Event | BatchEvent]:

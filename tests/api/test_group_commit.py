@@ -9,10 +9,10 @@ import httpx2 as httpx
 import redis
 
 from service.api.app import create_app
-from service.api.group_commit import GroupCommit
-from service.api.resp import pack
-from service.api.scripts import APPEND_EVENTS
 from service.settings import Settings
+from service.store.group_commit import GroupCommit
+from service.store.resp import pack
+from service.store.scripts import APPEND_EVENTS
 
 
 async def _concurrently(settings: Settings, bodies: list[dict[str, Any]]) -> list[httpx.Response]:

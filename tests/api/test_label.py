@@ -5,8 +5,8 @@ from __future__ import annotations
 import redis
 from fastapi.testclient import TestClient
 
-from service import keys
-from service.codec import Label, decode_entry
+from service.store import keys
+from service.store.codec import Label, decode_entry
 from tests.api.conftest import log_length
 
 

@@ -8,8 +8,8 @@ import redis
 from fastapi.testclient import TestClient
 
 import learners
-from service.models import get_model
-from service.snapshot import Snapshot, write_snapshot
+from service.store.models import get_model
+from service.store.snapshot import Snapshot, write_snapshot
 
 
 def test_put_creates_then_reconfigures(client: TestClient, rb: redis.Redis) -> None:

@@ -8,10 +8,10 @@ import redis
 from fastapi.testclient import TestClient
 
 import learners
-from service import keys
-from service.codec import BatchEvent, Event, decode_entry
-from service.models import get_model
-from service.snapshot import Snapshot, write_snapshot
+from service.store import keys
+from service.store.codec import BatchEvent, Event, decode_entry
+from service.store.models import get_model
+from service.store.snapshot import Snapshot, write_snapshot
 from tests.api.conftest import log_length
 
 

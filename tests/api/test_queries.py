@@ -8,7 +8,7 @@ import orjson
 import redis
 from fastapi.testclient import TestClient
 
-from service import keys
+from service.store import keys
 
 
 def _request(rb: redis.Redis, event: str, task: str, ref: str = "") -> str:

@@ -10,8 +10,8 @@ import pytest
 import redis
 import uvloop
 
-from service.api.resp import RespConnection, RespError, pack
-from service.api.scripts import LuaScript
+from service.store.resp import RespConnection, RespError, pack
+from service.store.scripts import LuaScript
 
 ECHO = LuaScript("return {KEYS[1], ARGV[1], tonumber(ARGV[2]) + 1}")
 

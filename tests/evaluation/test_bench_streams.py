@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from bench.throughput_ours import run_isolated
-from bench.throughput_streams import make_stream
+from bench.perf.throughput_ours import run_isolated
+from bench.perf.throughput_streams import make_stream
 
 
 def test_dense_stream_has_unit_rows_uniform_tasks_and_5_percent_noise():

@@ -6,8 +6,8 @@ import json
 
 import numpy as np
 
+from evaluation.compare import split_params
 from service.cli import main
-from service.evaluation.compare import split_params
 
 
 def test_evaluate_prints_a_table_and_writes_the_json_document(tmp_path, capsys):

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 import learners
-from service.evaluation import protocols
-from service.evaluation.catalog import load_dataset
-from service.evaluation.dataset import Dataset
-from service.evaluation.protocols import lifelong
-from service.evaluation.splits import per_task_split
+from evaluation import protocols
+from evaluation.catalog import load_dataset
+from evaluation.dataset import Dataset
+from evaluation.protocols import lifelong
+from evaluation.splits import per_task_split
 
 KEYS = {
     "dataset",
@@ -102,8 +102,8 @@ def test_step_values_follow_the_paper_by_a_slow_reference() -> None:
     """Slow reference of one run: present the tasks in the protocol's order, each training half
     as one batch; after each step the mean over tasks of -RMSE, unseen tasks coded from the
     current basis by ``encode`` (row-by-row predictions, no vectorisation)."""
-    from service.evaluation.common import learner_seed, run_rng
-    from service.evaluation.splits import TEST, TRAIN
+    from evaluation.common import learner_seed, run_rng
+    from evaluation.splits import TEST, TRAIN
 
     data = _small_regression()
     doc = lifelong.run(data, "ella", {"k": 3}, runs=1, seed=2, budget=None)

@@ -8,9 +8,9 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from service.evaluation.catalog import load_dataset
-from service.evaluation.dataset import Dataset
-from service.evaluation.npzformat import load_npz, save_npz
+from evaluation.catalog import load_dataset
+from evaluation.dataset import Dataset
+from evaluation.npzformat import load_npz, save_npz
 
 
 def _dataset(n: int, d: int, k: int, sparse: bool, with_split: bool, seed: int) -> Dataset:

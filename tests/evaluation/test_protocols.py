@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 import learners
-from service.evaluation import protocols
-from service.evaluation.catalog import load_dataset
-from service.evaluation.common import aggregate, auc, learner_seed
-from service.evaluation.dataset import Dataset
+from evaluation import protocols
+from evaluation.catalog import load_dataset
+from evaluation.common import aggregate, auc, learner_seed
+from evaluation.dataset import Dataset
 
 KEYS = {
     "dataset",

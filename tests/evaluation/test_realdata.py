@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from service.evaluation.catalog import load_dataset
-from service.evaluation.datapath import DataNotFoundError, data_root
-from service.evaluation.splits import TEST, TRAIN
+from evaluation.catalog import load_dataset
+from evaluation.datapath import DataNotFoundError, data_root
+from evaluation.splits import TEST, TRAIN
 
 REPO = Path(__file__).resolve().parents[2]
 HAVE_DATA = (REPO / "../shared/data/landmine/LandmineData.mat").exists()

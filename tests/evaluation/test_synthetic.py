@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from service.evaluation.catalog import load_dataset
-from service.evaluation.splits import TRAIN
+from evaluation.catalog import load_dataset
+from evaluation.splits import TRAIN
 
 
 def test_saha_tasks_are_opposite_and_uncorrelated():
@@ -58,7 +58,7 @@ def test_ella_tasks_are_sparse_combinations_of_6_components_with_a_bias_feature(
 
 
 def test_ella_generator_seed_draws_new_tasks_of_the_same_design():
-    """bench/ella_curves.py --regenerate draws one dataset per trial through ``seed``."""
+    """python -m bench.papers.ruvolo_ella --regenerate draws one dataset per trial through ``seed``."""
     a, b = load_dataset("synthetic-ella:seed=3"), load_dataset("synthetic-ella:seed=4")
     assert a.name == "synthetic-ella:tasks=100,n=100,k=6,sparsity=0.5,noise=1,seed=3"
     assert a.X.shape == b.X.shape == (10000, 13)

@@ -16,9 +16,10 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from service.codec import encode_batch, encode_event, encode_label
-from service.models import ModelConfig, initial_snapshot
-from service.worker.apply import GROUP_MIN, Applier, Outbox
+from service.store.codec import encode_batch, encode_event, encode_label
+from service.store.models import ModelConfig, initial_snapshot
+from service.worker.apply import GROUP_MIN, Applier
+from service.worker.outbox import Outbox
 from service.worker.state import ModelState
 
 D = 5

@@ -1,4 +1,4 @@
-"""Round trips and rejections of the log entry codec (service.codec)."""
+"""Round trips and rejections of the log entry codec (service.store.codec)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from service.codec import (
+from service.store.codec import (
     BatchEvent,
     CodecError,
     Event,

@@ -23,11 +23,11 @@ import numpy as np
 import pytest
 import redis
 
-from service import keys
-from service.codec import encode_batch, encode_event, encode_label
-from service.models import ModelConfig, put_model
 from service.settings import Settings
-from service.snapshot import read_snapshot, read_version
+from service.store import keys
+from service.store.codec import encode_batch, encode_event, encode_label
+from service.store.models import ModelConfig, put_model
+from service.store.snapshot import read_snapshot, read_version
 from service.worker import Worker
 from tests.service.helpers import wait_until, worker_process
 

@@ -18,11 +18,11 @@ import pytest
 import redis
 
 import learners
-from service import keys
-from service.codec import encode_batch, encode_event, encode_label
-from service.models import ModelConfig, put_model
 from service.settings import Settings
-from service.snapshot import read_snapshot
+from service.store import keys
+from service.store.codec import encode_batch, encode_event, encode_label
+from service.store.models import ModelConfig, put_model
+from service.store.snapshot import read_snapshot
 from service.worker import Worker
 
 D = 4

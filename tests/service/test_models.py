@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import redis
 
-from service import keys
-from service.models import (
+from service.store import keys
+from service.store.models import (
     ModelConfig,
     delete_model,
     get_model,

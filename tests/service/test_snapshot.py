@@ -10,9 +10,9 @@ import pytest
 import redis
 
 import learners
-from service import keys
-from service.models import ModelConfig, initial_snapshot, put_model
-from service.snapshot import (
+from service.store import keys
+from service.store.models import ModelConfig, initial_snapshot, put_model
+from service.store.snapshot import (
     Snapshot,
     SnapshotFenced,
     decode,

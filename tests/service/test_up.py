@@ -12,9 +12,9 @@ import httpx2 as httpx
 import pytest
 import redis
 
-from service import keys
 from service.embedded_redis import free_port
-from service.snapshot import read_snapshot
+from service.store import keys
+from service.store.snapshot import read_snapshot
 from tests.service.helpers import ROOT, wait_until
 
 

@@ -13,14 +13,14 @@ import pytest
 import redis
 
 import learners
-from service import keys
-from service.codec import encode_batch, encode_event, encode_label
 from service.embedded_redis import EmbeddedRedis
-from service.models import ModelConfig, put_model
 from service.settings import Settings
-from service.snapshot import read_snapshot, read_version
+from service.store import keys
+from service.store.codec import encode_batch, encode_event, encode_label
+from service.store.lease import lease_holder
+from service.store.models import ModelConfig, put_model
+from service.store.snapshot import read_snapshot, read_version
 from service.worker import Worker
-from service.worker.lease import lease_holder
 from tests.service.helpers import wait_until, worker_process
 
 LOG = keys.log_key

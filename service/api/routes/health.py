@@ -14,7 +14,7 @@ from service.api.deps import ContextDep
 from service.api.jsonio import json_response
 from service.api.schemas import ServiceInfo
 from service.api.services.health import readiness
-from service.models import list_models_async
+from service.store.models import list_models_async
 
 router = APIRouter(tags=["service"])
 

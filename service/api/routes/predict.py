@@ -1,15 +1,17 @@
-"""``POST /predict`` (single and batch form)."""
+"""``POST /predict`` (single and batch form).
+
+:func:`predict` is the one handler: FastAPI's router serves it, and so does
+:class:`service.api.fastpath.PredictFastPath`, which calls the same endpoint
+without the routing layers.
+"""
 
 from __future__ import annotations
-
-from typing import Any
 
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from service.api.context import ApiContext
 from service.api.deps import get_context
-from service.api.jsonio import json_response, parse_body, parse_json
+from service.api.jsonio import json_response, parse_body, parse_json, read_body
 from service.api.openapi import ERRORS, raw_body
 from service.api.schemas import (
     PredictBatchRequest,
@@ -20,18 +22,6 @@ from service.api.schemas import (
 from service.api.services import predicting
 
 router = APIRouter(tags=["predict"])
-
-
-async def predict_answer(ctx: ApiContext, body: bytes) -> dict[str, Any]:
-    """The answer to a ``/predict`` body: one event, or a batch (``{"items": [...]}``).
-
-    Shared by the route below and :class:`service.api.fastpath.PredictFastPath`,
-    which serves the same endpoint without the routing layers.
-    """
-    data = parse_json(body)
-    if isinstance(data, dict) and "items" in data:
-        return await predicting.predict_batch(ctx, parse_body(PredictBatchRequest, data))
-    return await predicting.predict(ctx, parse_body(PredictRequest, data))
 
 
 @router.post(
@@ -46,4 +36,10 @@ async def predict(request: Request) -> Response:
     The body is one event ({task, x, ...}) or a batch ({items: [...]}). An unseen
     task is scored as a fresh task. The returned event_id is what POST /label refers to.
     """
-    return json_response(await predict_answer(get_context(request), await request.body()))
+    ctx = get_context(request)
+    data = parse_json(await read_body(request))
+    if isinstance(data, dict) and "items" in data:
+        answer = await predicting.predict_batch(ctx, parse_body(PredictBatchRequest, data))
+    else:
+        answer = await predicting.predict(ctx, parse_body(PredictRequest, data))
+    return json_response(answer)

@@ -12,7 +12,7 @@ from service.api.errors import NotFound
 from service.api.openapi import ERRORS
 from service.api.schemas import MODEL_NAME_PATTERN
 from service.api.services.queries import label_requests
-from service.models import get_model_async
+from service.store.models import get_model_async
 
 router = APIRouter(tags=["queries"])
 

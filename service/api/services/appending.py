@@ -1,16 +1,23 @@
-"""Validated events -> log entries -> one atomic append (see :data:`service.api.scripts.APPEND_EVENTS`).
+"""The steps every write endpoint takes: the model's view, validation, the atomic append.
 
-Dense events of one request go into a single batch entry (``k=b``, float32
-rows, event ids ``E/i``); a request with any sparse event appends one binary
-``k=e`` entry per event. Either way the request costs one round trip, and the
-script writes nothing unless the model still has the configuration the events
-were validated against.
+An append is one call of :data:`service.store.scripts.APPEND_EVENTS` through
+the group commit (:class:`service.store.group_commit.GroupCommit`): it writes
+nothing unless the model still has the configuration generation the events
+were validated against, and answers with the snapshot version Redis has. Dense
+events of one request go into a single batch entry (``k=b``, float32 rows,
+event ids ``E/i``); a request with any sparse event appends one binary ``k=e``
+entry per event.
+
+A service reads top to bottom: :func:`view_of` -> validate (:func:`to_x`,
+:func:`check_labels`) -> :func:`start_append` -> its own work while the append
+is on its way -> :func:`finish_append`. A request validated against a
+configuration that changed meanwhile is run once more against the new one
+(:func:`twice_on_stale`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
 import numpy as np
@@ -19,37 +26,24 @@ from service.api.cache import ModelView
 from service.api.context import ApiContext
 from service.api.errors import ApiError, BadInput, NotFound, PayloadTooLarge
 from service.api.schemas import SparseX
-from service.codec import X, encode_batch, encode_event, parse_x_json
+from service.store.codec import X, encode_batch, encode_event, parse_x_json
+from service.store.group_commit import AppendReply, Entry
 
 __all__ = [
-    "Appended",
-    "Prepared",
-    "append_with_retry",
+    "StaleConfiguration",
     "check_count",
     "check_labels",
     "encode_events",
+    "event_ids",
+    "finish_append",
+    "start_append",
     "to_x",
+    "twice_on_stale",
+    "view_at",
+    "view_of",
 ]
 
 T = TypeVar("T")
-
-
-@dataclass(slots=True)
-class Prepared:
-    """Validated events of one request, ready to encode."""
-
-    tasks: list[str]
-    xs: list[X]
-    ys: list[float | None]
-    refs: list[str | None]
-
-
-@dataclass(slots=True)
-class Appended:
-    """The result of an append: the snapshot version Redis has and the new event ids."""
-
-    version: int
-    event_ids: list[str]
 
 
 class StaleConfiguration(ApiError):
@@ -77,83 +71,6 @@ def to_x(x: list[float] | SparseX, n_features: int, where: str = "x") -> X:
         raise BadInput(f"{where}: {exc}") from None
 
 
-def encode_events(events: Prepared) -> tuple[list[dict[str, bytes | str]], bool]:
-    """Log entries for ``events`` and whether they form one batch entry."""
-    if len(events.xs) == 1:
-        x, y, ref = events.xs[0], events.ys[0], events.refs[0]
-        return [encode_event(events.tasks[0], x, y, ref, binary=True)], False
-    if all(isinstance(x, np.ndarray) for x in events.xs):
-        tasks = events.tasks
-        one_task = all(t == tasks[0] for t in tasks)
-        refs = events.refs if any(r is not None for r in events.refs) else None
-        ys = events.ys if any(y is not None for y in events.ys) else None
-        entry = encode_batch(tasks[0] if one_task else tasks, np.stack(events.xs), ys, refs)
-        return [entry], True
-    entries = [
-        encode_event(t, x, y, r, binary=True)
-        for t, x, y, r in zip(events.tasks, events.xs, events.ys, events.refs, strict=True)
-    ]
-    return entries, False
-
-
-async def _append(
-    ctx: ApiContext,
-    view: ModelView,
-    events: Prepared | None,
-    meanwhile: Callable[[ModelView], None] | None,
-) -> Appended | None:
-    entries, batched = encode_events(events) if events is not None else ([], False)
-    pending = ctx.appender.append(view.name, view.generation, entries)
-    if meanwhile is not None:
-        # A lone append is already on its way: the work done meanwhile overlaps the
-        # round trip to Redis.
-        meanwhile(view)
-    reply = await pending
-    if reply.status == 0:
-        ctx.cache.forget(view.name)
-        raise NotFound(f"unknown model {view.name!r}")
-    if reply.status == -1:
-        return None
-    ids = reply.ids
-    if batched:
-        ids = [f"{ids[0]}/{i}" for i in range(len(events.tasks))]  # type: ignore[union-attr]
-    return Appended(reply.version, ids)
-
-
-async def append_with_retry(
-    ctx: ApiContext,
-    name: str,
-    prepare: Callable[[ModelView], Prepared | None],
-    then: Callable[[ModelView, Appended], T],
-    meanwhile: Callable[[ModelView], None] | None = None,
-) -> T:
-    """Validate against the model's view, append, and hand the fresh view to ``then``.
-
-    ``prepare`` validates the request for the view (raising a 4xx) and returns
-    the events to append, or None to append nothing (``learn=false``). If the
-    model was reconfigured in between, the request is validated again against
-    the new configuration. ``meanwhile(view)`` runs while the append is on its
-    way to Redis (e.g. scoring with the cached view, which ``then`` reuses when
-    Redis reports no newer snapshot).
-    """
-    cache = ctx.cache
-    for _ in range(2):
-        view = cache.cached(name) or await cache.get(name)
-        if view is None:
-            raise NotFound(f"unknown model {name!r}")
-        appended = await _append(ctx, view, prepare(view), meanwhile)
-        if appended is None:
-            await cache.reload(name)
-            continue
-        fresh = cache.cached_at(name, view.generation, appended.version) or await cache.at(
-            name, view.generation, appended.version
-        )
-        if fresh is None:
-            raise NotFound(f"unknown model {name!r}")
-        return then(fresh, appended)
-    raise StaleConfiguration(f"model {name!r} is being reconfigured; retry the request")
-
-
 def check_labels(view: ModelView, ys: Sequence[float | None]) -> None:
     """Refuse labels outside the model's kind (422)."""
     regression = view.regression
@@ -165,3 +82,85 @@ def check_labels(view: ModelView, ys: Sequence[float | None]) -> None:
                 f"events[{i}].y must be -1 or +1 for the classification model "
                 f"{view.name!r}, got {y!r}"
             )
+
+
+def encode_events(
+    tasks: Sequence[str],
+    xs: Sequence[X],
+    ys: Sequence[float | None],
+    refs: Sequence[str | None],
+) -> tuple[list[Entry], bool]:
+    """Log entries for validated events and whether they form one batch entry."""
+    if len(xs) == 1:
+        return [encode_event(tasks[0], xs[0], ys[0], refs[0], binary=True)], False
+    if all(isinstance(x, np.ndarray) for x in xs):
+        one_task = all(t == tasks[0] for t in tasks)
+        batch_refs = refs if any(r is not None for r in refs) else None
+        batch_ys = ys if any(y is not None for y in ys) else None
+        entry = encode_batch(tasks[0] if one_task else tasks, np.stack(xs), batch_ys, batch_refs)
+        return [entry], True
+    entries = [
+        encode_event(t, x, y, r, binary=True)
+        for t, x, y, r in zip(tasks, xs, ys, refs, strict=True)
+    ]
+    return entries, False
+
+
+def event_ids(reply: AppendReply, batched: bool, n: int) -> list[str]:
+    """The ids of the ``n`` appended events: entry ids, or ``E/i`` for one batch entry."""
+    if batched:
+        return [f"{reply.ids[0]}/{i}" for i in range(n)]
+    return reply.ids
+
+
+async def view_of(ctx: ApiContext, name: str) -> ModelView:
+    """The cached view of the model, else a freshly loaded one (404 for an unknown model)."""
+    view = ctx.cache.cached(name) or await ctx.cache.get(name)
+    if view is None:
+        raise NotFound(f"unknown model {name!r}")
+    return view
+
+
+def start_append(ctx: ApiContext, view: ModelView, entries: list[Entry]) -> Awaitable[AppendReply]:
+    """Send ``entries`` (none: only read the snapshot version) on their way to the log.
+
+    A lone append leaves at once, so the work the caller does before
+    :func:`finish_append` overlaps the round trip to Redis.
+    """
+    return ctx.appender.append(view.name, view.generation, entries)
+
+
+async def finish_append(
+    ctx: ApiContext, view: ModelView, pending: Awaitable[AppendReply]
+) -> AppendReply | None:
+    """Await an append: its reply, or None when the configuration changed (nothing was
+    written; the cache is reloaded). 404 when the model is gone."""
+    reply = await pending
+    if reply.status == 0:
+        ctx.cache.forget(view.name)
+        raise NotFound(f"unknown model {view.name!r}")
+    if reply.status == -1:
+        await ctx.cache.reload(view.name)
+        return None
+    return reply
+
+
+async def view_at(ctx: ApiContext, view: ModelView, version: int) -> ModelView:
+    """The view at ``view``'s generation and at least snapshot ``version`` (``view``
+    itself while it is new enough)."""
+    name, generation = view.name, view.generation
+    fresh = ctx.cache.cached_at(name, generation, version) or await ctx.cache.at(
+        name, generation, version
+    )
+    if fresh is None:
+        raise NotFound(f"unknown model {name!r}")
+    return fresh
+
+
+async def twice_on_stale(name: str, attempt: Callable[[], Awaitable[T | None]]) -> T:
+    """Run ``attempt`` (None = the configuration changed under it) at most twice."""
+    for _ in range(2):
+        answer = await attempt()
+        if answer is not None:
+            return answer
+    raise StaleConfiguration(f"model {name!r} is being reconfigured; retry the request")

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from redis.exceptions import RedisError
-
-from service import keys
 from service.api.context import ApiContext
-from service.models import list_models_async
+from service.store import StoreError, keys
+from service.store.models import list_models_async
 
 __all__ = ["readiness"]
 
@@ -28,7 +26,7 @@ async def readiness(ctx: ApiContext) -> tuple[bool, dict[str, Any]]:
             for name in names:
                 p.exists(keys.heartbeat_key(name))
             beats = await p.execute()
-    except (RedisError, OSError) as exc:
+    except (StoreError, OSError) as exc:
         return False, {"status": "not ready", "redis": False, "error": str(exc)}
     workers = {name: bool(b) for name, b in zip(names, beats, strict=True)}
     ready = all(workers.values())

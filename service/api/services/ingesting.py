@@ -4,33 +4,40 @@ from __future__ import annotations
 
 from typing import Any
 
-from service.api.cache import ModelView
 from service.api.context import ApiContext
 from service.api.schemas import EventsRequest
 from service.api.services.appending import (
-    Appended,
-    Prepared,
-    append_with_retry,
     check_count,
     check_labels,
+    encode_events,
+    event_ids,
+    finish_append,
+    start_append,
     to_x,
+    twice_on_stale,
+    view_of,
 )
 
 __all__ = ["ingest"]
+
+
+async def _ingest_once(ctx: ApiContext, name: str, req: EventsRequest) -> dict[str, Any] | None:
+    """One attempt of :func:`ingest`; None when the configuration changed under it."""
+    view = await view_of(ctx, name)
+    events = req.events
+    xs = [to_x(e.x, view.n_features, f"events[{i}].x") for i, e in enumerate(events)]
+    ys = [e.y for e in events]
+    check_labels(view, ys)
+    entries, batched = encode_events([e.task for e in events], xs, ys, [e.ref for e in events])
+    reply = await finish_append(ctx, view, start_append(ctx, view, entries))
+    if reply is None:
+        return None
+    ids = event_ids(reply, batched, len(xs))
+    return {"count": len(ids), "event_ids": ids}
 
 
 async def ingest(ctx: ApiContext, req: EventsRequest) -> dict[str, Any]:
     """Validate every event against the model, then append all of them or none."""
     check_count(len(req.events), ctx)
     name = ctx.model_name(req.model)
-
-    def prepare(view: ModelView) -> Prepared:
-        xs = [to_x(e.x, view.n_features, f"events[{i}].x") for i, e in enumerate(req.events)]
-        ys = [e.y for e in req.events]
-        check_labels(view, ys)
-        return Prepared([e.task for e in req.events], xs, ys, [e.ref for e in req.events])
-
-    def then(view: ModelView, appended: Appended) -> dict[str, Any]:
-        return {"count": len(appended.event_ids), "event_ids": appended.event_ids}
-
-    return await append_with_retry(ctx, name, prepare, then)
+    return await twice_on_stale(name, lambda: _ingest_once(ctx, name, req))

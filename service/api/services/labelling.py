@@ -1,4 +1,4 @@
-"""``POST /label``: accept the label of an event once (see :data:`service.api.scripts.APPEND_LABEL`).
+"""``POST /label``: accept the label of an event once (see :data:`service.store.scripts.APPEND_LABEL`).
 
 * first label of a known event: recorded and appended to the log, 202 ``accepted``;
 * the same label again (a retry): 202 ``duplicate``, nothing appended;
@@ -14,12 +14,12 @@ from typing import Any
 
 import numpy as np
 
-from service import keys
 from service.api.context import ApiContext
 from service.api.errors import BadInput, Conflict, NotFound
 from service.api.schemas import LabelRequest
-from service.api.scripts import APPEND_LABEL
-from service.codec import encode_label, split_event_id
+from service.store import keys
+from service.store.codec import Y, encode_label, split_event_id
+from service.store.scripts import APPEND_LABEL
 
 __all__ = ["label"]
 
@@ -40,7 +40,7 @@ async def label(ctx: ApiContext, req: LabelRequest) -> dict[str, Any]:
         raise BadInput(f"y must be -1 or +1 for the classification model {name!r}, got {req.y!r}")
     entry, row = split_event_id(req.event_id)
     fields = encode_label(req.event_id, req.y, req.annotator)
-    args: list[Any] = [entry, -1 if row is None else row, req.event_id, fields["y"]]
+    args: list[Any] = [entry, -1 if row is None else row, req.event_id, fields[Y]]
     args.append(ctx.settings.stream_maxlen)
     for key, value in fields.items():
         args += [key, value]

@@ -6,12 +6,13 @@ from typing import Any
 
 import numpy as np
 
-from service import keys
+from learners import outlier_reporter
 from service.api.cache import ModelView
 from service.api.context import ApiContext
 from service.api.errors import BadInput, NotFound
 from service.api.schemas import ModelPut
-from service.models import (
+from service.store import keys
+from service.store.models import (
     ModelConfig,
     delete_model_async,
     get_model_async,
@@ -102,12 +103,11 @@ async def delete(ctx: ApiContext, name: str) -> None:
 
 
 def _outliers(view: ModelView) -> tuple[np.ndarray | None, set[int]]:
-    learner = view.snapshot.learner
-    scores_fn = getattr(learner, "outlier_scores", None)
-    tasks_fn = getattr(learner, "outlier_tasks", None)
-    if scores_fn is None or tasks_fn is None:
+    reporter = outlier_reporter(view.snapshot.learner)
+    if reporter is None:
         return None, set()
-    return np.asarray(scores_fn(), dtype=np.float64), {int(t) for t in tasks_fn()}
+    scores = np.asarray(reporter.outlier_scores(), dtype=np.float64)
+    return scores, {int(t) for t in reporter.outlier_tasks()}
 
 
 async def tasks(ctx: ApiContext, name: str) -> list[dict[str, Any]]:

@@ -1,16 +1,16 @@
 """``POST /predict``: score events with the latest snapshot and append them to the log.
 
-The score comes from the snapshot version Redis reports in the same round trip
-that appends the event, so a prediction is never older than the latest
-snapshot at the time of the request. The scores are computed with the cached
-view while the append is on its way, and kept when Redis reports no newer
-snapshot (the common case); otherwise they are computed again with the new one.
+One request reads top to bottom: validate against the model's view, start the
+append (one round trip that also reports the snapshot version Redis has), score
+with the cached view while the append is on its way, await the append, score
+again only if Redis reports a newer snapshot than the one scored with, answer.
+So a prediction is never older than the latest snapshot at the time of the
+request, and the common case costs one round trip and one scoring.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
@@ -19,13 +19,17 @@ from service.api.cache import ModelView
 from service.api.context import ApiContext
 from service.api.schemas import PredictBatchRequest, PredictRequest
 from service.api.services.appending import (
-    Appended,
-    Prepared,
-    append_with_retry,
     check_count,
+    encode_events,
+    event_ids,
+    finish_append,
+    start_append,
     to_x,
+    twice_on_stale,
+    view_at,
+    view_of,
 )
-from service.codec import X
+from service.store.codec import encode_event
 
 __all__ = ["predict", "predict_batch"]
 
@@ -34,23 +38,6 @@ __all__ = ["predict", "predict_batch"]
 def _model_metrics(model: str) -> tuple[Any, Any]:
     """The model's predict counter and latency histogram (label lookups cached)."""
     return metrics.PREDICT_REQUESTS.labels(model), metrics.PREDICT_LATENCY.labels(model)
-
-
-class EarlyScores:
-    """Scores computed with a view while the append is in flight, reused for that view."""
-
-    def __init__(self, score: Callable[[ModelView], list[float]]) -> None:
-        self._score = score
-        self._view: ModelView | None = None
-        self._scores: list[float] = []
-
-    def compute(self, view: ModelView) -> None:
-        """Score with ``view`` (runs during the round trip to Redis)."""
-        self._view, self._scores = view, self._score(view)
-
-    def for_view(self, view: ModelView) -> list[float]:
-        """The scores under ``view``: the early ones if it is the same view, else fresh ones."""
-        return self._scores if view is self._view else self._score(view)
 
 
 def _answer(view: ModelView, task: str, score: float, event_id: str | None) -> dict[str, Any]:
@@ -63,27 +50,60 @@ def _answer(view: ModelView, task: str, score: float, event_id: str | None) -> d
     }
 
 
+async def _predict_once(ctx: ApiContext, name: str, req: PredictRequest) -> dict[str, Any] | None:
+    """One attempt of :func:`predict`; None when the configuration changed under it."""
+    view = await view_of(ctx, name)
+    x = to_x(req.x, view.n_features)
+    entries = [encode_event(req.task, x, None, req.ref, binary=True)] if req.learn else []
+    pending = start_append(ctx, view, entries)
+    score = view.score(x, req.task)
+    reply = await finish_append(ctx, view, pending)
+    if reply is None:
+        return None
+    fresh = await view_at(ctx, view, reply.version)
+    if fresh is not view:  # a newer snapshot than the one scored with
+        view, score = fresh, fresh.score(x, req.task)
+    return _answer(view, req.task, score, reply.ids[0] if req.learn else None)
+
+
 async def predict(ctx: ApiContext, req: PredictRequest) -> dict[str, Any]:
     """Predict one event; append it to the log unless ``learn`` is false."""
     started = time.perf_counter()
     name = ctx.model_name(req.model)
-    holder: list[X] = []
-    scores = EarlyScores(lambda view: [view.score(holder[0], req.task)])
-
-    def prepare(view: ModelView) -> Prepared | None:
-        x = to_x(req.x, view.n_features)
-        holder[:] = [x]
-        return Prepared([req.task], [x], [None], [req.ref]) if req.learn else None
-
-    def then(view: ModelView, appended: Appended) -> dict[str, Any]:
-        event_id = appended.event_ids[0] if appended.event_ids else None
-        return _answer(view, req.task, scores.for_view(view)[0], event_id)
-
-    answer = await append_with_retry(ctx, name, prepare, then, scores.compute)
+    answer = await twice_on_stale(name, lambda: _predict_once(ctx, name, req))
     requests, latency = _model_metrics(name)
     requests.inc()
     latency.observe(time.perf_counter() - started)
     return answer
+
+
+async def _predict_batch_once(
+    ctx: ApiContext, name: str, req: PredictBatchRequest
+) -> dict[str, Any] | None:
+    """One attempt of :func:`predict_batch`; None when the configuration changed under it."""
+    view = await view_of(ctx, name)
+    items = req.items
+    xs = [to_x(it.x, view.n_features, f"items[{i}].x") for i, it in enumerate(items)]
+    tasks = [it.task for it in items]
+    entries, batched = (
+        encode_events(tasks, xs, [None] * len(xs), [it.ref for it in items])
+        if req.learn
+        else ([], False)
+    )
+    pending = start_append(ctx, view, entries)
+    scores = [view.score(x, task) for x, task in zip(xs, tasks, strict=True)]
+    reply = await finish_append(ctx, view, pending)
+    if reply is None:
+        return None
+    fresh = await view_at(ctx, view, reply.version)
+    if fresh is not view:  # a newer snapshot than the one scored with
+        view, scores = fresh, [fresh.score(x, task) for x, task in zip(xs, tasks, strict=True)]
+    ids: list[str | None] = list(event_ids(reply, batched, len(xs))) if req.learn else []
+    answers = [
+        _answer(view, task, score, ids[i] if ids else None)
+        for i, (task, score) in enumerate(zip(tasks, scores, strict=True))
+    ]
+    return {"model_version": view.version, "items": answers}
 
 
 async def predict_batch(ctx: ApiContext, req: PredictBatchRequest) -> dict[str, Any]:
@@ -91,29 +111,7 @@ async def predict_batch(ctx: ApiContext, req: PredictBatchRequest) -> dict[str, 
     started = time.perf_counter()
     check_count(len(req.items), ctx)
     name = ctx.model_name(req.model)
-    holder: list[X] = []
-    scores = EarlyScores(
-        lambda view: [view.score(x, it.task) for it, x in zip(req.items, holder, strict=True)]
-    )
-
-    def prepare(view: ModelView) -> Prepared | None:
-        xs = [to_x(it.x, view.n_features, f"items[{i}].x") for i, it in enumerate(req.items)]
-        holder[:] = xs
-        if not req.learn:
-            return None
-        return Prepared(
-            [it.task for it in req.items], xs, [None] * len(xs), [it.ref for it in req.items]
-        )
-
-    def then(view: ModelView, appended: Appended) -> dict[str, Any]:
-        ids: list[str | None] = list(appended.event_ids) or [None] * len(holder)
-        items = [
-            _answer(view, it.task, score, eid)
-            for it, score, eid in zip(req.items, scores.for_view(view), ids, strict=True)
-        ]
-        return {"model_version": view.version, "items": items}
-
-    answer = await append_with_retry(ctx, name, prepare, then, scores.compute)
+    answer = await twice_on_stale(name, lambda: _predict_batch_once(ctx, name, req))
     requests, latency = _model_metrics(name)
     requests.inc(len(req.items))
     latency.observe(time.perf_counter() - started)

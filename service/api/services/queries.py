@@ -15,8 +15,8 @@ from typing import Any
 
 import orjson
 
-from service import keys
 from service.api.context import ApiContext
+from service.store import keys
 
 __all__ = ["label_requests", "request_body"]
 

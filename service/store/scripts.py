@@ -1,0 +1,195 @@
+"""Every server-side Lua script of the service, and the one way to call them.
+
+Each script is a :class:`LuaScript`, run by its SHA1 (loaded on first use)
+with :meth:`LuaScript.run` (synchronous client), :meth:`LuaScript.run_async`
+(asyncio client or the API's :class:`~service.store.resp.RespConnection`) or
+queued in a pipeline with :meth:`LuaScript.queue`.
+
+Each API write is one atomic round trip to Redis:
+
+* :data:`APPEND_EVENTS` checks that the model exists with the configuration
+  generation the API validated against, appends the encoded entries to the log
+  (``XADD MAXLEN ~``) and returns the current snapshot version. So ``/predict``
+  costs one round trip, a request validated against a stale configuration is
+  never written, and nothing is written for an unknown model.
+* :data:`APPEND_LABEL` finds the event (an entry id, or row ``i`` of a batch
+  entry), refuses unknown or trimmed events and events that already carry a
+  label, records the label with the event id in the labels hash and appends the
+  label entry, all at once. A retry therefore never appends a second entry.
+
+The worker's scripts: :data:`LEASE_ACQUIRE_OR_RENEW` and :data:`LEASE_RELEASE`
+(compare-and-set on the lease, :mod:`service.store.lease`) and
+:data:`WRITE_SNAPSHOT` (a snapshot written only while its writer holds the
+lease, :mod:`service.store.snapshot`).
+
+All keys of one model share the ``{m}`` hash tag, so the scripts also run on a
+Redis Cluster.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis
+import redis.asyncio as aredis
+from redis.client import Pipeline
+
+from service.store import codec
+from service.store.resp import RespConnection
+
+__all__ = [
+    "APPEND_EVENTS",
+    "APPEND_LABEL",
+    "LEASE_ACQUIRE_OR_RENEW",
+    "LEASE_RELEASE",
+    "SCRIPTS",
+    "WRITE_SNAPSHOT",
+    "LuaScript",
+]
+
+
+@dataclass(frozen=True)
+class LuaScript:
+    """A script's source and its SHA1 (the name EVALSHA runs it by)."""
+
+    source: str
+    sha: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sha", hashlib.sha1(self.source.encode()).hexdigest())
+
+    def run(self, r: redis.Redis, keys: list[str], args: list[Any]) -> Any:
+        """Run the script with a synchronous client (loading it if the server lacks it)."""
+        try:
+            return r.evalsha(self.sha, len(keys), *keys, *args)
+        except redis.exceptions.NoScriptError:
+            return r.eval(self.source, len(keys), *keys, *args)
+
+    def queue(self, pipe: Pipeline, keys: list[str], args: list[Any]) -> None:
+        """Queue the script in a pipeline (sent with its source: a pipeline cannot retry)."""
+        pipe.eval(self.source, len(keys), *keys, *args)
+
+    async def run_async(
+        self, client: aredis.Redis, fast: RespConnection | None, keys: list[str], args: list[Any]
+    ) -> Any:
+        """Run the script on ``fast`` if given, else with the asyncio ``client``."""
+        if fast is not None:
+            return await fast.evalsha(self.sha, self.source, keys, args)
+        try:
+            return await client.evalsha(self.sha, len(keys), *keys, *args)
+        except redis.exceptions.NoScriptError:
+            return await client.eval(self.source, len(keys), *keys, *args)
+
+
+#: KEYS: config, log, snapshot. ARGV: generation, maxlen, n_entries, then per
+#: entry the number of field/value items followed by them.
+#: Returns {0} (no model), {-1, generation} (stale configuration), or
+#: {1, version, id_1, ..., id_n}.
+APPEND_EVENTS = LuaScript("""
+local gen = redis.call('HGET', KEYS[1], 'generation')
+if not gen then return {0} end
+if gen ~= ARGV[1] then return {-1, gen} end
+local out = {1, redis.call('HGET', KEYS[3], 'version') or '0'}
+local pos = 4
+for e = 1, tonumber(ARGV[3]) do
+  local nf = tonumber(ARGV[pos])
+  local args = {'XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '*'}
+  for j = 1, nf do args[6 + j] = ARGV[pos + j] end
+  pos = pos + nf + 1
+  out[#out + 1] = redis.call(unpack(args))
+end
+return out
+""")
+
+#: KEYS: config, log, labels. ARGV: entry id, batch row (-1 for a single
+#: event), event id, label text, maxlen, then the label entry's field/values.
+#: It reads the event entry's kind, row count and labels; their field names and
+#: kind codes are filled in from :mod:`service.store.codec`, the one definition.
+#: Returns {'nomodel'}, {'noevent', why}, {'inline', y text}, {'inline32', 4 bytes},
+#: {'labelled', y text} or {'accepted'}.
+APPEND_LABEL = LuaScript(
+    f"""
+if redis.call('EXISTS', KEYS[1]) == 0 then return {{'nomodel'}} end
+local found = redis.call('XRANGE', KEYS[2], ARGV[1], ARGV[1])
+if #found == 0 then return {{'noevent', 'unknown or expired'}} end
+local f = found[1][2]
+local kind, n, y, y32
+for i = 1, #f, 2 do
+  local name = f[i]
+  if name == '{codec.KIND}' then kind = f[i + 1]
+  elseif name == '{codec.N}' then n = tonumber(f[i + 1])
+  elseif name == '{codec.Y}' then y = f[i + 1]
+  elseif name == '{codec.Y32}' then y32 = f[i + 1] end
+end
+local row = tonumber(ARGV[2])
+if kind == '{codec.KIND_EVENT}' then
+  if row >= 0 then return {{'noevent', 'not a batch entry'}} end
+  if y then return {{'inline', y}} end
+elseif kind == '{codec.KIND_BATCH}' then
+  if row < 0 then return {{'noevent', 'a batch entry: label one of its rows, E/i'}} end
+  if n == nil or row >= n then return {{'noevent', 'no such row in the batch'}} end
+  if y32 then
+    local v = struct.unpack('<f', y32, 4 * row + 1)
+    if v == v then return {{'inline32', string.sub(y32, 4 * row + 1, 4 * row + 4)}} end
+  end
+else
+  return {{'noevent', 'not an event'}}
+end
+local prev = redis.call('HGET', KEYS[3], ARGV[3])
+if prev then return {{'labelled', prev}} end
+redis.call('HSET', KEYS[3], ARGV[3], ARGV[4])
+local args = {{'XADD', KEYS[2], 'MAXLEN', '~', ARGV[5], '*'}}
+for j = 6, #ARGV do args[#args + 1] = ARGV[j] end
+redis.call(unpack(args))
+return {{'accepted'}}
+"""
+)
+
+
+#: KEYS: lease. ARGV: owner, ttl ms. 1 = held by owner now (acquired or renewed), 0 = other owner.
+LEASE_ACQUIRE_OR_RENEW = LuaScript("""
+local cur = redis.call('GET', KEYS[1])
+if not cur then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 1
+end
+if cur == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+return 0
+""")
+
+#: KEYS: lease. ARGV: owner. 1 = released, 0 = not held by owner.
+LEASE_RELEASE = LuaScript("""
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+""")
+
+#: KEYS: snapshot, lease, config. ARGV: header, arrays, generation, owner ("" = no check).
+#: Returns the new version, -1 (lease held by another owner) or -2 (other generation).
+WRITE_SNAPSHOT = LuaScript("""
+if ARGV[4] ~= '' and redis.call('GET', KEYS[2]) ~= ARGV[4] then
+  return -1
+end
+local gen = redis.call('HGET', KEYS[3], 'generation')
+if gen and tonumber(gen) ~= tonumber(ARGV[3]) then
+  return -2
+end
+local v = redis.call('HINCRBY', KEYS[1], 'version', 1)
+redis.call('HSET', KEYS[1], 'header', ARGV[1], 'arrays', ARGV[2])
+return v
+""")
+
+#: Every script, by name.
+SCRIPTS = {
+    "APPEND_EVENTS": APPEND_EVENTS,
+    "APPEND_LABEL": APPEND_LABEL,
+    "LEASE_ACQUIRE_OR_RENEW": LEASE_ACQUIRE_OR_RENEW,
+    "LEASE_RELEASE": LEASE_RELEASE,
+    "WRITE_SNAPSHOT": WRITE_SNAPSHOT,
+}

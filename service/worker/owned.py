@@ -1,0 +1,66 @@
+"""A model the worker holds the lease of: its state, outbox and applier, loaded from Redis."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from service.store import Store, keys
+from service.store.codec import entry_id_tuple, parse_event_id
+from service.store.models import get_model, initial_snapshot
+from service.store.snapshot import read_snapshot
+from service.worker.apply import Applier
+from service.worker.outbox import Outbox
+from service.worker.state import ModelState
+
+__all__ = ["Owned", "load_owned"]
+
+
+class Owned:
+    """A model this worker holds the lease of."""
+
+    def __init__(self, state: ModelState, r: Store) -> None:
+        self.state = state
+        self.log_key = keys.log_key(state.name)
+        self._r = r
+        self.outbox = Outbox()
+        self.applier = Applier(state, self.outbox, self.fetch)
+        self.start_totals = dict(state.totals)
+        self.lag = 0
+
+    def fetch(self, entry_id: str) -> list[Any] | None:
+        """The raw field list of one entry of the model's log, or None when it is gone."""
+        found = self._r.xrange(self.log_key, entry_id, entry_id)
+        if not found:
+            return None
+        flat: list[Any] = []
+        for k, v in (found[0][1] or {}).items():
+            flat.extend((k, v))
+        return flat
+
+
+def _text(v: Any) -> str:
+    return v.decode() if isinstance(v, bytes) else str(v)
+
+
+def load_owned(r: Store, name: str) -> Owned | None:
+    """The model's state from its latest snapshot of the current generation (or the
+    initial state), with how far label requests and dead letters were already
+    written; None when the model does not exist."""
+    config = get_model(r, name)
+    if config is None:
+        return None
+    snap = read_snapshot(r, name)
+    if snap is None or snap.generation != config.generation:
+        snap = initial_snapshot(name, config)
+    state = ModelState(name, snap)
+    last_query = r.xrevrange(keys.queries_key(name), count=1)
+    if last_query:
+        event = (last_query[0][1] or {}).get(b"event")
+        if event is not None:
+            state.queries_done_upto = parse_event_id(_text(event))
+    last_dead = r.xrevrange(keys.dead_key(name), count=1)
+    if last_dead:
+        entry = (last_dead[0][1] or {}).get(b"entry")
+        if entry is not None:
+            state.dead_done_upto = entry_id_tuple(_text(entry))
+    return Owned(state, r)

@@ -1,0 +1,62 @@
+"""The worker's I/O per read: one XREAD over every owned log, one flush of its writes.
+
+:func:`read_logs` reads every owned log, the server's time and each model's
+configuration generation in one round trip; :func:`flush` writes what applying
+a read produced (label requests, dead letters, outlier alerts) in one pipeline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from service.store import Store, keys
+from service.worker.outliers import outlier_alerts
+from service.worker.owned import Owned
+
+__all__ = ["ALERTS_MAXLEN", "DEAD_MAXLEN", "flush", "read_logs"]
+
+DEAD_MAXLEN = 100_000
+ALERTS_MAXLEN = 10_000
+
+
+def read_logs(
+    r: Store, by_log: Mapping[bytes, Owned], count: int, block_ms: int | None
+) -> tuple[dict[bytes, list[Any]], int, list[Any]]:
+    """One XREAD over every owned log, then the server's time (ms) and each model's
+    config generation (in ``by_log`` order), all in one round trip."""
+    streams = list(by_log)
+    ids = [o.state.read_id for o in by_log.values()]
+    args: list[Any] = ["XREAD", "COUNT", count]
+    if block_ms is not None:
+        args += ["BLOCK", block_ms]
+    args += ["STREAMS", *streams, *ids]
+    with r.pipeline(transaction=False) as p:
+        p.execute_command(*args)
+        p.time()
+        for owned in by_log.values():
+            p.hget(keys.config_key(owned.state.name), "generation")
+        reply, (seconds, micros), *generations = p.execute()
+    now_ms = int(seconds) * 1000 + int(micros) // 1000
+    if not reply:
+        return {}, now_ms, generations
+    pairs = reply.items() if isinstance(reply, dict) else reply  # RESP3 / RESP2
+    return {bytes(stream): entries for stream, entries in pairs}, now_ms, generations
+
+
+def flush(r: Store, owned: Owned, queries_maxlen: int) -> None:
+    """Write the model's label requests, dead letters and outlier alerts in one pipeline."""
+    st = owned.state
+    alerts = outlier_alerts(st)
+    if not owned.outbox and not alerts:
+        return
+    name = st.name
+    with r.pipeline(transaction=False) as p:
+        for fields in owned.outbox.requests:
+            p.xadd(keys.queries_key(name), fields, maxlen=queries_maxlen, approximate=True)  # type: ignore[arg-type]
+        for fields in owned.outbox.dead:
+            p.xadd(keys.dead_key(name), fields, maxlen=DEAD_MAXLEN, approximate=True)  # type: ignore[arg-type]
+        for fields in alerts:
+            p.xadd(keys.alerts_key(name), fields, maxlen=ALERTS_MAXLEN, approximate=True)  # type: ignore[arg-type]
+        p.execute()
+    owned.outbox.clear()
