@@ -33,6 +33,7 @@ tiny inputs (``cache=True`` keeps the machine code on disk across processes).
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -44,6 +45,7 @@ __all__ = [
     "MATRIX",
     "NO_BUDGET",
     "ROWS",
+    "KernelPass",
     "KernelRows",
     "kernel_rows",
     "load_row",
@@ -55,6 +57,8 @@ __all__ = [
     "selective_pass",
     "vector_rows",
     "warm",
+    "warm_call",
+    "warm_rows",
 ]
 
 ROWS = 0
@@ -65,6 +69,32 @@ NO_BUDGET = np.iinfo(np.int64).max
 
 #: ``(dense, X, indptr, indices, data, bias, normalize)``, see :func:`kernel_rows`.
 KernelRows = tuple[bool, np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool, bool]
+
+
+class KernelPass(NamedTuple):
+    """What every pass kernel reads and fills, whatever the learner (one argument).
+
+    The rows (the fields of :data:`KernelRows`), the labels ``y`` and task indices,
+    ``active`` (an active pass: query, then learn the queried rows; otherwise learn
+    every row), the uniforms ``u`` drawn ahead, the queries ``remaining`` in the
+    budget, and the outputs ``scores`` and ``queried``.
+    """
+
+    dense: bool
+    X: np.ndarray
+    indptr: np.ndarray
+    indices: np.ndarray
+    data: np.ndarray
+    bias: bool
+    normalize: bool
+    y: np.ndarray
+    tasks: np.ndarray
+    active: bool
+    u: np.ndarray
+    remaining: int
+    scores: np.ndarray
+    queried: np.ndarray
+
 
 #: Sums may be reassociated (and so run in SIMD lanes); nothing else of IEEE
 #: arithmetic is relaxed. A sum then differs from numpy's (BLAS) one in its last
@@ -154,17 +184,7 @@ def _axpy_sparse(
 
 @njit(cache=True)
 def load_row(
-    dense: bool,
-    X: np.ndarray,
-    indptr: np.ndarray,
-    indices: np.ndarray,
-    data: np.ndarray,
-    bias: bool,
-    normalize: bool,
-    i: int,
-    dim: int,
-    idx: np.ndarray,
-    val: np.ndarray,
+    call: KernelPass, i: int, dim: int, idx: np.ndarray, val: np.ndarray
 ) -> int:  # pragma: no cover - compiled
     """Copy row i into ``(idx, val)`` after the preprocessing; returns its length.
 
@@ -172,19 +192,19 @@ def load_row(
     ``bias`` appends 1 at index ``dim - 1``; ``normalize`` then scales the row by
     ``1 / ||x||`` (unless it is 0), as :meth:`learners.inputs.Batch.preprocessed` does.
     """
-    if dense:
-        n = X.shape[1]
-        val[:n] = X[i]
+    if call.dense:
+        n = call.X.shape[1]
+        val[:n] = call.X[i]
     else:
-        start = indptr[i]
-        n = indptr[i + 1] - start
-        idx[:n] = indices[start : start + n]
-        val[:n] = data[start : start + n]
-    if bias:
+        start = call.indptr[i]
+        n = call.indptr[i + 1] - start
+        idx[:n] = call.indices[start : start + n]
+        val[:n] = call.data[start : start + n]
+    if call.bias:
         idx[n] = dim - 1
         val[n] = 1.0
         n += 1
-    if normalize:
+    if call.normalize:
         n2 = _sumsq(val, n)
         if n2 > 0.0:
             scale = 1.0 / math.sqrt(n2)
@@ -254,39 +274,35 @@ def selective_pass(
     pooled: bool,
     beta: float,
     one_plus_b: float,
-    dense: bool,
-    X: np.ndarray,
-    indptr: np.ndarray,
-    indices: np.ndarray,
-    data: np.ndarray,
-    bias: bool,
-    normalize: bool,
-    y: np.ndarray,
-    tasks: np.ndarray,
-    active: bool,
-    u: np.ndarray,
-    remaining: int,
+    call: KernelPass,
     b: float,
     rate: float,
     adaptive: bool,
     n_updates: np.ndarray,
     radius2: np.ndarray,
-    scores: np.ndarray,
-    queried: np.ndarray,
 ) -> tuple[int, int, int]:  # pragma: no cover - compiled
     """One sequential pass (see the module docstring). Returns (draws, queries, mistakes).
 
     ``rate > 0`` selects the fixed-rate rule ``u < rate``; otherwise the margin rule
     with ``b`` (and ``adaptive``, whose counters ``n_updates`` / ``radius2`` are
-    updated in place). ``scores`` and ``queried`` are filled in.
+    updated in place). Fills ``call.scores`` and ``call.queried``.
     """
+    dense, y, tasks, u, scores, queried = (
+        call.dense,
+        call.y,
+        call.tasks,
+        call.u,
+        call.scores,
+        call.queried,
+    )
+    remaining = call.remaining
     K = W.shape[0]
     idx, val = row_buffers(W)
     drawn = 0
     asked = 0
     mistakes = 0
     for i in range(y.shape[0]):
-        nx = load_row(dense, X, indptr, indices, data, bias, normalize, i, W.shape[1], idx, val)
+        nx = load_row(call, i, W.shape[1], idx, val)
         k = tasks[i]
         r = 0 if pooled else k
         if form == B_FAMILY:
@@ -296,7 +312,7 @@ def selective_pass(
             p = row_dot(W[r], dense, idx, val, nx)
         scores[i] = p
         sq = row_sqnorm(val, nx) if adaptive else 0.0
-        if active:
+        if call.active:
             if remaining <= 0:
                 continue
             if rate > 0.0:
@@ -333,37 +349,39 @@ def selective_pass(
 
 def warm() -> None:
     """Compile this module's kernels (dense and CSR rows) on tiny inputs."""
-    dense = np.ones((2, 3))
-    indptr = np.array([0, 1, 3], dtype=np.int64)
-    indices = np.array([0, 1, 2], dtype=np.int64)
-    data = np.ones(3)
-    y = np.array([1.0, -1.0])
-    tasks = np.zeros(2, dtype=np.int64)
-    u = np.full(2, 0.5)
-    for rows in (
-        (True, dense, _NO_INT, _NO_INT, _NO_FLOAT, True, True),
-        (False, _NO_DENSE, indptr, indices, data, True, True),
-    ):
+    for rows in warm_rows():
         for form in (ROWS, B_FAMILY, MATRIX):
+            call = warm_call(rows, 2)
+            n_updates = np.zeros(2, dtype=np.int64)
             selective_pass(
                 form,
-                np.zeros((1, 4)),
+                np.zeros((2, 4)),
                 np.zeros(4),
-                np.eye(1),
+                np.eye(2),
                 False,
                 0.5,
                 2.0,
-                *rows,
-                y,
-                tasks,
-                True,
-                u,
-                NO_BUDGET,
+                call,
                 1.0,
                 0.0,
                 True,
-                np.zeros(1, dtype=np.int64),
-                np.zeros(1),
-                np.empty(2),
-                np.zeros(2, dtype=np.bool_),
+                n_updates,
+                np.zeros(2),
             )
+
+
+def warm_rows() -> tuple[KernelRows, KernelRows]:
+    """Two rows of dimension 3, dense and CSR, with bias and normalisation (for ``warm``)."""
+    csr = (np.array([0, 1, 3], dtype=np.int64), np.array([0, 1, 2], dtype=np.int64), np.ones(3))
+    return (
+        (True, np.ones((2, 3)), _NO_INT, _NO_INT, _NO_FLOAT, True, True),
+        (False, _NO_DENSE, *csr, True, True),
+    )
+
+
+def warm_call(rows: KernelRows, draws_per_row: int) -> KernelPass:
+    """An active pass over the two ``warm_rows`` of tasks 0 and 1."""
+    y = np.array([1.0, -1.0])
+    tasks = np.array([0, 1], dtype=np.int64)
+    u = np.full(2 * draws_per_row, 0.5)
+    return KernelPass(*rows, y, tasks, True, u, NO_BUDGET, np.empty(2), np.zeros(2, dtype=np.bool_))

@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from learners.active.draws import Uniforms
-from learners.active.kernels import NO_BUDGET, KernelRows, kernel_rows, vector_rows
+from learners.active.kernels import NO_BUDGET, KernelPass, kernel_rows, vector_rows
 from learners.base import Learner
 from learners.inputs import Batch, as_vector, check_label, check_task
 
@@ -114,18 +114,18 @@ class ActiveLearner(Learner):
         budget: it is scored, nothing is drawn and nothing changes.
         """
         rows = vector_rows(as_vector(x, self._n_features), self._bias, self._normalize)
-        scores = np.empty(1)
-        self._run_kernel(
-            rows,
+        call = KernelPass(
+            *rows,
             np.array([y]),
             np.array([task], dtype=np.int64),
             not learn,
             _NO_DRAWS,
             0,
-            scores,
+            np.empty(1),
             np.zeros(1, dtype=np.bool_),
         )
-        return float(scores[0])
+        self._run_kernel(call)
+        return float(call.scores[0])
 
     # ------------------------------------------------------------ batch paths
     def _score_and_learn_batch(self, batch: Batch, y: np.ndarray, tasks: np.ndarray) -> np.ndarray:
@@ -145,18 +145,8 @@ class ActiveLearner(Learner):
         """Whether this instance's batches run through :meth:`_run_kernel`."""
         return False
 
-    def _run_kernel(
-        self,
-        rows: KernelRows,
-        y: np.ndarray,
-        tasks: np.ndarray,
-        active: bool,
-        u: np.ndarray,
-        remaining: int,
-        scores: np.ndarray,
-        queried: np.ndarray,
-    ) -> tuple[int, int]:
-        """Run the compiled pass; returns (uniforms used, queries made)."""
+    def _run_kernel(self, call: KernelPass) -> tuple[int, int]:
+        """Run the compiled pass over ``call``; returns (uniforms used, queries made)."""
         raise NotImplementedError
 
     def _kernel_pass(
@@ -179,14 +169,16 @@ class ActiveLearner(Learner):
         uniforms = self._uniforms(n, self.draws_per_row) if active else None
         u = uniforms.values if uniforms is not None else np.zeros(0)
         drawn, asked = self._run_kernel(
-            kernel_rows(batch, preprocess and self._bias, preprocess and self._normalize),
-            np.require(y, np.float64, ["C", "W"]),
-            np.require(tasks, np.int64, ["C", "W"]),
-            active,
-            u,
-            self._remaining_queries(),
-            scores,
-            queried,
+            KernelPass(
+                *kernel_rows(batch, preprocess and self._bias, preprocess and self._normalize),
+                np.require(y, np.float64, ["C", "W"]),
+                np.require(tasks, np.int64, ["C", "W"]),
+                active,
+                u,
+                self._remaining_queries(),
+                scores,
+                queried,
+            )
         )
         if uniforms is not None:
             uniforms.commit(drawn)

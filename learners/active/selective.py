@@ -45,7 +45,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from learners.active.kernels import B_FAMILY, MATRIX, ROWS, KernelRows, selective_pass
+from learners.active.kernels import B_FAMILY, MATRIX, ROWS, KernelPass, selective_pass
 from learners.active.rounds import ActiveLearner
 from learners.base import APPEND_BIAS, BUDGET, L2_NORMALIZE, Learner, Param
 from learners.inputs import Batch, Vec, check_task
@@ -318,34 +318,17 @@ class SelectiveSampling(ActiveLearner):
     def _compiled(self) -> bool:
         return _keeps_the_rule(type(self)) and _kernel_base(self.base_) is not None
 
-    def _run_kernel(
-        self,
-        rows: KernelRows,
-        y: np.ndarray,
-        tasks: np.ndarray,
-        active: bool,
-        u: np.ndarray,
-        remaining: int,
-        scores: np.ndarray,
-        queried: np.ndarray,
-    ) -> tuple[int, int]:
+    def _run_kernel(self, call: KernelPass) -> tuple[int, int]:
         spec = _kernel_base(self.base_)
         assert spec is not None
         drawn, asked, mistakes = selective_pass(
             *spec,
-            *rows,
-            y,
-            tasks,
-            active,
-            u,
-            remaining,
+            call,
             float(self.hyper["b"]),
             0.0,
             bool(self.hyper["adaptive_b"]),
             self.n_updates_,
             self.radius2_,
-            scores,
-            queried,
         )
         self.base_.n_mistakes_ += mistakes  # type: ignore[attr-defined]
         return drawn, asked

@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from learners.active.kernels import KernelRows
+from learners.active.kernels import KernelPass
 from learners.amlc.committee import committee_update, grow_committee, uniform_committee
 from learners.amlc.common import (
     APPEND_BIAS_ON,
@@ -192,27 +192,12 @@ class ActiveMultitaskCommittees(PerTaskPerceptrons):
         if coef.any():
             rank_one_update(self.W_, coef, x, 1.0)
 
-    def _run_kernel(
-        self,
-        rows: KernelRows,
-        y: np.ndarray,
-        tasks: np.ndarray,
-        active: bool,
-        u: np.ndarray,
-        remaining: int,
-        scores: np.ndarray,
-        queried: np.ndarray,
-    ) -> tuple[int, int]:
+    def _run_kernel(self, call: KernelPass) -> tuple[int, int]:
         h = self.hyper
         return amlc_pass(
             self.W_,
             self.tau_,
-            *rows,
-            y,
-            tasks,
-            active,
-            u,
-            remaining,
+            call,
             float(h["b"]),
             float(h["C"]),
             self._row_sum(),
@@ -220,8 +205,6 @@ class ActiveMultitaskCommittees(PerTaskPerceptrons):
             self.code_faithful,
             h["share_test"] == "label",
             float(h["similarity_rtol"]),
-            scores,
-            queried,
         )
 
     def _add_task(self) -> None:

@@ -21,7 +21,15 @@ import math
 import numpy as np
 from numba import njit
 
-from learners.active.kernels import NO_BUDGET, load_row, row_axpy, row_buffers, row_margins
+from learners.active.kernels import (
+    KernelPass,
+    load_row,
+    row_axpy,
+    row_buffers,
+    row_margins,
+    warm_call,
+    warm_rows,
+)
 
 __all__ = ["amlc_pass", "peer_pass", "warm"]
 
@@ -30,18 +38,7 @@ __all__ = ["amlc_pass", "peer_pass", "warm"]
 def amlc_pass(
     W: np.ndarray,
     tau: np.ndarray,
-    dense: bool,
-    X: np.ndarray,
-    indptr: np.ndarray,
-    indices: np.ndarray,
-    data: np.ndarray,
-    bias: bool,
-    normalize: bool,
-    y: np.ndarray,
-    tasks: np.ndarray,
-    active: bool,
-    u: np.ndarray,
-    remaining: int,
+    call: KernelPass,
     b: float,
     C: float,
     row_sum: float,
@@ -49,8 +46,6 @@ def amlc_pass(
     clip: bool,
     share_label: bool,
     rtol: float,
-    scores: np.ndarray,
-    queried: np.ndarray,
 ) -> tuple[int, int]:  # pragma: no cover - compiled
     """AMLC rounds (xu2018 Alg. 1; see :class:`learners.amlc.ActiveMultitaskCommittees`).
 
@@ -60,8 +55,17 @@ def amlc_pass(
     renormalised to ``row_sum`` (skipped when ``lambda = 0``; losses clipped at 2 when
     ``clip``); every peer m with ``tau_km >= tau_kk (1 - rtol)`` whose sign (ties to
     ``tie``) differs from y (``share_label``) or from ``y_hat`` gets ``w_m += y x``.
-    Returns (draws, queries); fills ``scores`` and ``queried``.
+    Returns (draws, queries); fills ``call.scores`` and ``call.queried``.
     """
+    dense, y, tasks, u, scores, queried = (
+        call.dense,
+        call.y,
+        call.tasks,
+        call.u,
+        call.scores,
+        call.queried,
+    )
+    remaining = call.remaining
     n = y.shape[0]
     K = W.shape[0]
     f = np.empty(K)
@@ -71,14 +75,14 @@ def amlc_pass(
     drawn = 0
     asked = 0
     for i in range(n):
-        nx = load_row(dense, X, indptr, indices, data, bias, normalize, i, W.shape[1], idx, val)
+        nx = load_row(call, i, W.shape[1], idx, val)
         k = tasks[i]
         row_margins(W, f, dense, idx, val, nx)
         p = 0.0
         for m in range(K):
             p += tau[k, m] * f[m]
         scores[i] = p
-        if active:
+        if call.active:
             if remaining <= 0:
                 continue
             draw = u[drawn]
@@ -126,23 +130,10 @@ def amlc_pass(
 def peer_pass(
     W: np.ndarray,
     tau: np.ndarray,
-    dense: bool,
-    X: np.ndarray,
-    indptr: np.ndarray,
-    indices: np.ndarray,
-    data: np.ndarray,
-    bias: bool,
-    normalize: bool,
-    y: np.ndarray,
-    tasks: np.ndarray,
-    active: bool,
-    u: np.ndarray,
-    remaining: int,
+    call: KernelPass,
     b: float,
     bq: float,
     shares: bool,
-    scores: np.ndarray,
-    queried: np.ndarray,
 ) -> tuple[int, int]:  # pragma: no cover - compiled
     """PEER / PEER+Share rounds (algorithms.md Sec. 3.3-3.4; see :class:`learners.amlc.PeerLearning`).
 
@@ -155,6 +146,15 @@ def peer_pass(
     loss sum, 1 when 0); with ``shares``, every peer with ``y f_m <= 0`` gets ``w_m += y x``
     (margins from before the round). Returns (draws, queries).
     """
+    dense, y, tasks, u, scores, queried = (
+        call.dense,
+        call.y,
+        call.tasks,
+        call.u,
+        call.scores,
+        call.queried,
+    )
+    remaining = call.remaining
     n = y.shape[0]
     K = W.shape[0]
     f = np.empty(K)
@@ -162,12 +162,12 @@ def peer_pass(
     drawn = 0
     asked = 0
     for i in range(n):
-        nx = load_row(dense, X, indptr, indices, data, bias, normalize, i, W.shape[1], idx, val)
+        nx = load_row(call, i, W.shape[1], idx, val)
         k = tasks[i]
         row_margins(W, f, dense, idx, val, nx)
         fk = f[k]
         scores[i] = fk
-        if active:
+        if call.active:
             if remaining <= 0:
                 continue
             draw = u[drawn]
@@ -211,31 +211,11 @@ def peer_pass(
 
 def warm() -> None:
     """Compile this module's kernels (dense and CSR rows) on tiny inputs."""
-    no_int = np.zeros(0, dtype=np.int64)
-    y = np.array([1.0, -1.0])
-    tasks = np.array([0, 1], dtype=np.int64)
-    u = np.full(4, 0.5)
-    dense_rows = (True, np.ones((2, 3)), no_int, no_int, np.zeros(0), True, True)
-    csr_rows = (
-        False,
-        np.zeros((0, 0)),
-        np.array([0, 1, 3], dtype=np.int64),
-        np.array([0, 1, 2], dtype=np.int64),
-        np.ones(3),
-        True,
-        True,
-    )
-    for rows in (dense_rows, csr_rows):
-        scores, queried = np.empty(2), np.zeros(2, dtype=np.bool_)
+    for rows in warm_rows():
         amlc_pass(
             np.zeros((2, 4)),
             np.full((2, 2), 0.5),
-            *rows,
-            y,
-            tasks,
-            True,
-            u,
-            NO_BUDGET,
+            warm_call(rows, 1),
             1.0,
             1.0,
             1.0,
@@ -243,21 +223,6 @@ def warm() -> None:
             False,
             True,
             1e-9,
-            scores,
-            queried,
         )
-        peer_pass(
-            np.zeros((2, 4)),
-            np.array([[0.0, 1.0], [1.0, 0.0]]),
-            *rows,
-            y,
-            tasks,
-            True,
-            u,
-            NO_BUDGET,
-            1.0,
-            5.0,
-            True,
-            scores,
-            queried,
-        )
+        peer = np.array([[0.0, 1.0], [1.0, 0.0]])
+        peer_pass(np.zeros((2, 4)), peer, warm_call(rows, 2), 1.0, 5.0, True)

@@ -6,7 +6,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from learners.active.kernels import KernelRows
+from learners.active.kernels import KernelPass
 from learners.amlc.committee import grow_peer_weights, peer_update, uniform_peer_weights
 from learners.amlc.common import (
     APPEND_BIAS_ON,
@@ -120,31 +120,14 @@ class PeerLearning(PerTaskPerceptrons):
         if erring.any():
             x.add_outer(self.W_, np.where(erring, y, 0.0))
 
-    def _run_kernel(
-        self,
-        rows: KernelRows,
-        y: np.ndarray,
-        tasks: np.ndarray,
-        active: bool,
-        u: np.ndarray,
-        remaining: int,
-        scores: np.ndarray,
-        queried: np.ndarray,
-    ) -> tuple[int, int]:
+    def _run_kernel(self, call: KernelPass) -> tuple[int, int]:
         return peer_pass(
             self.W_,
             self.tau_,
-            *rows,
-            y,
-            tasks,
-            active,
-            u,
-            remaining,
+            call,
             float(self.hyper["b"]),
             float(self.hyper["bq"]),
             self.shares,
-            scores,
-            queried,
         )
 
     def _add_task(self) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from learners.active.kernels import ROWS, KernelRows, selective_pass
+from learners.active.kernels import ROWS, KernelPass, selective_pass
 from learners.amlc.common import APPEND_BIAS_ON, L2_NORMALIZE_ON, XU2018, PerTaskPerceptrons, sgn
 from learners.base import BUDGET, Param
 from learners.inputs import Vec
@@ -53,17 +53,7 @@ class RandomQuery(PerTaskPerceptrons):
         if sgn(x.dot(self.W_[task])) != y:
             x.add_to(self.W_[task], y)
 
-    def _run_kernel(
-        self,
-        rows: KernelRows,
-        y: np.ndarray,
-        tasks: np.ndarray,
-        active: bool,
-        u: np.ndarray,
-        remaining: int,
-        scores: np.ndarray,
-        queried: np.ndarray,
-    ) -> tuple[int, int]:
+    def _run_kernel(self, call: KernelPass) -> tuple[int, int]:
         no_counts = np.zeros(0, dtype=np.int64)
         drawn, asked, _ = selective_pass(
             ROWS,
@@ -73,19 +63,12 @@ class RandomQuery(PerTaskPerceptrons):
             False,
             0.0,
             1.0,
-            *rows,
-            y,
-            tasks,
-            active,
-            u,
-            remaining,
+            call,
             0.0,
             float(self.hyper["query_rate"]),
             False,
             no_counts,
             np.zeros(0),
-            scores,
-            queried,
         )
         return drawn, asked
 
