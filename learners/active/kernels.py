@@ -287,30 +287,23 @@ def selective_pass(
     with ``b`` (and ``adaptive``, whose counters ``n_updates`` / ``radius2`` are
     updated in place). Fills ``call.scores`` and ``call.queried``.
     """
-    dense, y, tasks, u, scores, queried = (
-        call.dense,
-        call.y,
-        call.tasks,
-        call.u,
-        call.scores,
-        call.queried,
-    )
+    dense = call.dense
     remaining = call.remaining
     K = W.shape[0]
     idx, val = row_buffers(W)
     drawn = 0
     asked = 0
     mistakes = 0
-    for i in range(y.shape[0]):
+    for i in range(call.y.shape[0]):
         nx = load_row(call, i, W.shape[1], idx, val)
-        k = tasks[i]
+        k = call.tasks[i]
         r = 0 if pooled else k
         if form == B_FAMILY:
             own = row_dot(W[k], dense, idx, val, nx)
             p = (own + beta * row_dot(s, dense, idx, val, nx)) / one_plus_b
         else:
             p = row_dot(W[r], dense, idx, val, nx)
-        scores[i] = p
+        call.scores[i] = p
         sq = row_sqnorm(val, nx) if adaptive else 0.0
         if call.active:
             if remaining <= 0:
@@ -323,14 +316,14 @@ def selective_pass(
                     bt = b * max(sq, radius2[k]) * math.sqrt(1.0 + n_updates[k])
                 denominator = bt + abs(p)
                 prob = 1.0 if denominator <= 0.0 else bt / denominator
-            draw = u[drawn]
+            draw = call.u[drawn]
             drawn += 1
             if not draw < prob:
                 continue
             remaining -= 1
             asked += 1
-            queried[i] = True
-        label = y[i]
+            call.queried[i] = True
+        label = call.y[i]
         if (p >= 0.0) == (label > 0.0):
             continue
         mistakes += 1

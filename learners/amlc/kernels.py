@@ -57,16 +57,9 @@ def amlc_pass(
     ``tie``) differs from y (``share_label``) or from ``y_hat`` gets ``w_m += y x``.
     Returns (draws, queries); fills ``call.scores`` and ``call.queried``.
     """
-    dense, y, tasks, u, scores, queried = (
-        call.dense,
-        call.y,
-        call.tasks,
-        call.u,
-        call.scores,
-        call.queried,
-    )
+    dense = call.dense
     remaining = call.remaining
-    n = y.shape[0]
+    n = call.y.shape[0]
     K = W.shape[0]
     f = np.empty(K)
     losses = np.empty(K)
@@ -76,23 +69,23 @@ def amlc_pass(
     asked = 0
     for i in range(n):
         nx = load_row(call, i, W.shape[1], idx, val)
-        k = tasks[i]
+        k = call.tasks[i]
         row_margins(W, f, dense, idx, val, nx)
         p = 0.0
         for m in range(K):
             p += tau[k, m] * f[m]
-        scores[i] = p
+        call.scores[i] = p
         if call.active:
             if remaining <= 0:
                 continue
-            draw = u[drawn]
+            draw = call.u[drawn]
             drawn += 1
             if not draw < b / (b + abs(p)):
                 continue
             remaining -= 1
             asked += 1
-            queried[i] = True
-        label = y[i]
+            call.queried[i] = True
+        label = call.y[i]
         y_hat = 1.0 if p > 0.0 else (-1.0 if p < 0.0 else tie)
         total = 0.0
         for m in range(K):
@@ -146,16 +139,9 @@ def peer_pass(
     loss sum, 1 when 0); with ``shares``, every peer with ``y f_m <= 0`` gets ``w_m += y x``
     (margins from before the round). Returns (draws, queries).
     """
-    dense, y, tasks, u, scores, queried = (
-        call.dense,
-        call.y,
-        call.tasks,
-        call.u,
-        call.scores,
-        call.queried,
-    )
+    dense = call.dense
     remaining = call.remaining
-    n = y.shape[0]
+    n = call.y.shape[0]
     K = W.shape[0]
     f = np.empty(K)
     idx, val = row_buffers(W)
@@ -163,29 +149,29 @@ def peer_pass(
     asked = 0
     for i in range(n):
         nx = load_row(call, i, W.shape[1], idx, val)
-        k = tasks[i]
+        k = call.tasks[i]
         row_margins(W, f, dense, idx, val, nx)
         fk = f[k]
-        scores[i] = fk
+        call.scores[i] = fk
         if call.active:
             if remaining <= 0:
                 continue
-            draw = u[drawn]
+            draw = call.u[drawn]
             drawn += 1
             if draw >= b / (b + abs(fk)):
                 continue
             peer = 0.0
             for m in range(K):
                 peer += tau[k, m] * f[m]
-            draw = u[drawn]
+            draw = call.u[drawn]
             drawn += 1
             if not draw < bq / (bq + abs(peer)):
                 row_axpy(W[k], 1.0 if peer >= 0.0 else -1.0, dense, idx, val, nx)
                 continue
             remaining -= 1
             asked += 1
-            queried[i] = True
-        label = y[i]
+            call.queried[i] = True
+        label = call.y[i]
         if (fk >= 0.0) != (label > 0.0):
             row_axpy(W[k], label, dense, idx, val, nx)
             if K > 1:
