@@ -28,6 +28,10 @@ learner's preprocessing applied (:func:`load_row`), and the small row helpers
 here, shared with :mod:`learners.amlc.kernels`, work on that buffer. The uniforms are drawn ahead by
 :class:`learners.active.draws.Uniforms`. :func:`warm` compiles everything on
 tiny inputs (``cache=True`` keeps the machine code on disk across processes).
+numba checks a cached kernel against its own source file only: the kernels of
+:mod:`learners.amlc.kernels` carry the helpers of this module inlined, so after
+a change here their cache files (``learners/amlc/__pycache__/*.nbi``, ``*.nbc``)
+must be deleted, or they keep running the old helpers.
 """
 
 from __future__ import annotations
