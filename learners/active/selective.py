@@ -45,6 +45,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from learners.active.kernels import B_FAMILY, MATRIX, ROWS, KernelPass, selective_pass
+from learners.active.rounds import ActiveLearner
 from learners.base import APPEND_BIAS, BUDGET, L2_NORMALIZE, Learner, Param
 from learners.inputs import Batch, Vec, check_task
 from learners.params import boolean, positive
@@ -137,8 +139,44 @@ def _is_mistake(score: float, y: float) -> bool:
     return (score >= 0.0) != (y > 0.0)
 
 
+_NO_VECTOR = np.zeros(0)
+_NO_MATRIX = np.zeros((0, 0))
+
+#: What :func:`_kernel_base` returns: ``(form, W, s, Ainv, pooled, beta, 1 + b)``.
+KernelBase = tuple[int, np.ndarray, np.ndarray, np.ndarray, bool, float, float]
+
+
+def _kernel_base(base: Learner) -> KernelBase | None:
+    """The base learner's state in the form :func:`~learners.active.kernels.selective_pass`
+    updates in place, or None when the kernel does not know its update."""
+    name = base.name
+    state = vars(base)
+    if name == "ipl" and "W_" in state:
+        return ROWS, state["W_"], _NO_VECTOR, _NO_MATRIX, False, 0.0, 1.0
+    if name in ("stl", "pt-global") and "w_" in state:
+        pooled = state["w_"].reshape(1, -1)  # a view: the kernel updates w_ in place
+        return ROWS, pooled, _NO_VECTOR, _NO_MATRIX, True, 0.0, 1.0
+    if name != "cmtl":
+        return None
+    if "V_" in state and "s_" in state:
+        b = base.hyper["b"]
+        b = float(base.n_tasks if b is None else b)
+        return B_FAMILY, state["V_"], state["s_"], _NO_MATRIX, False, b / base.n_tasks, 1.0 + b
+    if "W_" in state and "Ainv_" in state:
+        return MATRIX, state["W_"], _NO_VECTOR, state["Ainv_"], False, 0.0, 1.0
+    return None
+
+
+def _keeps_the_rule(cls: type[SelectiveSampling]) -> bool:
+    """Whether ``cls`` keeps the sampling rule the kernel implements (no hook overridden)."""
+    return all(
+        getattr(cls, hook) is getattr(SelectiveSampling, hook)
+        for hook in ("_margin", "_threshold", "_query", "_learn", "_decision")
+    )
+
+
 @register
-class SelectiveSampling(Learner):
+class SelectiveSampling(ActiveLearner):
     """Selective sampling: query with probability ``b / (b + |margin|)`` (algorithms.md Sec. 6).
 
     Wraps a passive margin learner of the registry (``base``, default ``ipl``;
@@ -159,6 +197,12 @@ class SelectiveSampling(Learner):
     Input preprocessing (``append_bias``, ``l2_normalize``, off by default as for
     the Perceptron learners) is done once by the wrapper; the base learner is
     built on the preprocessed dimension.
+
+    Batches (``score_and_learn_many``, ``query_and_learn_many``) run the compiled
+    :func:`learners.active.kernels.selective_pass` when the base is a Perceptron
+    the kernel knows (``ipl``, ``stl``, ``pt-global``, ``cmtl`` in either form) and
+    no subclass changes the rule; other bases go row by row through the numpy path
+    (labelled batches with a fixed ``b`` through the base's own batch path).
 
     Attributes
     ----------
@@ -263,10 +307,31 @@ class SelectiveSampling(Learner):
             self.radius2_[task] = max(float(self.radius2_[task]), x.sqnorm())
         self.base_._learn(x, y, task)
 
+    # ------------------------------------------------------------ compiled pass
     def _score_and_learn_batch(self, batch: Batch, y: np.ndarray, tasks: np.ndarray) -> np.ndarray:
+        if self._compiled():
+            return self._kernel_pass(batch, y, tasks, active=False)[0]
         if self.hyper["adaptive_b"]:
-            return super()._score_and_learn_batch(batch, y, tasks)
+            return self._score_and_learn_reference(batch, y, tasks)
         return self.base_._score_and_learn_batch(batch, y, tasks)
+
+    def _compiled(self) -> bool:
+        return _keeps_the_rule(type(self)) and _kernel_base(self.base_) is not None
+
+    def _run_kernel(self, call: KernelPass) -> tuple[int, int]:
+        spec = _kernel_base(self.base_)
+        assert spec is not None
+        drawn, asked, mistakes = selective_pass(
+            *spec,
+            call,
+            float(self.hyper["b"]),
+            0.0,
+            bool(self.hyper["adaptive_b"]),
+            self.n_updates_,
+            self.radius2_,
+        )
+        self.base_.n_mistakes_ += mistakes  # type: ignore[attr-defined]
+        return drawn, asked
 
     def _add_task(self) -> None:
         self.base_.add_task()

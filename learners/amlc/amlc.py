@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from learners.active.kernels import KernelPass
 from learners.amlc.committee import committee_update, grow_committee, uniform_committee
 from learners.amlc.common import (
     APPEND_BIAS_ON,
@@ -17,6 +18,7 @@ from learners.amlc.common import (
     query_probability,
     sgn,
 )
+from learners.amlc.kernels import amlc_pass
 from learners.base import BUDGET, Param
 from learners.inputs import Vec
 from learners.params import interval, non_negative, one_of, positive
@@ -130,6 +132,7 @@ class ActiveMultitaskCommittees(PerTaskPerceptrons):
         BUDGET,
     )
     state_fields: ClassVar[tuple[str, ...]] = ("W_", "tau_")
+    per_event_kernel = True
     conformance_params = (
         {},
         {"faithful": "code"},
@@ -188,6 +191,21 @@ class ActiveMultitaskCommittees(PerTaskPerceptrons):
         coef[share] = y
         if coef.any():
             rank_one_update(self.W_, coef, x, 1.0)
+
+    def _run_kernel(self, call: KernelPass) -> tuple[int, int]:
+        h = self.hyper
+        return amlc_pass(
+            self.W_,
+            self.tau_,
+            call,
+            float(h["b"]),
+            float(h["C"]),
+            self._row_sum(),
+            self._tie(),
+            self.code_faithful,
+            h["share_test"] == "label",
+            float(h["similarity_rtol"]),
+        )
 
     def _add_task(self) -> None:
         super()._add_task()

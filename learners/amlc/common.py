@@ -19,7 +19,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from learners.base import APPEND_BIAS, L2_NORMALIZE, Learner, Param
+from learners.active.rounds import ActiveLearner
+from learners.base import APPEND_BIAS, L2_NORMALIZE, Param
 from learners.inputs import Vec
 
 __all__ = [
@@ -59,8 +60,13 @@ def hinge_losses(margins: np.ndarray, y: float) -> np.ndarray:
     return np.maximum(0.0, 1.0 - y * margins)
 
 
-class PerTaskPerceptrons(Learner):
+class PerTaskPerceptrons(ActiveLearner):
     """Base of the xu2018 learners: one Perceptron weight vector per task.
+
+    Both batch paths (``score_and_learn_many`` and ``query_and_learn_many``) run
+    the learner's compiled pass (:mod:`learners.amlc.kernels`,
+    :func:`learners.active.kernels.selective_pass`); the numpy ``_decision``,
+    ``_query`` and ``_learn`` are the per-event path and the reference.
 
     Attributes
     ----------
@@ -74,6 +80,9 @@ class PerTaskPerceptrons(Learner):
 
     def _init_state(self) -> None:
         self.W_ = np.zeros((self.n_tasks, self.dim))
+
+    def _compiled(self) -> bool:
+        return True
 
     def _margins(self, x: Vec) -> np.ndarray:
         """``<x, w_m>`` for every task m at once: O(K nnz(x))."""

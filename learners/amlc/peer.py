@@ -6,6 +6,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from learners.active.kernels import KernelPass
 from learners.amlc.committee import grow_peer_weights, peer_update, uniform_peer_weights
 from learners.amlc.common import (
     APPEND_BIAS_ON,
@@ -16,6 +17,7 @@ from learners.amlc.common import (
     query_probability,
     sgn,
 )
+from learners.amlc.kernels import peer_pass
 from learners.base import BUDGET, Param
 from learners.inputs import Vec
 from learners.params import positive
@@ -86,6 +88,8 @@ class PeerLearning(PerTaskPerceptrons):
     conformance_params = ({}, {"bq": 1.0, "append_bias": False, "l2_normalize": False})
     #: Whether a queried example is shared with the peers that misclassify it.
     shares: ClassVar[bool] = False
+    draws_per_row = 2
+    per_event_kernel = True
 
     def _init_state(self) -> None:
         super()._init_state()
@@ -115,6 +119,16 @@ class PeerLearning(PerTaskPerceptrons):
         erring[task] = False
         if erring.any():
             x.add_outer(self.W_, np.where(erring, y, 0.0))
+
+    def _run_kernel(self, call: KernelPass) -> tuple[int, int]:
+        return peer_pass(
+            self.W_,
+            self.tau_,
+            call,
+            float(self.hyper["b"]),
+            float(self.hyper["bq"]),
+            self.shares,
+        )
 
     def _add_task(self) -> None:
         super()._add_task()

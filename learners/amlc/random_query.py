@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from learners.active.kernels import ROWS, KernelPass, selective_pass
 from learners.amlc.common import APPEND_BIAS_ON, L2_NORMALIZE_ON, XU2018, PerTaskPerceptrons, sgn
 from learners.base import BUDGET, Param
 from learners.inputs import Vec
@@ -51,6 +52,25 @@ class RandomQuery(PerTaskPerceptrons):
     def _learn(self, x: Vec, y: float, task: int) -> None:
         if sgn(x.dot(self.W_[task])) != y:
             x.add_to(self.W_[task], y)
+
+    def _run_kernel(self, call: KernelPass) -> tuple[int, int]:
+        no_counts = np.zeros(0, dtype=np.int64)
+        drawn, asked, _ = selective_pass(
+            ROWS,
+            self.W_,
+            np.zeros(0),
+            np.zeros((0, 0)),
+            False,
+            0.0,
+            1.0,
+            call,
+            0.0,
+            float(self.hyper["query_rate"]),
+            False,
+            no_counts,
+            np.zeros(0),
+        )
+        return drawn, asked
 
     def _relation(self) -> np.ndarray:
         return np.eye(self.n_tasks)

@@ -1,0 +1,226 @@
+"""Batches of active rounds: score, ask, learn when asked, row by row.
+
+:class:`ActiveLearner` is the base of the active learners of :mod:`learners.amlc`
+and :mod:`learners.active`. Besides the per-event contract of
+:class:`~learners.base.Learner` it offers :meth:`ActiveLearner.query_and_learn_many`,
+the batch form of the active protocol the evaluation runs (``decision_one``,
+then ``query_one``, then ``learn_one`` with the row's label when the answer was
+True), and it keeps the row-by-row numpy paths as the references the compiled
+kernels are tested against (:meth:`ActiveLearner._score_and_learn_reference`,
+:meth:`ActiveLearner._query_and_learn_reference`, built on the numpy hooks
+``_decision``, ``_query`` and ``_learn``).
+
+With a compiled pass and :attr:`ActiveLearner.per_event_kernel`, the per-event
+calls ``decision_one``, ``predict_one``, ``learn_one`` and ``score_and_learn_one``
+validate x once and run the kernel on a batch of one row (the preprocessing
+included); ``query_one`` keeps the numpy ``_query`` (one or two draws from the
+generator).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from learners.active.draws import Uniforms
+from learners.active.kernels import NO_BUDGET, KernelPass, kernel_rows, vector_rows
+from learners.base import Learner
+from learners.inputs import Batch, as_vector, check_label, check_task
+
+__all__ = ["ActiveLearner"]
+
+_NO_DRAWS = np.zeros(0)
+
+
+class ActiveLearner(Learner):
+    """An active learner with a batch form of its query-then-learn rounds.
+
+    A subclass with a compiled pass implements :meth:`_run_kernel` (and sets
+    :attr:`draws_per_row`); both batch paths then go through it whenever
+    :meth:`_compiled` says so, and through the numpy references otherwise.
+    """
+
+    #: Most uniforms one active round draws (PEER: 2).
+    draws_per_row: ClassVar[int] = 1
+    #: Whether single events go through the kernel too: worth it when the numpy
+    #: update costs more than a kernel call (AMLC, PEER: K margins and a tau row);
+    #: a per-task Perceptron step is cheaper in numpy.
+    per_event_kernel: ClassVar[bool] = False
+
+    def query_and_learn_many(self, X: Any, y: Any, task: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Active rounds over a batch; returns each row's score and query decision.
+
+        Row by row this equals ``decision_one`` (the score), ``query_one`` (the
+        decision, drawn from the learner's generator and counted against the
+        budget) and, when it answered True, ``learn_one`` with the row's label:
+        the same scores, decisions, weights and generator state. Labels of rows
+        that are not queried are never read. The batch is validated first, so a
+        bad row changes nothing.
+        """
+        if not self._compiled():
+            batch, labels, tasks = self._prepare_batch(X, y, task)
+            return self._query_and_learn_reference(batch, labels, tasks)
+        batch, labels, tasks = self._raw_batch(X, y, task)
+        return self._kernel_pass(batch, labels, tasks, active=True, preprocess=True)
+
+    def score_and_learn_many(self, X: Any, y: Any, task: Any) -> np.ndarray:
+        """Test-then-train over a batch (see :meth:`learners.base.Learner.score_and_learn_many`).
+
+        With a compiled pass the kernel also does the input preprocessing, row by
+        row as it reads them, instead of a pass over the whole batch first.
+        """
+        if not self._compiled():
+            return super().score_and_learn_many(X, y, task)
+        batch, labels, tasks = self._raw_batch(X, y, task)
+        return self._kernel_pass(batch, labels, tasks, active=False, preprocess=True)[0]
+
+    def _raw_batch(self, X: Any, y: Any, task: Any) -> tuple[Batch, np.ndarray, np.ndarray]:
+        """The validation of ``_prepare_batch`` without the preprocessing (the kernel's job)."""
+        bias, normalize = self._bias, self._normalize
+        self._bias = self._normalize = False
+        try:
+            return self._prepare_batch(X, y, task)
+        finally:
+            self._bias, self._normalize = bias, normalize
+
+    # ------------------------------------------------------------ per-event paths
+    def decision_one(self, x: Any, task: int) -> float:
+        if not (self.per_event_kernel and self._compiled()):
+            return super().decision_one(x, task)
+        return self._one_row(x, 0.0, check_task(task, self._n_tasks), learn=False)
+
+    def learn_one(self, x: Any, y: float, task: int) -> None:
+        if not (self.per_event_kernel and self._compiled()):
+            super().learn_one(x, y, task)
+            return
+        t = check_task(task, self._n_tasks)
+        self._one_row(x, check_label(y, self.label_kind), t, learn=True)
+
+    def score_and_learn_one(self, x: Any, y: float, task: int) -> float:
+        t = check_task(task, self._n_tasks)
+        label = check_label(y, self.label_kind)
+        if not (self.per_event_kernel and self._compiled()):
+            v = self._prepare(x)
+            score = float(self._decision(v, t))
+            self._learn(v, label, t)
+            return score
+        return self._one_row(x, label, t, learn=True)
+
+    def _one_row(self, x: Any, y: float, task: int, *, learn: bool) -> float:
+        """Score ``x`` and, with ``learn``, learn it: the kernel on one row.
+
+        Without ``learn`` the row runs as an active round with no query left in the
+        budget: it is scored, nothing is drawn and nothing changes.
+        """
+        rows = vector_rows(as_vector(x, self._n_features), self._bias, self._normalize)
+        call = KernelPass(
+            *rows,
+            np.array([y]),
+            np.array([task], dtype=np.int64),
+            not learn,
+            _NO_DRAWS,
+            0,
+            np.empty(1),
+            np.zeros(1, dtype=np.bool_),
+        )
+        self._run_kernel(call)
+        return float(call.scores[0])
+
+    # ------------------------------------------------------------ batch paths
+    def _score_and_learn_batch(self, batch: Batch, y: np.ndarray, tasks: np.ndarray) -> np.ndarray:
+        if not self._compiled():
+            return self._score_and_learn_reference(batch, y, tasks)
+        return self._kernel_pass(batch, y, tasks, active=False)[0]
+
+    def _query_and_learn_batch(
+        self, batch: Batch, y: np.ndarray, tasks: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Active rounds over a validated batch."""
+        if not self._compiled():
+            return self._query_and_learn_reference(batch, y, tasks)
+        return self._kernel_pass(batch, y, tasks, active=True)
+
+    def _compiled(self) -> bool:
+        """Whether this instance's batches run through :meth:`_run_kernel`."""
+        return False
+
+    def _run_kernel(self, call: KernelPass) -> tuple[int, int]:
+        """Run the compiled pass over ``call``; returns (uniforms used, queries made)."""
+        raise NotImplementedError
+
+    def _kernel_pass(
+        self,
+        batch: Batch,
+        y: np.ndarray,
+        tasks: np.ndarray,
+        *,
+        active: bool,
+        preprocess: bool = False,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Drive :meth:`_run_kernel`: draws ahead, query counter, generator state.
+
+        ``preprocess``: ``batch`` is raw and the kernel applies ``append_bias`` /
+        ``l2_normalize`` as it reads each row.
+        """
+        n = batch.n
+        scores = np.empty(n)
+        queried = np.zeros(n, dtype=np.bool_)
+        uniforms = self._uniforms(n, self.draws_per_row) if active else None
+        u = uniforms.values if uniforms is not None else np.zeros(0)
+        drawn, asked = self._run_kernel(
+            KernelPass(
+                *kernel_rows(batch, preprocess and self._bias, preprocess and self._normalize),
+                np.require(y, np.float64, ["C", "W"]),
+                np.require(tasks, np.int64, ["C", "W"]),
+                active,
+                u,
+                self._remaining_queries(),
+                scores,
+                queried,
+            )
+        )
+        if uniforms is not None:
+            uniforms.commit(drawn)
+        self.n_queries_ += asked
+        return scores, queried
+
+    def _remaining_queries(self) -> int:
+        """Queries left in the budget (:data:`~learners.active.kernels.NO_BUDGET` without one)."""
+        if self._budget is None:
+            return int(NO_BUDGET)
+        return max(0, self._budget - self.n_queries_)
+
+    def _uniforms(self, n: int, per_row: int) -> Uniforms:
+        """Uniforms for an active pass of ``n`` rows with at most ``per_row`` draws each.
+
+        The count is exact when every row draws exactly once: one draw per row and a
+        budget that cannot run out within the batch.
+        """
+        exact = per_row == 1 and self._remaining_queries() >= n
+        return Uniforms(self.rng, per_row * n, exact=exact)
+
+    # ------------------------------------------------------------ references
+    def _score_and_learn_reference(
+        self, batch: Batch, y: np.ndarray, tasks: np.ndarray
+    ) -> np.ndarray:
+        """The row-by-row numpy test-then-train pass (the kernels' reference)."""
+        return Learner._score_and_learn_batch(self, batch, y, tasks)
+
+    def _query_and_learn_reference(
+        self, batch: Batch, y: np.ndarray, tasks: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The row-by-row numpy active pass: ``_decision``, budget and ``_query``, ``_learn``."""
+        scores = np.empty(batch.n)
+        queried = np.zeros(batch.n, dtype=bool)
+        for i, (v, label, t) in enumerate(
+            zip(batch.rows(), y.tolist(), tasks.tolist(), strict=True)
+        ):
+            scores[i] = self._decision(v, t)
+            if self._budget is not None and self.n_queries_ >= self._budget:
+                continue
+            if self._query(v, t):
+                self.n_queries_ += 1
+                queried[i] = True
+                self._learn(v, label, t)
+        return scores, queried
