@@ -284,7 +284,16 @@ class MMPerc(MultiviewLearner):
             return scores
         self._reserve(Phi.shape[0])
         scores, s = kernels.mmperc_dual_pass(
-            Phi, y, tasks, self._offsets, scale, self._Z, self._Q, self._a, self.v_, self.n_mistakes_
+            Phi,
+            y,
+            tasks,
+            self._offsets,
+            scale,
+            self._Z,
+            self._Q,
+            self._a,
+            self.v_,
+            self.n_mistakes_,
         )
         self.n_mistakes_ = int(s)
         return scores

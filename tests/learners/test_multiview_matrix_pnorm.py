@@ -33,7 +33,9 @@ def test_hand_worked_rounds():
     e1, e2 = np.array([1.0, 0.0]), np.array([0.0, 1.0])
     assert model.score_and_learn_views([e1, e2], -1, 0) == 0.0
     np.testing.assert_array_equal(model.B_, np.eye(2))
-    assert model.score_and_learn_views([e1, e1], 1, 0) == pytest.approx(-1 / math.sqrt(2), rel=1e-15)
+    assert model.score_and_learn_views([e1, e1], 1, 0) == pytest.approx(
+        -1 / math.sqrt(2), rel=1e-15
+    )
     np.testing.assert_allclose(model.V_, [[0.0, 0.0], [1.0, -1.0]])  # rows are v_1, v_2
     np.testing.assert_allclose(model.B_, [[0.0, 0.0], [0.0, 2.0]])
     assert model.decision_views([e2, e2], 1) == pytest.approx(-1.0, rel=1e-15)
@@ -86,12 +88,16 @@ def test_link_is_the_gradient_of_half_the_squared_schatten_norm(p):
     np.testing.assert_allclose(W, grad, rtol=1e-5, atol=1e-7)
 
 
-@pytest.mark.parametrize(("p", "labels"), [(1, "shared"), (3, "shared"), (2, "per_task"), (4, "per_task")])
+@pytest.mark.parametrize(
+    ("p", "labels"), [(1, "shared"), (3, "shared"), (2, "per_task"), (4, "per_task")]
+)
 def test_compiled_pass_equals_numpy_rounds(p, labels):
     views, y, tasks = _rounds(K=6, d=5, n=800, seed=7, flip=0.1)
     ref = learners.make("matrix-pnorm", n_features=5, n_tasks=6, p=p, labels=labels)
     fast = learners.make("matrix-pnorm", n_features=5, n_tasks=6, p=p, labels=labels)
-    expected = [ref.score_and_learn_views([v[r] for v in views], y[r], tasks[r]) for r in range(800)]
+    expected = [
+        ref.score_and_learn_views([v[r] for v in views], y[r], tasks[r]) for r in range(800)
+    ]
     got = fast.score_and_learn_views_many(views, y, tasks)
     np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(fast.V_, ref.V_, atol=1e-12)

@@ -86,7 +86,9 @@ def test_compiled_pass_equals_numpy_rounds(form):
     views, y, tasks = _noisy_rounds(dims, 600, seed=3)
     ref = learners.make("mmperc", n_features=1, n_tasks=3, task_dims=dims, form=form)
     fast = learners.make("mmperc", n_features=1, n_tasks=3, task_dims=dims, form=form)
-    expected = [ref.score_and_learn_views([v[r] for v in views], y[r], tasks[r]) for r in range(600)]
+    expected = [
+        ref.score_and_learn_views([v[r] for v in views], y[r], tasks[r]) for r in range(600)
+    ]
     got = fast.score_and_learn_views_many(views, y, tasks)
     np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-10)
     assert fast.n_mistakes_ == ref.n_mistakes_
@@ -113,7 +115,9 @@ def test_coregularizer_facts_for_orthonormal_blocks(K, b):
         assert quad == pytest.approx((K * (b + 1) - b) / (b * K * (K - 1) + K), rel=1e-12)
         # the quadratic form of M_t is the margin deviation of Eq. (13)
         u = rng.normal(size=phi.shape[0])
-        margins = [u[offsets[j] : offsets[j + 1]] @ phi[offsets[j] : offsets[j + 1]] for j in range(K)]
+        margins = [
+            u[offsets[j] : offsets[j + 1]] @ phi[offsets[j] : offsets[j + 1]] for j in range(K)
+        ]
         deviation = b * K * (margins[i] - sum(margins) / K) ** 2
         assert u @ M @ u == pytest.approx(deviation, rel=1e-10)
 
@@ -152,7 +156,9 @@ def test_coupling_helps_when_margins_are_shared():
     ind = learners.make(
         "multiview-independent", n_features=1, n_tasks=5, task_dims=dims, labels="per_task"
     )
-    m_mm = np.sum((mm.score_and_learn_views_many(rounds.views, rounds.y, rounds.task) >= 0) != (rounds.y > 0))
+    m_mm = np.sum(
+        (mm.score_and_learn_views_many(rounds.views, rounds.y, rounds.task) >= 0) != (rounds.y > 0)
+    )
     m_ind = np.sum(
         (ind.score_and_learn_views_many(rounds.views, rounds.y, rounds.task) >= 0) != (rounds.y > 0)
     )
