@@ -251,22 +251,8 @@ class MultiviewLearner(Learner):
                 raise ValueError(f"view {j}: {exc}") from None
             blocks.append(batch.preprocessed(self._bias, self._normalize).to_dense())
         n = int(n or 0)
-        labels = np.asarray(y, dtype=np.float64).reshape(-1)
-        if labels.shape[0] != n:
-            raise ValueError(f"y has {labels.shape[0]} labels for {n} rounds")
-        if not (np.abs(labels) == 1.0).all():
-            raise ValueError("labels y must be -1 or +1")
-        if isinstance(task, int | np.integer) and not isinstance(task, bool):
-            tasks = np.full(n, check_task(task, K), dtype=np.int64)
-        else:
-            tasks = np.asarray(task)
-            if tasks.shape != (n,):
-                raise ValueError(f"task must be one index or one per round ({n})")
-            if n and not np.issubdtype(tasks.dtype, np.integer):
-                raise ValueError("task indices must be integers")
-            tasks = tasks.astype(np.int64)
-            if n and (tasks.min() < 0 or tasks.max() >= K):
-                raise ValueError(f"unknown task in batch: tasks are 0..{K - 1}")
+        # labels and tasks are checked as for interleaved batches (the rows are placeholders)
+        _, labels, tasks = Learner._prepare_batch(self, np.zeros((n, self._n_features)), y, task)
         Phi = np.hstack(blocks) if blocks else np.zeros((n, 0))
         return np.ascontiguousarray(Phi), labels, tasks
 
