@@ -51,15 +51,12 @@ def mmperc_primal_pass(Phi, y, tasks, offsets, scale, Ainv, v):  # type: ignore[
         t = tasks[r]
         lo, hi = offsets[t], offsets[t + 1]
         _coregularizer(phi, lo, hi, K, scale, z)
+        c[:] = np.dot(Ainv, z)
         for i in range(D):
             acc_a = 0.0
-            acc_c = 0.0
             for j in range(lo, hi):
                 acc_a += Ainv[i, j] * phi[j]
-            for j in range(D):
-                acc_c += Ainv[i, j] * z[j]
             a[i] = acc_a
-            c[i] = acc_c
         va = 0.0
         vc = 0.0
         za = 0.0
@@ -100,14 +97,12 @@ def mmperc_dual_pass(Phi, y, tasks, offsets, scale, Z, Q, a, v, s):  # type: ign
         t = tasks[r]
         lo, hi = offsets[t], offsets[t + 1]
         _coregularizer(phi, lo, hi, K, scale, z)
+        if s:
+            k[:s] = np.dot(Z[:s], z)
         for q in range(s):
-            acc_k = 0.0
-            for j in range(D):
-                acc_k += Z[q, j] * z[j]
             acc_g = 0.0
             for j in range(lo, hi):
                 acc_g += Z[q, j] * phi[j]
-            k[q] = acc_k
             g[q] = acc_g
         ku = 0.0
         au = 0.0
