@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 import learners
 from learners.checks.multiview import related_views
@@ -194,3 +195,16 @@ def test_interleaved_events_use_the_task_dimension():
         model.learn_one(np.ones(2), -1, 0)
     assert model.predict_one(np.ones(4), 0) == -1
     assert math.isfinite(model.decision_one(np.ones(2), 1))
+
+
+def test_batches_accept_sparse_views_and_one_task_index():
+    dims = [4, 6]
+    views, y, _ = _noisy_rounds(dims, 300, seed=12)
+    for v in views:
+        v[:, 0] = 0.0
+    dense = learners.make("mmperc", n_features=1, n_tasks=2, task_dims=dims)
+    sparse = learners.make("mmperc", n_features=1, n_tasks=2, task_dims=dims)
+    s_dense = dense.score_and_learn_views_many(views, y, 1)
+    s_sparse = sparse.score_and_learn_views_many([sp.csr_matrix(v) for v in views], y, 1)
+    np.testing.assert_array_equal(s_dense, s_sparse)
+    assert dense.n_mistakes_ == sparse.n_mistakes_ > 0
