@@ -363,8 +363,15 @@ ALL_CHECKS: tuple[Check, ...] = (
 
 
 def yield_checks(cls: type[Learner]) -> Iterator[Check]:
-    """The checks that apply to ``cls`` (all of them; exemptions are reported by the runner)."""
+    """The checks that apply to ``cls`` (all of them; exemptions are reported by the runner).
+
+    Multiview learners (``cls.multiview``) also get :mod:`learners.checks.multiview`.
+    """
     yield from ALL_CHECKS
+    if getattr(cls, "multiview", False):
+        from learners.checks.multiview import MULTIVIEW_CHECKS
+
+        yield from MULTIVIEW_CHECKS
 
 
 def default_factory(cls: type[Learner], params: Mapping[str, Any], seed: int = 0) -> Factory:
