@@ -48,7 +48,6 @@ from learners.base import (
     APPEND_BIAS,
     BUDGET,
     L2_NORMALIZE,
-    Learner,
     Param,
     boolean,
     non_negative,
@@ -57,7 +56,8 @@ from learners.base import (
     optional,
     positive,
 )
-from learners.inputs import Batch, Vec
+from learners.inputs import Batch, Vec, check_label, check_task
+from learners.omtl.kernels import KernelRows, vec_dot
 from learners.omtl.updates import (
     batchopt_update,
     covariance_update,
@@ -68,6 +68,9 @@ from learners.omtl.updates import (
 )
 from learners.perceptron.multitask import SAHA2011, MatrixPerceptron
 from learners.registry import register
+
+#: ``a_from`` for a learner whose priming never ends: no round reaches it.
+_NEVER = 1 << 62
 
 __all__ = ["BatchOptimal", "OMTLCovariance", "OMTLLogDet", "OMTLVonNeumann", "TaskRelationships"]
 
@@ -278,7 +281,25 @@ class TaskRelationships(MatrixPerceptron):
         b = float(np.abs(self.A_[task]).sum()) if fixed is None else float(fixed)
         return bool(self.rng.random() < b / (b + margin))
 
+    def score_and_learn_one(self, x: Any, y: float, task: int) -> float:
+        """Test-then-train on one example through the compiled kernel (a one-row batch)."""
+        t = check_task(task, self.n_tasks)
+        label = check_label(y, self.label_kind)
+        score = np.empty(1)
+        self._kernel_rows(
+            KernelRows.of_vec(self._prepare(x)), np.array([label]), np.array([t]), score
+        )
+        return float(score[0])
+
+    def _decision(self, x: Vec, task: int) -> float:
+        return vec_dot(x, self.W_[task])
+
     def _learn(self, x: Vec, y: float, task: int) -> None:
+        """One round through the compiled kernel (a one-row batch)."""
+        self._kernel_rows(KernelRows.of_vec(x), np.array([y]), np.array([task]), np.empty(1))
+
+    def _learn_reference(self, x: Vec, y: float, task: int) -> None:
+        """The numpy round (Algorithm 1 lines 4-16), the reference of the kernels."""
         if not self.is_active:
             self.n_rounds_ += 1
         super()._learn(x, y, task)
@@ -317,9 +338,61 @@ class TaskRelationships(MatrixPerceptron):
 
     # ------------------------------------------------------------- batches
     def _score_and_learn_batch(self, batch: Batch, y: np.ndarray, tasks: np.ndarray) -> np.ndarray:
-        """The exact Gram-kernel batch path while A stays fixed; row by row otherwise."""
+        """The compiled sequential pass (:mod:`learners.omtl.kernels`), A updates in numpy."""
+        scores = np.empty(batch.n)
+        self._kernel_rows(KernelRows.of_batch(batch), y, tasks, scores)
+        return scores
+
+    def _kernel_rows(
+        self, rows: KernelRows, y: np.ndarray, tasks: np.ndarray, scores: np.ndarray
+    ) -> None:
+        """Run the weight-pass kernel over ``rows``, stopping for every A update.
+
+        At a stop the kernel has applied the mistake's weight update (Eq. 3.3); the
+        reference tail :meth:`_after_mistake` then tracks the Gram matrix and updates
+        A (Eqs. 3.7-3.10) in the order ``a_update_uses`` asks for.
+        """
+        start = self.epoch_round
+        a_from = _NEVER if start is None else start
+        step = 0 if self.is_active else 1
+        counters = np.array([self.n_rounds_, self.n_mistakes_, 0], dtype=np.int64)
+        i = 0
+        while i < y.shape[0]:
+            counters[2] = 0
+            self.W_, self.Ainv_ = np.ascontiguousarray(self.W_), np.ascontiguousarray(self.Ainv_)
+            self.G_, self.colsum_ = (
+                np.ascontiguousarray(self.G_),
+                np.ascontiguousarray(self.colsum_),
+            )
+            i = rows.run(
+                i,
+                y,
+                tasks,
+                self.W_,
+                self.Ainv_,
+                self.G_,
+                self.colsum_,
+                counters,
+                step,
+                a_from,
+                scores,
+            )
+            self.n_rounds_, self.n_mistakes_ = int(counters[0]), int(counters[1])
+            if counters[2]:
+                self._after_mistake(rows.vec(i - 1), float(y[i - 1]), int(tasks[i - 1]))
+
+    def _score_and_learn_batch_reference(
+        self, batch: Batch, y: np.ndarray, tasks: np.ndarray
+    ) -> np.ndarray:
+        """The numpy batch path: the Gram-matrix solver while A stays fixed, else row by row."""
         if batch.dense is None or batch.n < 2 or not self._a_fixed_for(batch.n):
-            return Learner._score_and_learn_batch(self, batch, y, tasks)
+            scores = np.empty(batch.n)
+            for i, (v, label, t) in enumerate(
+                zip(batch.rows(), y.tolist(), tasks.tolist(), strict=True)
+            ):
+                scores[i] = self._decision(v, t)
+                self._learn_reference(v, label, t)
+            return scores
         scores = super()._score_and_learn_batch(batch, y, tasks)
         if not self.is_active:
             self.n_rounds_ += batch.n
