@@ -27,9 +27,9 @@ import time
 import numpy as np
 from numba import njit
 
-from learners.inputs import Batch, Vec, canonical_row
+from learners.omtl.compiled import KernelRows, warm_row_helpers
 
-__all__ = ["KernelRows", "vec_dot", "warm", "weight_pass_csr", "weight_pass_dense"]
+__all__ = ["warm", "weight_pass", "weight_pass_csr", "weight_pass_dense"]
 
 
 @njit(cache=True)
@@ -157,29 +157,6 @@ def weight_pass_csr(
     return n
 
 
-@njit(cache=True)
-def _dot_dense(val: np.ndarray, w: np.ndarray) -> float:
-    s = 0.0
-    for f in range(val.shape[0]):
-        s += val[f] * w[f]
-    return s
-
-
-@njit(cache=True)
-def _dot_sparse(idx: np.ndarray, val: np.ndarray, w: np.ndarray) -> float:
-    s = 0.0
-    for p in range(val.shape[0]):
-        s += val[p] * w[idx[p]]
-    return s
-
-
-def vec_dot(x: Vec, w: np.ndarray) -> float:
-    """``<x, w>`` summed in the kernels' order, so a decision equals the kernel's score bit for bit."""
-    if x.idx is None:
-        return float(_dot_dense(x.val, w))
-    return float(_dot_sparse(x.idx, x.val, w))
-
-
 def warm() -> float:
     """Compile (or load from the cache) both kernels on tiny inputs; returns the seconds taken."""
     start = time.perf_counter()
@@ -200,96 +177,29 @@ def warm() -> float:
             )
         else:
             weight_pass_dense(X, y, tasks, 0, W, Ainv, G, colsum, counters, 1, 1 << 62, scores)
-    vec_dot(Vec(None, data, 3), data)
-    vec_dot(Vec(indices[:2], data[:2], 3), data)
+    warm_row_helpers()
     return time.perf_counter() - start
 
 
-class KernelRows:
-    """A batch in the form the kernels take: a dense C-ordered array or CSR arrays (int64)."""
-
-    __slots__ = ("data", "dense", "dim", "indices", "indptr")
-
-    def __init__(
-        self,
-        dense: np.ndarray | None,
-        csr: tuple[np.ndarray, np.ndarray, np.ndarray] | None,
-        dim: int,
-    ) -> None:
-        self.dense = dense
-        self.indptr, self.indices, self.data = csr if csr is not None else (None, None, None)
-        self.dim = dim
-
-    @classmethod
-    def of_batch(cls, batch: Batch) -> KernelRows:
-        """The rows of a validated, preprocessed :class:`~learners.inputs.Batch`."""
-        if batch.dense is not None:
-            return cls(np.ascontiguousarray(batch.dense, dtype=np.float64), None, batch.dim)
-        csr = batch.csr
-        assert csr is not None
-        arrays = (
-            np.asarray(csr.indptr, dtype=np.int64),
-            np.asarray(csr.indices, dtype=np.int64),
-            np.ascontiguousarray(csr.data, dtype=np.float64),
-        )
-        return cls(None, arrays, batch.dim)
-
-    @classmethod
-    def of_vec(cls, x: Vec) -> KernelRows:
-        """One canonical vector as a one-row batch (no copy of its values)."""
-        if x.idx is None:
-            return cls(x.val.reshape(1, -1), None, x.dim)
-        indptr = np.array([0, x.idx.shape[0]], dtype=np.int64)
-        return cls(None, (indptr, np.asarray(x.idx, dtype=np.int64), x.val), x.dim)
-
-    def vec(self, i: int) -> Vec:
-        """Row ``i`` as the canonical :class:`~learners.inputs.Vec` the reference path sees."""
-        if self.dense is not None:
-            return canonical_row(self.dense[i], self.dim)
-        assert self.indptr is not None and self.indices is not None and self.data is not None
-        lo, hi = int(self.indptr[i]), int(self.indptr[i + 1])
-        idx, val = self.indices[lo:hi], self.data[lo:hi].copy()
-        if hi - lo == self.dim:
-            return Vec(None, val, self.dim)
-        return Vec(idx.copy(), val, self.dim)
-
-    def run(
-        self,
-        begin: int,
-        y: np.ndarray,
-        tasks: np.ndarray,
-        W: np.ndarray,
-        Ainv: np.ndarray,
-        G: np.ndarray,
-        colsum: np.ndarray,
-        counters: np.ndarray,
-        round_step: int,
-        a_from: int,
-        scores: np.ndarray,
-    ) -> int:
-        """The weight pass over rows ``begin..`` (see :func:`weight_pass_dense`)."""
-        if self.dense is not None:
-            return int(
-                weight_pass_dense(
-                    self.dense,
-                    y,
-                    tasks,
-                    begin,
-                    W,
-                    Ainv,
-                    G,
-                    colsum,
-                    counters,
-                    round_step,
-                    a_from,
-                    scores,
-                )
-            )
+def weight_pass(
+    rows: KernelRows,
+    begin: int,
+    y: np.ndarray,
+    tasks: np.ndarray,
+    W: np.ndarray,
+    Ainv: np.ndarray,
+    G: np.ndarray,
+    colsum: np.ndarray,
+    counters: np.ndarray,
+    round_step: int,
+    a_from: int,
+    scores: np.ndarray,
+) -> int:
+    """The weight pass over rows ``begin..`` (see :func:`weight_pass_dense`)."""
+    if rows.dense is not None:
         return int(
-            weight_pass_csr(
-                self.indptr,
-                self.indices,
-                self.data,
+            weight_pass_dense(
+                rows.dense,
                 y,
                 tasks,
                 begin,
@@ -303,3 +213,21 @@ class KernelRows:
                 scores,
             )
         )
+    return int(
+        weight_pass_csr(
+            rows.indptr,
+            rows.indices,
+            rows.data,
+            y,
+            tasks,
+            begin,
+            W,
+            Ainv,
+            G,
+            colsum,
+            counters,
+            round_step,
+            a_from,
+            scores,
+        )
+    )

@@ -56,8 +56,9 @@ from learners.base import (
     optional,
     positive,
 )
-from learners.inputs import Batch, Vec, check_label, check_task
-from learners.omtl.kernels import KernelRows, vec_dot
+from learners.inputs import Batch, Vec
+from learners.omtl.compiled import CompiledLearner, KernelRows, vec_dot
+from learners.omtl.kernels import weight_pass
 from learners.omtl.updates import (
     batchopt_update,
     covariance_update,
@@ -66,7 +67,7 @@ from learners.omtl.updates import (
     logdet_update,
     vonneumann_log_step,
 )
-from learners.perceptron.multitask import SAHA2011, MatrixPerceptron
+from learners.perceptron.multitask import SAHA2011, MatrixPerceptron, MistakeDriven
 from learners.registry import register
 
 #: ``a_from`` for a learner whose priming never ends: no round reaches it.
@@ -204,7 +205,7 @@ _SHARED = (
 )
 
 
-class TaskRelationships(MatrixPerceptron):
+class TaskRelationships(CompiledLearner, MatrixPerceptron):
     """Shared machinery of saha2011 Algorithm 1 (see the module docstring).
 
     Subclasses implement :meth:`_updated_interaction`, which returns the new
@@ -281,28 +282,14 @@ class TaskRelationships(MatrixPerceptron):
         b = float(np.abs(self.A_[task]).sum()) if fixed is None else float(fixed)
         return bool(self.rng.random() < b / (b + margin))
 
-    def score_and_learn_one(self, x: Any, y: float, task: int) -> float:
-        """Test-then-train on one example through the compiled kernel (a one-row batch)."""
-        t = check_task(task, self.n_tasks)
-        label = check_label(y, self.label_kind)
-        score = np.empty(1)
-        self._kernel_rows(
-            KernelRows.of_vec(self._prepare(x)), np.array([label]), np.array([t]), score
-        )
-        return float(score[0])
-
     def _decision(self, x: Vec, task: int) -> float:
         return vec_dot(x, self.W_[task])
-
-    def _learn(self, x: Vec, y: float, task: int) -> None:
-        """One round through the compiled kernel (a one-row batch)."""
-        self._kernel_rows(KernelRows.of_vec(x), np.array([y]), np.array([task]), np.empty(1))
 
     def _learn_reference(self, x: Vec, y: float, task: int) -> None:
         """The numpy round (Algorithm 1 lines 4-16), the reference of the kernels."""
         if not self.is_active:
             self.n_rounds_ += 1
-        super()._learn(x, y, task)
+        MatrixPerceptron._learn(self, x, y, task)
 
     # ------------------------------------------------ Algorithm 1, lines 9-16
     def _after_mistake(self, x: Vec, y: float, task: int) -> None:
@@ -337,16 +324,10 @@ class TaskRelationships(MatrixPerceptron):
         return eta / tr if tr > 0.0 else 0.0
 
     # ------------------------------------------------------------- batches
-    def _score_and_learn_batch(self, batch: Batch, y: np.ndarray, tasks: np.ndarray) -> np.ndarray:
-        """The compiled sequential pass (:mod:`learners.omtl.kernels`), A updates in numpy."""
-        scores = np.empty(batch.n)
-        self._kernel_rows(KernelRows.of_batch(batch), y, tasks, scores)
-        return scores
-
-    def _kernel_rows(
+    def _kernel(
         self, rows: KernelRows, y: np.ndarray, tasks: np.ndarray, scores: np.ndarray
     ) -> None:
-        """Run the weight-pass kernel over ``rows``, stopping for every A update.
+        """Run the weight-pass kernel (:mod:`learners.omtl.kernels`), stopping for every A update.
 
         At a stop the kernel has applied the mistake's weight update (Eq. 3.3); the
         reference tail :meth:`_after_mistake` then tracks the Gram matrix and updates
@@ -364,7 +345,8 @@ class TaskRelationships(MatrixPerceptron):
                 np.ascontiguousarray(self.G_),
                 np.ascontiguousarray(self.colsum_),
             )
-            i = rows.run(
+            i = weight_pass(
+                rows,
                 i,
                 y,
                 tasks,
@@ -386,14 +368,8 @@ class TaskRelationships(MatrixPerceptron):
     ) -> np.ndarray:
         """The numpy batch path: the Gram-matrix solver while A stays fixed, else row by row."""
         if batch.dense is None or batch.n < 2 or not self._a_fixed_for(batch.n):
-            scores = np.empty(batch.n)
-            for i, (v, label, t) in enumerate(
-                zip(batch.rows(), y.tolist(), tasks.tolist(), strict=True)
-            ):
-                scores[i] = self._decision(v, t)
-                self._learn_reference(v, label, t)
-            return scores
-        scores = super()._score_and_learn_batch(batch, y, tasks)
+            return CompiledLearner._score_and_learn_batch_reference(self, batch, y, tasks)
+        scores = MistakeDriven._score_and_learn_batch(self, batch, y, tasks)
         if not self.is_active:
             self.n_rounds_ += batch.n
         return scores
