@@ -85,6 +85,11 @@ def warm_row_helpers() -> None:
     vec_dot(Vec(np.array([0, 2], dtype=np.int64), w[:2], 3), w)
 
 
+_NO_ROWS = np.zeros((0, 0))
+_NO_INDEX = np.zeros(0, dtype=np.int64)
+_NO_VALUES = np.zeros(0)
+
+
 class KernelRows:
     """A batch in the form the kernels take: a dense C-ordered array or CSR arrays (int64)."""
 
@@ -129,6 +134,17 @@ class KernelRows:
             return cls(x.val.reshape(1, -1), None, x.dim)
         indptr = np.array([0, x.idx.shape[0]], dtype=np.int64)
         return cls(None, (indptr, np.asarray(x.idx, dtype=np.int64), x.val), x.dim)
+
+    def kernel_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(X, indptr, indices, data)`` with typed placeholders for the absent form.
+
+        A kernel taking all four tests ``indptr.shape[0] > 0`` for CSR rows; the
+        placeholders keep every argument an array, so each kernel compiles once.
+        """
+        if self.dense is not None:
+            return self.dense, _NO_INDEX, _NO_INDEX, _NO_VALUES
+        assert self.indptr is not None and self.indices is not None and self.data is not None
+        return _NO_ROWS, self.indptr, self.indices, self.data
 
     def vec(self, i: int) -> Vec:
         """Row ``i`` as the canonical :class:`~learners.inputs.Vec` the reference path sees."""

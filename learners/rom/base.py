@@ -38,7 +38,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from learners.base import Learner, Param, non_negative, one_of, positive
+from learners.base import Param, non_negative, one_of, positive
+from learners.omtl.compiled import CompiledLearner
 
 __all__ = [
     "OUTLIER_FACTOR",
@@ -108,7 +109,7 @@ def relative_outliers(scores: np.ndarray, factor: float, threshold: float = 0.0)
     return [int(k) for k in np.flatnonzero(flagged)]
 
 
-class RobustMultitask(Learner):
+class RobustMultitask(CompiledLearner):
     """Base of learners with an outlier part ``q_i`` per task (``w_i = u + p_i + q_i``).
 
     Subclasses implement :meth:`_outlier_norms` (``||q_i||_2`` per task) and
