@@ -46,9 +46,13 @@ def check_state_size(
     buffer_rows: int,
     linear: bool,
     accumulators: bool,
-    limit: int = STATE_LIMIT_BYTES,
+    limit: int | None = None,
 ) -> None:
-    """Raise ``ValueError`` when the state of learner ``name`` would exceed ``limit`` bytes."""
+    """Raise ``ValueError`` when the state of learner ``name`` would exceed ``limit`` bytes.
+
+    ``limit`` None reads :data:`STATE_LIMIT_BYTES` at the time of the call.
+    """
+    limit = STATE_LIMIT_BYTES if limit is None else limit
     sizes = state_bytes(
         dim=dim,
         k=k,
