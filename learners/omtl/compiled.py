@@ -2,7 +2,7 @@
 
 * :class:`KernelRows` — a validated batch (or one canonical vector) in the form
   the kernels take: a dense C-ordered array, or CSR arrays with int64 indices;
-* :func:`row_dot` / :func:`row_axpy` / :func:`row_sqnorm` — compiled row
+* :func:`row_dot` / :func:`row_axpy` — compiled row
   primitives; ``idx is None`` means a dense row (numba prunes the other branch);
 * :func:`vec_dot` — ``<x, w>`` summed in the kernels' order, so that a
   ``decision_one`` equals the kernel's score bit for bit;
@@ -25,7 +25,7 @@ from numba import njit
 from learners.base import Learner
 from learners.inputs import Batch, Vec, canonical_row, check_label, check_task
 
-__all__ = ["CompiledLearner", "KernelRows", "row_axpy", "row_dot", "row_sqnorm", "vec_dot"]
+__all__ = ["CompiledLearner", "KernelRows", "row_axpy", "row_dot", "vec_dot"]
 
 
 @njit(cache=True)
@@ -50,15 +50,6 @@ def row_axpy(idx: Any, val: np.ndarray, w: np.ndarray, a: float) -> None:
     else:
         for p in range(val.shape[0]):
             w[idx[p]] += a * val[p]
-
-
-@njit(cache=True)
-def row_sqnorm(val: np.ndarray) -> float:
-    """``||x||^2`` from the stored values."""
-    s = 0.0
-    for p in range(val.shape[0]):
-        s += val[p] * val[p]
-    return s
 
 
 @njit(cache=True)

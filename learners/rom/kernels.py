@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from learners.omtl.compiled import KernelRows, row_axpy, row_dot, row_sqnorm, warm_row_helpers
+from learners.omtl.compiled import KernelRows, row_axpy, warm_row_helpers
 from learners.rom.scaled import RENORMALISE_BELOW
 
 __all__ = ["clear_row", "coml_pass", "note_support", "pgd_pass", "rda_pass", "warm"]
@@ -40,6 +40,57 @@ def _shrink_factor(norm: float, threshold: float) -> float:
     if norm <= threshold or norm <= 0.0:
         return 0.0
     return 1.0 - threshold / norm
+
+
+@njit(cache=True)
+def _dots_sq(idx: Any, val: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> Any:
+    """``(<x, a>, <x, b>, <x, c>, ||x||^2)`` in one pass, each summed in index order."""
+    sa = sb = sc = sq = 0.0
+    if idx is None:
+        for f in range(val.shape[0]):
+            v = val[f]
+            sa += v * a[f]
+            sb += v * b[f]
+            sc += v * c[f]
+            sq += v * v
+    else:
+        for p in range(val.shape[0]):
+            v, f = val[p], idx[p]
+            sa += v * a[f]
+            sb += v * b[f]
+            sc += v * c[f]
+            sq += v * v
+    return sa, sb, sc, sq
+
+
+@njit(cache=True)
+def _axpy3(
+    idx: Any,
+    val: np.ndarray,
+    a: np.ndarray,
+    ca: float,
+    b: np.ndarray,
+    cb: float,
+    c: np.ndarray,
+    cc: float,
+) -> None:
+    """``a += ca x``, ``b += cb x``, ``c += cc x`` in one pass (a zero coefficient skips its vector)."""
+    if idx is None:
+        for f in range(val.shape[0]):
+            v = val[f]
+            a[f] += ca * v
+            if cb != 0.0:
+                b[f] += cb * v
+            if cc != 0.0:
+                c[f] += cc * v
+    else:
+        for p in range(val.shape[0]):
+            v, f = val[p], idx[p]
+            a[f] += ca * v
+            if cb != 0.0:
+                b[f] += cb * v
+            if cc != 0.0:
+                c[f] += cc * v
 
 
 # ------------------------------------------------------------------ ROM-PGD
@@ -90,36 +141,32 @@ def _pgd_row(
 ) -> float:
     """One event of zhang2018 Algorithm 1 (Eqs. 6-10); ``u_scale`` is a one-element array."""
     eta, alpha, beta, gamma, m = hyper[0], hyper[1], hyper[2], hyper[3], hyper[4]
-    ux = u_scale[0] * row_dot(idx, val, u)
-    px = p_scale[t] * row_dot(idx, val, P[t])
-    qx = q_scale[t] * row_dot(idx, val, Q[t])
+    du, dp, dq, sq_x = _dots_sq(idx, val, u, P[t], Q[t])
+    ux, px, qx = u_scale[0] * du, p_scale[t] * dp, q_scale[t] * dq
     score = ux + px + qx
     if 1.0 - y * score > 0.0:
         counts[0] += 1
         step = y * eta
-        # Eq. 7
-        row_axpy(idx, val, P[t], step / p_scale[t])
-        p_scale[t] = _rescale(P[t], p_scale[t], 1.0 / (1.0 + beta * eta))
-        # Eqs. 8 and 10
-        sq_x = row_sqnorm(val)
+        # Eqs. 8 and 10: the norm of q_hat = q_i + step x, then the group shrink factor
         if q_sqnorm[t] == 0.0:
             norm_hat = abs(step) * np.sqrt(sq_x)
         else:
             sq = q_sqnorm[t] + 2.0 * step * qx + step * step * sq_x
             norm_hat = np.sqrt(max(sq, 0.0))
         factor = _shrink_factor(norm_hat, eta * gamma)
+        if factor == 0.0 and q_sqnorm[t] > 0.0:
+            clear_row(Q, t, sup_idx, sup_n)
+        # Eq. 7, Eq. 8 (when q_i survives) and the gradient part of Eq. 6, in one pass
+        c_q = 0.0 if factor == 0.0 else step / q_scale[t]
+        _axpy3(idx, val, P[t], step / p_scale[t], Q[t], c_q, u, y * eta / m / u_scale[0])
+        p_scale[t] = _rescale(P[t], p_scale[t], 1.0 / (1.0 + beta * eta))
         if factor == 0.0:
-            if q_sqnorm[t] > 0.0:
-                clear_row(Q, t, sup_idx, sup_n)
             q_scale[t] = 1.0
             q_sqnorm[t] = 0.0
         else:
-            row_axpy(idx, val, Q[t], step / q_scale[t])
             note_support(idx, val.shape[0], t, sup_idx, sup_n)
             q_scale[t] = _rescale(Q[t], q_scale[t], factor)
             q_sqnorm[t] = (factor * norm_hat) ** 2
-        # Eq. 6 (gradient part)
-        row_axpy(idx, val, u, y * eta / m / u_scale[0])
     u_scale[0] = _rescale(u, u_scale[0], 1.0 / (1.0 + alpha * eta / m))
     return score
 
@@ -188,12 +235,11 @@ def _rda_row(
         a_u = 1.0 / (now * alpha + theta)  # Eq. 20
         a_p = 1.0 / (now * beta + theta)  # Eq. 21
         a_q = _shrink_factor(np.sqrt(G_sqnorm[t]), gamma * now) / theta  # Eq. 22
-    gx = row_dot(idx, val, G[t])
-    score = -(a_u * row_dot(idx, val, Gu) + (a_p + a_q) * gx)
+    gu, gx, _, sq_x = _dots_sq(idx, val, Gu, G[t], Gu)
+    score = -(a_u * gu + (a_p + a_q) * gx)
     if 1.0 - y * score > 0.0:
-        G_sqnorm[t] = max(G_sqnorm[t] - 2.0 * y * gx + row_sqnorm(val), 0.0)
-        row_axpy(idx, val, Gu, -y)
-        row_axpy(idx, val, G[t], -y)
+        G_sqnorm[t] = max(G_sqnorm[t] - 2.0 * y * gx + sq_x, 0.0)
+        _axpy3(idx, val, Gu, -y, G[t], -y, Gu, 0.0)
         counts[0] += 1
     clock[0] = now + 1.0 / K
     return score
@@ -233,6 +279,25 @@ def rda_pass(rows: KernelRows, y: np.ndarray, tasks: np.ndarray, *state: Any) ->
 
 # --------------------------------------------------------------------- COML
 @njit(cache=True)
+def _global_step(
+    idx: Any,
+    val: np.ndarray,
+    u: np.ndarray,
+    step: float,
+    V: np.ndarray,
+    b: np.ndarray,
+    v_scale: np.ndarray,
+    coef: np.ndarray,
+) -> None:
+    """``u += step x`` and ``V_k -= (step b_k / s_k) x`` for every task k (O(K nnz))."""
+    row_axpy(idx, val, u, step)
+    for k in range(V.shape[0]):
+        coef[k] = -step * b[k] / v_scale[k]
+        if coef[k] != 0.0:
+            row_axpy(idx, val, V[k], coef[k])
+
+
+@njit(cache=True)
 def _coml_row(
     idx: Any,
     val: np.ndarray,
@@ -244,23 +309,24 @@ def _coml_row(
     b: np.ndarray,
     C: float,
     nu: float,
+    coef: np.ndarray,
 ) -> float:
-    """One COML [R] event: the global PA-I step, the pull of task t, its PA-I step."""
-    score = b[t] * row_dot(idx, val, u) + v_scale[t] * row_dot(idx, val, V[t])
-    sq = row_sqnorm(val)
+    """One COML [R] event: the global PA-I step, the pull of task t, its PA-I step.
+
+    ``coef`` is scratch space of length K.
+    """
+    du, dv, _, sq = _dots_sq(idx, val, u, V[t], u)
+    score = b[t] * du + v_scale[t] * dv
     if sq == 0.0:
         return score
-    loss_u = 1.0 - y * row_dot(idx, val, u)
+    loss_u = 1.0 - y * du
     if loss_u > 0.0:
         step = min(C, loss_u / sq) * y
-        row_axpy(idx, val, u, step)
-        for k in range(V.shape[0]):
-            coef = -step * b[k] / v_scale[k]
-            if coef != 0.0:
-                row_axpy(idx, val, V[k], coef)
+        _global_step(idx, val, u, step, V, b, v_scale, coef)
     b[t] = (b[t] + nu) / (1.0 + nu)
     v_scale[t] = _rescale(V[t], v_scale[t], 1.0 / (1.0 + nu))
-    loss_c = 1.0 - y * (b[t] * row_dot(idx, val, u) + v_scale[t] * row_dot(idx, val, V[t]))
+    du, dv, _, _ = _dots_sq(idx, val, u, V[t], u)
+    loss_c = 1.0 - y * (b[t] * du + v_scale[t] * dv)
     if loss_c > 0.0:
         tau = min(C, (1.0 + nu) * loss_c / sq)
         row_axpy(idx, val, V[t], tau * y / (1.0 + nu) / v_scale[t])
@@ -283,15 +349,16 @@ def _coml_rows(
     nu: float,
     scores: np.ndarray,
 ) -> None:
+    coef = np.empty(V.shape[0])
     if indptr.shape[0] > 0:  # CSR rows (X is a placeholder)
         for i in range(y.shape[0]):
             lo, hi = indptr[i], indptr[i + 1]
             scores[i] = _coml_row(
-                indices[lo:hi], data[lo:hi], y[i], tasks[i], u, V, v_scale, b, C, nu
+                indices[lo:hi], data[lo:hi], y[i], tasks[i], u, V, v_scale, b, C, nu, coef
             )
     else:
         for i in range(y.shape[0]):
-            scores[i] = _coml_row(None, X[i], y[i], tasks[i], u, V, v_scale, b, C, nu)
+            scores[i] = _coml_row(None, X[i], y[i], tasks[i], u, V, v_scale, b, C, nu, coef)
 
 
 def coml_pass(rows: KernelRows, y: np.ndarray, tasks: np.ndarray, *state: Any) -> None:
