@@ -9,11 +9,13 @@ the incremental Gram matrix ``G = W W^T`` and row sums of ``W``
 Cost O(nnz) per row and O(K nnz + K^2) per mistake, whatever the mistake rate.
 
 The ``K x K`` update of ``A`` (Eqs. 3.7-3.10, an eigendecomposition) stays in
-numpy at its own cadence: a kernel stops right after the weight update of the
-first mistake that must update A (round ``t >= EPOCH``) and returns the index of
-the next row; the learner then applies the reference tail of that mistake (Gram
-tracking and A update, in the order ``a_update_uses`` asks for) and calls the
-kernel again from there.
+numpy at its own cadence: a kernel stops at the first mistake that must update
+A (round ``t >= EPOCH``) and returns the index of the next row; the learner
+updates A and calls the kernel again from there. With ``track_at_stop`` (A fed
+the weights after the mistake, ``a_update_uses='post'``) the kernel has also
+folded the mistake into the Gram matrix; without it (``'pre'``) it stops right
+after the weight update and the learner runs the reference tail (A from the
+Gram matrix before the mistake, then the Gram tracking).
 
 Both kernels read and write the learner's arrays in place; ``counters`` holds
 ``[n_rounds, n_mistakes, stopped]`` and is updated in place too (``stopped``
@@ -23,6 +25,7 @@ is set to 1 when the kernel returned at a mistake that must update A).
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import numpy as np
 from numba import njit
@@ -57,12 +60,13 @@ def weight_pass_dense(
     counters: np.ndarray,
     round_step: int,
     a_from: int,
+    track_at_stop: bool,
     scores: np.ndarray,
 ) -> int:
     """Rows ``begin..`` of a dense batch; returns the next row (``n`` when done).
 
-    Stops after the weight update of a mistake made at round ``>= a_from``
-    (its Gram tracking and the A update are left to the caller).
+    Stops at a mistake made at round ``>= a_from``: after its Gram tracking with
+    ``track_at_stop``, else right after its weight update (see the module docstring).
     """
     n, d = X.shape
     K = W.shape[0]
@@ -84,7 +88,8 @@ def weight_pass_dense(
                 for f in range(d):
                     W[k, f] += c[k] * X[i, f]
         counters[1] += 1
-        if counters[0] >= a_from:
+        stop = counters[0] >= a_from
+        if stop and not track_at_stop:
             counters[2] = 1
             return i + 1
         xx = 0.0
@@ -98,6 +103,9 @@ def weight_pass_dense(
                 acc += W[k, f] * X[i, f]
             u[k] = acc
         _track_gram(G, colsum, u, c, xx, xsum)
+        if stop:
+            counters[2] = 1
+            return i + 1
     return n
 
 
@@ -116,6 +124,7 @@ def weight_pass_csr(
     counters: np.ndarray,
     round_step: int,
     a_from: int,
+    track_at_stop: bool,
     scores: np.ndarray,
 ) -> int:
     """:func:`weight_pass_dense` for CSR rows (O(nnz) per row, O(K nnz) per mistake)."""
@@ -140,7 +149,8 @@ def weight_pass_csr(
                 for p in range(lo, hi):
                     W[k, indices[p]] += c[k] * data[p]
         counters[1] += 1
-        if counters[0] >= a_from:
+        stop = counters[0] >= a_from
+        if stop and not track_at_stop:
             counters[2] = 1
             return i + 1
         xx = 0.0
@@ -154,6 +164,9 @@ def weight_pass_csr(
                 acc += W[k, indices[p]] * data[p]
             u[k] = acc
         _track_gram(G, colsum, u, c, xx, xsum)
+        if stop:
+            counters[2] = 1
+            return i + 1
     return n
 
 
@@ -173,61 +186,32 @@ def warm() -> float:
         scores = np.empty(2)
         if sparse:
             weight_pass_csr(
-                indptr, indices, data, y, tasks, 0, W, Ainv, G, colsum, counters, 1, 1 << 62, scores
-            )
-        else:
-            weight_pass_dense(X, y, tasks, 0, W, Ainv, G, colsum, counters, 1, 1 << 62, scores)
-    warm_row_helpers()
-    return time.perf_counter() - start
-
-
-def weight_pass(
-    rows: KernelRows,
-    begin: int,
-    y: np.ndarray,
-    tasks: np.ndarray,
-    W: np.ndarray,
-    Ainv: np.ndarray,
-    G: np.ndarray,
-    colsum: np.ndarray,
-    counters: np.ndarray,
-    round_step: int,
-    a_from: int,
-    scores: np.ndarray,
-) -> int:
-    """The weight pass over rows ``begin..`` (see :func:`weight_pass_dense`)."""
-    if rows.dense is not None:
-        return int(
-            weight_pass_dense(
-                rows.dense,
+                indptr,
+                indices,
+                data,
                 y,
                 tasks,
-                begin,
+                0,
                 W,
                 Ainv,
                 G,
                 colsum,
                 counters,
-                round_step,
-                a_from,
+                1,
+                1 << 62,
+                True,
                 scores,
             )
-        )
-    return int(
-        weight_pass_csr(
-            rows.indptr,
-            rows.indices,
-            rows.data,
-            y,
-            tasks,
-            begin,
-            W,
-            Ainv,
-            G,
-            colsum,
-            counters,
-            round_step,
-            a_from,
-            scores,
-        )
-    )
+        else:
+            weight_pass_dense(
+                X, y, tasks, 0, W, Ainv, G, colsum, counters, 1, 1 << 62, True, scores
+            )
+    warm_row_helpers()
+    return time.perf_counter() - start
+
+
+def weight_pass(rows: KernelRows, y: np.ndarray, tasks: np.ndarray, begin: int, *state: Any) -> int:
+    """The weight pass over rows ``begin..``; ``state`` as :func:`weight_pass_dense` takes it."""
+    if rows.dense is not None:
+        return int(weight_pass_dense(rows.dense, y, tasks, begin, *state))
+    return int(weight_pass_csr(rows.indptr, rows.indices, rows.data, y, tasks, begin, *state))

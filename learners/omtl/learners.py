@@ -329,10 +329,12 @@ class TaskRelationships(CompiledLearner, MatrixPerceptron):
     ) -> None:
         """Run the weight-pass kernel (:mod:`learners.omtl.kernels`), stopping for every A update.
 
-        At a stop the kernel has applied the mistake's weight update (Eq. 3.3); the
-        reference tail :meth:`_after_mistake` then tracks the Gram matrix and updates
-        A (Eqs. 3.7-3.10) in the order ``a_update_uses`` asks for.
+        At a stop the kernel has applied the mistake's weight update (Eq. 3.3) and, when
+        A is fed the weights after it (``a_update_uses='post'``), its Gram tracking;
+        then A is updated (Eqs. 3.7-3.10) here, or for ``'pre'`` the reference tail
+        :meth:`_after_mistake` runs (A from the Gram matrix before the mistake).
         """
+        post = self.hyper["a_update_uses"] == "post"
         start = self.epoch_round
         a_from = _NEVER if start is None else start
         step = 0 if self.is_active else 1
@@ -346,21 +348,14 @@ class TaskRelationships(CompiledLearner, MatrixPerceptron):
                 np.ascontiguousarray(self.colsum_),
             )
             i = weight_pass(
-                rows,
-                i,
-                y,
-                tasks,
-                self.W_,
-                self.Ainv_,
-                self.G_,
-                self.colsum_,
-                counters,
-                step,
-                a_from,
-                scores,
-            )
+                rows, y, tasks, i, self.W_, self.Ainv_, self.G_, self.colsum_, counters, step,
+                a_from, post, scores,
+            )  # fmt: skip
             self.n_rounds_, self.n_mistakes_ = int(counters[0]), int(counters[1])
-            if counters[2]:
+            if counters[2] and post:
+                self.A_, self.Ainv_ = self._updated_interaction()
+                self.n_a_updates_ += 1
+            elif counters[2]:
                 self._after_mistake(rows.vec(i - 1), float(y[i - 1]), int(tasks[i - 1]))
 
     def _score_and_learn_batch_reference(
