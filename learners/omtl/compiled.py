@@ -93,7 +93,11 @@ class KernelRows:
         dim: int,
     ) -> None:
         self.dense = dense
-        self.indptr, self.indices, self.data = csr if csr is not None else (None, None, None)
+        self.indptr: np.ndarray | None = None
+        self.indices: np.ndarray | None = None
+        self.data: np.ndarray | None = None
+        if csr is not None:
+            self.indptr, self.indices, self.data = csr
         self.dim = dim
 
     @property

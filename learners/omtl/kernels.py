@@ -1,8 +1,8 @@
 """Compiled weight pass of saha2011 Algorithm 1 (lines 4-13) for the OMTL learners.
 
 One kernel call runs the sequential test-then-train pass over a batch, row by
-row in stream order, for dense rows (:func:`weight_pass_dense`) or CSR rows
-(:func:`weight_pass_csr`): the score ``<w_{i_t}, x>``, the round counter, on a
+row in stream order, dense rows or CSR rows (:func:`weight_pass`; numba
+compiles the round once per row form): the score ``<w_{i_t}, x>``, the round counter, on a
 mistake the update ``w_j += y (A^{-1})_{j, i_t} x`` of every task (Eq. 3.3) and
 the incremental Gram matrix ``G = W W^T`` and row sums of ``W``
 (:func:`learners.omtl.updates.gram_after_rank_one`, algorithms.md Sec. 2.8).
@@ -30,9 +30,9 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from learners.omtl.compiled import KernelRows, warm_row_helpers
+from learners.omtl.compiled import KernelRows, row_axpy, row_dot, warm_row_helpers
 
-__all__ = ["warm", "weight_pass", "weight_pass_csr", "weight_pass_dense"]
+__all__ = ["warm", "weight_pass"]
 
 
 @njit(cache=True)
@@ -48,11 +48,11 @@ def _track_gram(
 
 
 @njit(cache=True)
-def weight_pass_dense(
-    X: np.ndarray,
-    y: np.ndarray,
-    tasks: np.ndarray,
-    begin: int,
+def _round(
+    idx: Any,
+    val: np.ndarray,
+    label: float,
+    t: int,
     W: np.ndarray,
     Ainv: np.ndarray,
     G: np.ndarray,
@@ -61,56 +61,36 @@ def weight_pass_dense(
     round_step: int,
     a_from: int,
     track_at_stop: bool,
-    scores: np.ndarray,
-) -> int:
-    """Rows ``begin..`` of a dense batch; returns the next row (``n`` when done).
-
-    Stops at a mistake made at round ``>= a_from``: after its Gram tracking with
-    ``track_at_stop``, else right after its weight update (see the module docstring).
-    """
-    n, d = X.shape
-    K = W.shape[0]
-    c = np.empty(K)
-    u = np.empty(K)
-    for i in range(begin, n):
-        t = tasks[i]
-        label = y[i]
-        s = 0.0
-        for f in range(d):
-            s += X[i, f] * W[t, f]
-        scores[i] = s
-        counters[0] += round_step
-        if (s >= 0.0) == (label > 0.0):
-            continue
-        for k in range(K):
-            c[k] = label * Ainv[k, t]
-            if c[k] != 0.0:
-                for f in range(d):
-                    W[k, f] += c[k] * X[i, f]
-        counters[1] += 1
-        stop = counters[0] >= a_from
-        if stop and not track_at_stop:
-            counters[2] = 1
-            return i + 1
-        xx = 0.0
-        xsum = 0.0
-        for f in range(d):
-            xx += X[i, f] * X[i, f]
-            xsum += X[i, f]
-        for k in range(K):
-            acc = 0.0
-            for f in range(d):
-                acc += W[k, f] * X[i, f]
-            u[k] = acc
-        _track_gram(G, colsum, u, c, xx, xsum)
-        if stop:
-            counters[2] = 1
-            return i + 1
-    return n
+    c: np.ndarray,
+    u: np.ndarray,
+) -> tuple[float, bool]:
+    """One round (Algorithm 1 lines 4-13) of row ``x`` (``idx`` None: dense); ``(score, stop)``."""
+    s = row_dot(idx, val, W[t])
+    counters[0] += round_step
+    if (s >= 0.0) == (label > 0.0):
+        return s, False
+    for k in range(W.shape[0]):
+        c[k] = label * Ainv[k, t]
+        if c[k] != 0.0:
+            row_axpy(idx, val, W[k], c[k])
+    counters[1] += 1
+    stop = counters[0] >= a_from
+    if stop and not track_at_stop:
+        return s, True
+    xx = 0.0
+    xsum = 0.0
+    for p in range(val.shape[0]):
+        xx += val[p] * val[p]
+        xsum += val[p]
+    for k in range(W.shape[0]):
+        u[k] = row_dot(idx, val, W[k])
+    _track_gram(G, colsum, u, c, xx, xsum)
+    return s, stop
 
 
 @njit(cache=True)
-def weight_pass_csr(
+def _weight_pass(
+    X: np.ndarray,
     indptr: np.ndarray,
     indices: np.ndarray,
     data: np.ndarray,
@@ -127,91 +107,41 @@ def weight_pass_csr(
     track_at_stop: bool,
     scores: np.ndarray,
 ) -> int:
-    """:func:`weight_pass_dense` for CSR rows (O(nnz) per row, O(K nnz) per mistake)."""
-    n = y.shape[0]
-    K = W.shape[0]
-    c = np.empty(K)
-    u = np.empty(K)
-    for i in range(begin, n):
-        lo, hi = indptr[i], indptr[i + 1]
-        t = tasks[i]
-        label = y[i]
-        s = 0.0
-        for p in range(lo, hi):
-            s += data[p] * W[t, indices[p]]
-        scores[i] = s
-        counters[0] += round_step
-        if (s >= 0.0) == (label > 0.0):
-            continue
-        for k in range(K):
-            c[k] = label * Ainv[k, t]
-            if c[k] != 0.0:
-                for p in range(lo, hi):
-                    W[k, indices[p]] += c[k] * data[p]
-        counters[1] += 1
-        stop = counters[0] >= a_from
-        if stop and not track_at_stop:
-            counters[2] = 1
-            return i + 1
-        xx = 0.0
-        xsum = 0.0
-        for p in range(lo, hi):
-            xx += data[p] * data[p]
-            xsum += data[p]
-        for k in range(K):
-            acc = 0.0
-            for p in range(lo, hi):
-                acc += W[k, indices[p]] * data[p]
-            u[k] = acc
-        _track_gram(G, colsum, u, c, xx, xsum)
+    """Rows ``begin..`` (CSR when ``indptr`` is not empty, else the rows of ``X``).
+
+    Returns the next row: ``n`` when done, or the row after a mistake that must
+    update A (then ``counters[2] = 1``; see the module docstring).
+    """
+    c = np.empty(W.shape[0])
+    u = np.empty(W.shape[0])
+    state = (W, Ainv, G, colsum, counters, round_step, a_from, track_at_stop, c, u)
+    for i in range(begin, y.shape[0]):
+        if indptr.shape[0] > 0:
+            lo, hi = indptr[i], indptr[i + 1]
+            scores[i], stop = _round(indices[lo:hi], data[lo:hi], y[i], tasks[i], *state)
+        else:
+            scores[i], stop = _round(None, X[i], y[i], tasks[i], *state)
         if stop:
             counters[2] = 1
             return i + 1
-    return n
+    return y.shape[0]
 
 
 def warm() -> float:
-    """Compile (or load from the cache) both kernels on tiny inputs; returns the seconds taken."""
+    """Compile (or load from the cache) the weight pass, dense and CSR; returns the seconds taken."""
     start = time.perf_counter()
     K, d = 2, 3
-    X = np.ones((2, d))
     y = np.array([1.0, -1.0])
     tasks = np.array([0, 1], dtype=np.int64)
-    indptr = np.array([0, 2, 3], dtype=np.int64)
-    indices = np.array([0, 2, 1], dtype=np.int64)
-    data = np.ones(3)
-    for sparse in (False, True):
+    csr = (np.array([0, 2, 3], dtype=np.int64), np.array([0, 2, 1], dtype=np.int64), np.ones(3))
+    for rows in (KernelRows(np.ones((2, d)), None, d), KernelRows(None, csr, d)):
         W, Ainv, G, colsum = np.zeros((K, d)), np.eye(K), np.zeros((K, K)), np.zeros(K)
         counters = np.zeros(3, dtype=np.int64)
-        scores = np.empty(2)
-        if sparse:
-            weight_pass_csr(
-                indptr,
-                indices,
-                data,
-                y,
-                tasks,
-                0,
-                W,
-                Ainv,
-                G,
-                colsum,
-                counters,
-                1,
-                1 << 62,
-                True,
-                scores,
-            )
-        else:
-            weight_pass_dense(
-                X, y, tasks, 0, W, Ainv, G, colsum, counters, 1, 1 << 62, True, scores
-            )
+        weight_pass(rows, y, tasks, 0, W, Ainv, G, colsum, counters, 1, 1 << 62, True, np.empty(2))
     warm_row_helpers()
     return time.perf_counter() - start
 
 
 def weight_pass(rows: KernelRows, y: np.ndarray, tasks: np.ndarray, begin: int, *state: Any) -> int:
-    """The weight pass over rows ``begin..``; ``state`` as :func:`weight_pass_dense` takes it."""
-    if rows.dense is not None:
-        return int(weight_pass_dense(rows.dense, y, tasks, begin, *state))
-    return int(weight_pass_csr(rows.indptr, rows.indices, rows.data, y, tasks, begin, *state))
+    """The weight pass over rows ``begin..``; ``state`` as :func:`_weight_pass` takes it."""
+    return int(_weight_pass(*rows.kernel_arrays(), y, tasks, begin, *state))
