@@ -17,15 +17,17 @@ until the project's shared numba helpers exist.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 from numba import njit
 
 from learners.base import Learner
 from learners.inputs import Batch, Vec, canonical_row, check_label, check_task
 
-__all__ = ["CompiledLearner", "KernelRows", "row_axpy", "row_dot", "vec_dot"]
+__all__ = ["CompiledLearner", "KernelRows", "row_axpy", "row_dot", "vec_dot", "warm_learners"]
 
 
 @njit(cache=True)
@@ -69,11 +71,24 @@ def vec_dot(x: Vec, w: np.ndarray) -> float:
     return float(_dot_sparse(x.idx, x.val, w))
 
 
-def warm_row_helpers() -> None:
-    """Compile :func:`vec_dot` for dense and sparse vectors."""
-    w = np.ones(3)
-    vec_dot(Vec(None, w, 3), w)
-    vec_dot(Vec(np.array([0, 2], dtype=np.int64), w[:2], 3), w)
+def warm_learners(*classes: type[Learner]) -> float:
+    """Compile (or load from the cache) the kernels of ``classes``; returns the seconds taken.
+
+    Each class learns a tiny dense batch, the same batch as CSR, one dense and one
+    sparse event: every kernel specialisation the learners use, with their own types.
+    """
+    start = time.perf_counter()
+    X = np.array([[1.0, 0.5, -1.0], [0.0, 2.0, 1.0]])
+    y = np.array([1.0, -1.0])
+    tasks = np.array([0, 1], dtype=np.int64)
+    for cls in classes:
+        learner = cls(n_features=3, n_tasks=2)
+        learner.score_and_learn_many(X, y, tasks)
+        learner.score_and_learn_many(sp.csr_matrix(X), y, tasks)
+        for row, label, task in zip(X, y.tolist(), tasks.tolist(), strict=True):
+            learner.score_and_learn_one(row, label, task)
+            learner.decision_one(row, task)
+    return time.perf_counter() - start
 
 
 _NO_ROWS = np.zeros((0, 0))

@@ -11,13 +11,12 @@ the state travel in small arrays (``scal``, ``counts``) updated in place.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import numpy as np
 from numba import njit
 
-from learners.omtl.compiled import KernelRows, row_axpy, warm_row_helpers
+from learners.omtl.compiled import KernelRows, row_axpy, warm_learners
 from learners.rom.scaled import RENORMALISE_BELOW
 
 __all__ = ["clear_row", "coml_pass", "note_support", "pgd_pass", "rda_pass", "warm"]
@@ -368,24 +367,6 @@ def coml_pass(rows: KernelRows, y: np.ndarray, tasks: np.ndarray, *state: Any) -
 
 def warm() -> float:
     """Compile (or load from the cache) the three passes, dense and CSR; returns the seconds."""
-    start = time.perf_counter()
-    K, d = 2, 3
-    y = np.array([1.0, -1.0])
-    tasks = np.array([0, 1], dtype=np.int64)
-    csr = (np.array([0, 2, 3], dtype=np.int64), np.array([0, 2, 1], dtype=np.int64), np.ones(3))
-    counts, scores = np.zeros(1, dtype=np.int64), np.empty(2)
-    for rows in (KernelRows(np.ones((2, d)), None, d), KernelRows(None, csr, d)):
-        pgd_pass(
-            rows, y, tasks, np.zeros(d), np.zeros((K, d)), np.zeros((K, d)), np.ones(1),
-            np.ones(K), np.ones(K), np.zeros(K), np.zeros((K, 1), dtype=np.int64), np.zeros(K, dtype=np.int64),
-            np.array([0.1, 0.0, 0.0, 0.5, K]), counts, scores,
-        )  # fmt: skip
-        rda_pass(
-            rows, y, tasks, np.zeros(d), np.zeros((K, d)), np.zeros(K), np.zeros(1),
-            np.array([1.0, 0.0, 0.0, 0.1, K]), counts, scores,
-        )  # fmt: skip
-        coml_pass(
-            rows, y, tasks, np.zeros(d), np.zeros((K, d)), np.ones(K), np.zeros(K), 1.0, 1.0, scores
-        )
-    warm_row_helpers()
-    return time.perf_counter() - start
+    from learners.rom import CollaborativeMultitask, RobustPGD, RobustRDA  # they import this module
+
+    return warm_learners(RobustPGD, RobustRDA, CollaborativeMultitask)

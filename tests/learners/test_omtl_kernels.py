@@ -19,7 +19,7 @@ changes (the same stream with the feature columns permuted).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -57,55 +57,61 @@ def block_sizes(learner: Learner) -> list[int]:
     return [1, 2, 7] if learner.is_active else [1, 2, 7, 33, 120]
 
 
-def feed_kernel(learner: Learner, X: Any, y: np.ndarray, tasks: np.ndarray, seed: int) -> Any:
-    """Kernel path: random blocks through score_and_learn_many, some single events.
+Learn = Callable[[np.ndarray, bool], np.ndarray]
 
-    Returns ``(scores, asked)``. Active learners ask ``query_one`` for every row of a
-    block first and then learn the asked rows as one batch.
+
+def feed(learner: Learner, X: Any, tasks: np.ndarray, seed: int, learn: Learn) -> Any:
+    """Feed the stream in random blocks; returns ``(scores, asked)``.
+
+    Active learners ask ``query_one`` for every row of a block first; ``learn(rows,
+    single)`` then learns the asked rows and returns their scores (``single``: one row,
+    to go through the per-event path on a coin flip).
     """
     rng = np.random.default_rng(seed)
-    scores, asked = np.zeros(len(y)), np.ones(len(y), dtype=bool)
+    scores, asked = np.zeros(len(tasks)), np.ones(len(tasks), dtype=bool)
     i = 0
-    while i < len(y):
+    while i < len(tasks):
         size = int(rng.choice(block_sizes(learner)))
-        block = np.arange(i, min(i + size, len(y)))
+        block = np.arange(i, min(i + size, len(tasks)))
         if learner.is_active:
             asked[block] = [learner.query_one(X[j], int(tasks[j])) for j in block]
         chosen = block[asked[block]]
-        if chosen.size == 1 and rng.random() < 0.5:
-            j = int(chosen[0])
-            scores[j] = learner.score_and_learn_one(X[j], float(y[j]), int(tasks[j]))
-        elif chosen.size:
-            scores[chosen] = learner.score_and_learn_many(X[chosen], y[chosen], tasks[chosen])
+        single = chosen.size == 1 and rng.random() < 0.5
+        if chosen.size:
+            scores[chosen] = learn(chosen, single)
         i += size
     return scores, asked
+
+
+def feed_kernel(learner: Learner, X: Any, y: np.ndarray, tasks: np.ndarray, seed: int) -> Any:
+    """Kernel path: score_and_learn_many per block, score_and_learn_one for some single rows."""
+
+    def learn(rows: np.ndarray, single: bool) -> np.ndarray:
+        if single:
+            j = int(rows[0])
+            return np.array([learner.score_and_learn_one(X[j], float(y[j]), int(tasks[j]))])
+        return learner.score_and_learn_many(X[rows], y[rows], tasks[rows])
+
+    return feed(learner, X, tasks, seed, learn)
 
 
 def feed_reference(
     learner: Any, X: Any, y: np.ndarray, tasks: np.ndarray, seed: int, batch: bool
 ) -> Any:
     """Reference path with the same blocks: numpy rounds row by row, or the numpy batch path."""
-    rng = np.random.default_rng(seed)
-    scores, asked = np.zeros(len(y)), np.ones(len(y), dtype=bool)
-    i = 0
-    while i < len(y):
-        size = int(rng.choice(block_sizes(learner)))
-        block = np.arange(i, min(i + size, len(y)))
-        if learner.is_active:
-            asked[block] = [learner.query_one(X[j], int(tasks[j])) for j in block]
-        chosen = block[asked[block]]
-        if chosen.size == 1:
-            rng.random()  # the kernel feed's coin for single events
-        if batch and chosen.size:
-            prepared = learner._prepare_batch(X[chosen], y[chosen], tasks[chosen])
-            scores[chosen] = learner._score_and_learn_batch_reference(*prepared)
-        else:
-            for j in chosen.tolist():
-                v = learner._prepare(X[j])
-                scores[j] = learner._decision(v, int(tasks[j]))
-                learner._learn_reference(v, float(y[j]), int(tasks[j]))
-        i += size
-    return scores, asked
+
+    def learn(rows: np.ndarray, single: bool) -> np.ndarray:
+        if batch:
+            prepared = learner._prepare_batch(X[rows], y[rows], tasks[rows])
+            return np.asarray(learner._score_and_learn_batch_reference(*prepared))
+        out = []
+        for j in rows.tolist():
+            v = learner._prepare(X[j])
+            out.append(learner._decision(v, int(tasks[j])))
+            learner._learn_reference(v, float(y[j]), int(tasks[j]))
+        return np.array(out)
+
+    return feed(learner, X, tasks, seed, learn)
 
 
 def relative_deviation(got: Any, want: Any) -> float:
