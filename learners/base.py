@@ -167,6 +167,9 @@ class Learner:
     reports_query_probability: ClassVar[bool] = False
     #: True when the class has ``outlier_scores()`` and ``outlier_tasks()`` (:class:`OutlierReporter`).
     reports_outliers: ClassVar[bool] = False
+    #: The numpy reference implementation of a learner that runs on compiled kernels
+    #: (same parameters and state layout); :mod:`learners.checks.kernels` compares them.
+    reference_class: ClassVar[type[Learner] | None] = None
     #: Hyperparameter sets the conformance suite runs this learner with.
     conformance_params: ClassVar[tuple[dict[str, Any], ...]] = ({},)
     #: Attribute names holding the learned state (arrays or plain scalars).
