@@ -24,6 +24,7 @@ from learners.base import (
     query_probability_reporter,
 )
 from learners.inputs import Vec, as_vector
+from learners.kernels import warm_kernels
 from learners.registry import available, from_state_dict, get, make, register
 
 __all__ = [
@@ -41,4 +42,5 @@ __all__ = [
     "outlier_reporter",
     "query_probability_reporter",
     "register",
+    "warm_kernels",
 ]
