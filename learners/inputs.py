@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from learners.kernels import all_finite
 from learners.params import strict_int
 
 FloatArray = np.ndarray
@@ -120,11 +121,16 @@ def _finish(idx: IntArray, val: FloatArray, dim: int) -> Vec:
 
 
 def _check_finite(val: FloatArray) -> None:
-    # A finite sum of squares proves every element finite (NaN and inf propagate; the
-    # dot product is the cheapest reduction numpy has); only when it is not finite (bad
-    # values, or a harmless overflow) check element by element.
+    # Small vectors: a finite sum of squares proves every element finite (NaN and inf
+    # propagate; only when it is not finite, bad values or a harmless overflow, check
+    # element by element). Large batches: a compiled single pass, because a multithreaded
+    # BLAS dot can be slow on a busy machine.
     flat = val.reshape(-1)
-    if not math.isfinite(flat.dot(flat)) and not np.isfinite(val).all():
+    if flat.shape[0] > 4096 and flat.flags.c_contiguous and flat.dtype == np.float64:
+        finite = all_finite(flat)
+    else:
+        finite = math.isfinite(flat.dot(flat)) or bool(np.isfinite(val).all())
+    if not finite:
         raise ValueError("x contains NaN or infinite values")
 
 
@@ -300,6 +306,7 @@ class Batch:
             n2 = np.asarray(csr.multiply(csr).sum(axis=1)).ravel()
             scale = np.where(n2 > 0.0, 1.0 / np.sqrt(np.where(n2 > 0.0, n2, 1.0)), 1.0)
             csr = sp.csr_matrix(sp.diags(scale) @ csr)
+        csr.sort_indices()  # sparse products may leave rows unsorted; kernels read them in order
         return Batch(None, csr, csr.shape[1])
 
     def rows(self) -> list[Vec]:

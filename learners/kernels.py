@@ -12,27 +12,33 @@ instead of compiling again). This module holds what the families share:
   function that runs its kernels once on tiny inputs, and a service calls
   :func:`warm_kernels` at start-up so no compilation happens inside a request.
 
-**Summation order.** Inner products add term ``j`` (coordinate index ``j``) into
-accumulator ``j mod 4`` and return ``(a0 + a1) + (a2 + a3)``. The order depends
-only on the coordinates, so a dense row, the same row with explicit zeros and
-its sparse form give bit-identical results (a zero term leaves an accumulator
-unchanged), while the four independent accumulators let dense rows run four
-multiply-adds per step. Results differ from numpy's BLAS dot only by rounding.
+**Summation order.** Inner products take the non-zero coordinates of the row in
+increasing index order, add the k-th of them into accumulator ``k mod 4`` and
+return ``(a0 + a1) + (a2 + a3)``. The order depends only on the row's non-zeros,
+so a dense row, the same row with explicit zeros and its sparse form give
+bit-identical results (a dense row with zeros is read through the positions of
+its non-zeros), while the four independent accumulators let both dense and
+sparse rows run four multiply-adds per step without branches. Results differ
+from numpy's BLAS dot only by rounding.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numba import njit
 
-from learners.inputs import Vec
+if TYPE_CHECKING:
+    from learners.inputs import Batch, Vec
 
 __all__ = [
     "NO_INDEX",
+    "all_finite",
     "axpy",
+    "csr_arrays",
     "dot",
     "dot2",
     "dot_sqnorm",
@@ -50,125 +56,140 @@ def row_of(v: Vec) -> tuple[np.ndarray, np.ndarray]:
     return (NO_INDEX if v.idx is None else v.idx), v.val
 
 
+def csr_arrays(batch: Batch) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(indptr, indices, data)`` of a CSR batch as int64 / float64 arrays for the kernels."""
+    csr = batch.csr
+    if csr is None:
+        raise ValueError("the batch is dense")
+    return (
+        np.asarray(csr.indptr, dtype=np.int64),
+        np.asarray(csr.indices, dtype=np.int64),
+        np.ascontiguousarray(csr.data, dtype=np.float64),
+    )
+
+
 @njit(cache=True)
 def _lane_sum(a0: float, a1: float, a2: float, a3: float) -> float:
     return (a0 + a1) + (a2 + a3)
 
 
 @njit(cache=True)
-def dot(w: np.ndarray, idx: np.ndarray, val: np.ndarray) -> float:
-    """``<w, x>`` for the row ``x = (idx, val)`` (summation order: module docstring)."""
+def _has_zero(val: np.ndarray) -> bool:
+    zero = False
+    for i in range(val.shape[0]):
+        zero |= val[i] == 0.0
+    return zero
+
+
+@njit(cache=True)
+def _nonzero_positions(val: np.ndarray) -> np.ndarray:
+    """Indices of the non-zero entries of a dense row (its canonical sparse ``idx``)."""
+    out = np.empty(val.shape[0], dtype=np.int64)
+    n = 0
+    for i in range(val.shape[0]):
+        if val[i] != 0.0:
+            out[n] = i
+            n += 1
+    return out[:n]
+
+
+@njit(cache=True)
+def _dot_sparse(w: np.ndarray, idx: np.ndarray, val: np.ndarray, gathered: bool) -> float:
+    # ``gathered``: val[k] belongs to idx[k]; otherwise val is dense and read at idx[k].
     a0 = a1 = a2 = a3 = 0.0
-    if idx.shape[0] == 0:
-        n = val.shape[0]
-        m = n - n % 4
-        for i in range(0, m, 4):
-            a0 += w[i] * val[i]
-            a1 += w[i + 1] * val[i + 1]
-            a2 += w[i + 2] * val[i + 2]
-            a3 += w[i + 3] * val[i + 3]
-        for i in range(m, n):
-            p = w[i] * val[i]
-            lane = i - m
-            if lane == 0:
-                a0 += p
-            elif lane == 1:
-                a1 += p
-            else:
-                a2 += p
-        return _lane_sum(a0, a1, a2, a3)
-    for k in range(idx.shape[0]):
-        j = idx[k]
-        p = w[j] * val[k]
-        lane = j & 3
-        if lane == 0:
-            a0 += p
-        elif lane == 1:
-            a1 += p
-        elif lane == 2:
-            a2 += p
+    n = idx.shape[0]
+    m = n - n % 4
+    for k in range(0, m, 4):
+        j0, j1, j2, j3 = idx[k], idx[k + 1], idx[k + 2], idx[k + 3]
+        if gathered:
+            a0 += w[j0] * val[k]
+            a1 += w[j1] * val[k + 1]
+            a2 += w[j2] * val[k + 2]
+            a3 += w[j3] * val[k + 3]
         else:
-            a3 += p
+            a0 += w[j0] * val[j0]
+            a1 += w[j1] * val[j1]
+            a2 += w[j2] * val[j2]
+            a3 += w[j3] * val[j3]
+    for k in range(m, n):
+        j = idx[k]
+        p = w[j] * (val[k] if gathered else val[j])
+        if k == m:
+            a0 += p
+        elif k == m + 1:
+            a1 += p
+        else:
+            a2 += p
     return _lane_sum(a0, a1, a2, a3)
 
 
 @njit(cache=True)
-def dot2(u: np.ndarray, w: np.ndarray, idx: np.ndarray, val: np.ndarray) -> tuple[float, float]:
-    """``(<u, x>, <w, x>)`` in one pass over the row, each exactly as :func:`dot` sums it."""
+def _dot_dense(w: np.ndarray, val: np.ndarray) -> float:
     a0 = a1 = a2 = a3 = 0.0
-    b0 = b1 = b2 = b3 = 0.0
-    if idx.shape[0] == 0:
-        n = val.shape[0]
-        m = n - n % 4
-        for i in range(0, m, 4):
-            a0 += u[i] * val[i]
-            a1 += u[i + 1] * val[i + 1]
-            a2 += u[i + 2] * val[i + 2]
-            a3 += u[i + 3] * val[i + 3]
-            b0 += w[i] * val[i]
-            b1 += w[i + 1] * val[i + 1]
-            b2 += w[i + 2] * val[i + 2]
-            b3 += w[i + 3] * val[i + 3]
-        for i in range(m, n):
-            p = u[i] * val[i]
-            q = w[i] * val[i]
-            lane = i - m
-            if lane == 0:
-                a0 += p
-                b0 += q
-            elif lane == 1:
-                a1 += p
-                b1 += q
-            else:
-                a2 += p
-                b2 += q
-        return _lane_sum(a0, a1, a2, a3), _lane_sum(b0, b1, b2, b3)
-    for k in range(idx.shape[0]):
-        j = idx[k]
-        p = u[j] * val[k]
-        q = w[j] * val[k]
-        lane = j & 3
-        if lane == 0:
+    n = val.shape[0]
+    m = n - n % 4
+    for i in range(0, m, 4):
+        a0 += w[i] * val[i]
+        a1 += w[i + 1] * val[i + 1]
+        a2 += w[i + 2] * val[i + 2]
+        a3 += w[i + 3] * val[i + 3]
+    for i in range(m, n):
+        p = w[i] * val[i]
+        if i == m:
             a0 += p
-            b0 += q
-        elif lane == 1:
+        elif i == m + 1:
             a1 += p
-            b1 += q
-        elif lane == 2:
-            a2 += p
-            b2 += q
         else:
-            a3 += p
-            b3 += q
-    return _lane_sum(a0, a1, a2, a3), _lane_sum(b0, b1, b2, b3)
+            a2 += p
+    return _lane_sum(a0, a1, a2, a3)
+
+
+@njit(cache=True)
+def dot(w: np.ndarray, idx: np.ndarray, val: np.ndarray) -> float:
+    """``<w, x>`` for the row ``x = (idx, val)`` (summation order: module docstring)."""
+    if idx.shape[0] == 0:
+        if _has_zero(val):
+            return _dot_sparse(w, _nonzero_positions(val), val, False)
+        return _dot_dense(w, val)
+    return _dot_sparse(w, idx, val, True)
+
+
+@njit(cache=True)
+def dot2(u: np.ndarray, w: np.ndarray, idx: np.ndarray, val: np.ndarray) -> tuple[float, float]:
+    """``(<u, x>, <w, x>)``, each exactly as :func:`dot` sums it."""
+    if idx.shape[0] == 0 and _has_zero(val):
+        nz = _nonzero_positions(val)
+        return _dot_sparse(u, nz, val, False), _dot_sparse(w, nz, val, False)
+    if idx.shape[0] == 0:
+        return _dot_dense(u, val), _dot_dense(w, val)
+    return _dot_sparse(u, idx, val, True), _dot_sparse(w, idx, val, True)
 
 
 @njit(cache=True)
 def dot_sqnorm(w: np.ndarray, idx: np.ndarray, val: np.ndarray) -> tuple[float, float]:
-    """``(<w, x>, ||x||^2)`` in one pass, each summed as :func:`dot` sums."""
+    """``(<w, x>, ||x||^2)``, each summed as :func:`dot` sums."""
+    if idx.shape[0] == 0 and _has_zero(val):
+        nz = _nonzero_positions(val)
+        return _dot_sparse(w, nz, val, False), _dot_sparse(val, nz, val, False)
     if idx.shape[0] == 0:
-        return dot2(w, val, idx, val)
+        return _dot_dense(w, val), _dot_dense(val, val)
+    return _dot_sparse(w, idx, val, True), _dot_dense(val, val)
+
+
+@njit(cache=True)
+def all_finite(a: np.ndarray) -> bool:
+    """Whether every entry of the 1-D ``a`` is finite (single-threaded, no temporary)."""
     a0 = a1 = a2 = a3 = 0.0
-    b0 = b1 = b2 = b3 = 0.0
-    for k in range(idx.shape[0]):
-        j = idx[k]
-        v = val[k]
-        p = w[j] * v
-        q = v * v
-        lane = j & 3
-        if lane == 0:
-            a0 += p
-            b0 += q
-        elif lane == 1:
-            a1 += p
-            b1 += q
-        elif lane == 2:
-            a2 += p
-            b2 += q
-        else:
-            a3 += p
-            b3 += q
-    return _lane_sum(a0, a1, a2, a3), _lane_sum(b0, b1, b2, b3)
+    n = a.shape[0]
+    m = n - n % 4
+    for i in range(0, m, 4):
+        a0 += a[i] - a[i]
+        a1 += a[i + 1] - a[i + 1]
+        a2 += a[i + 2] - a[i + 2]
+        a3 += a[i + 3] - a[i + 3]
+    for i in range(m, n):
+        a0 += a[i] - a[i]
+    return _lane_sum(a0, a1, a2, a3) == 0.0
 
 
 @njit(cache=True)

@@ -26,7 +26,7 @@ import numpy as np
 
 from learners.base import Learner
 from learners.inputs import Batch, Vec, as_vector, check_label, check_task
-from learners.kernels import row_of
+from learners.kernels import csr_arrays, row_of
 from learners.perceptron.kernels import decide_dense, learn_csr, learn_dense, learn_one_dense, step
 
 __all__ = ["CompiledLinear"]
@@ -123,11 +123,7 @@ class CompiledLinear(Learner):
             X = np.ascontiguousarray(batch.dense, dtype=np.float64)
             updates = learn_dense(*args, X, labels, rows, self._p0, self._p1, scores)
         else:
-            csr = batch.csr
-            assert csr is not None
-            indptr = np.asarray(csr.indptr, dtype=np.int64)
-            indices = np.asarray(csr.indices, dtype=np.int64)
-            data = np.ascontiguousarray(csr.data, dtype=np.float64)
+            indptr, indices, data = csr_arrays(batch)
             updates = learn_csr(
                 *args, indptr, indices, data, labels, rows, self._p0, self._p1, scores
             )
