@@ -38,6 +38,7 @@ __all__ = [
     "NO_INDEX",
     "all_finite",
     "axpy",
+    "batch_rows",
     "csr_arrays",
     "dot",
     "dot2",
@@ -54,6 +55,12 @@ NO_INDEX = np.empty(0, dtype=np.int64)
 def row_of(v: Vec) -> tuple[np.ndarray, np.ndarray]:
     """The kernel row ``(idx, val)`` of a canonical vector."""
     return (NO_INDEX if v.idx is None else v.idx), v.val
+
+
+def batch_rows(y: np.ndarray, tasks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Labels (float64) and tasks (int64) of a batch as the kernels take them, and room for scores."""
+    labels = np.ascontiguousarray(y, dtype=np.float64)
+    return labels, np.ascontiguousarray(tasks, dtype=np.int64), np.empty(labels.shape[0])
 
 
 def csr_arrays(batch: Batch) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -168,11 +175,8 @@ def dot2(u: np.ndarray, w: np.ndarray, idx: np.ndarray, val: np.ndarray) -> tupl
 @njit(cache=True)
 def dot_sqnorm(w: np.ndarray, idx: np.ndarray, val: np.ndarray) -> tuple[float, float]:
     """``(<w, x>, ||x||^2)``, each summed as :func:`dot` sums."""
-    if idx.shape[0] == 0 and _has_zero(val):
-        nz = _nonzero_positions(val)
-        return _dot_sparse(w, nz, val, False), _dot_sparse(val, nz, val, False)
     if idx.shape[0] == 0:
-        return _dot_dense(w, val), _dot_dense(val, val)
+        return dot2(w, val, idx, val)
     return _dot_sparse(w, idx, val, True), _dot_dense(val, val)
 
 

@@ -26,7 +26,7 @@ import numpy as np
 
 from learners.base import Learner
 from learners.inputs import Batch, Vec, as_vector, check_label, check_task
-from learners.kernels import csr_arrays, row_of
+from learners.kernels import batch_rows, csr_arrays, row_of
 from learners.perceptron.kernels import decide_dense, learn_csr, learn_dense, learn_one_dense, step
 
 __all__ = ["CompiledLinear"]
@@ -34,6 +34,18 @@ __all__ = ["CompiledLinear"]
 _F64 = np.dtype(np.float64)
 _NO_MATRIX = np.zeros((1, 1))
 _INF = math.inf
+
+
+def _lean(x: Any, shape: tuple[int, ...] | None, task: Any, n_tasks: int) -> bool:
+    """Whether ``(x, task)`` may skip the general validation (module docstring)."""
+    return (
+        type(x) is np.ndarray
+        and x.dtype is _F64
+        and x.shape == shape
+        and x.flags.carray
+        and type(task) is int
+        and 0 <= task < n_tasks
+    )
 
 
 class CompiledLinear(Learner):
@@ -101,12 +113,11 @@ class CompiledLinear(Learner):
     # ------------------------------------------------------------ hooks on canonical vectors
     def _run(self, v: Vec, y: float, task: int, learn: bool) -> float:
         idx, val = row_of(v)
-        score = float(
-            step(self.kernel_kind, self._S, self._A, idx, val, y, task, self._p0, self._p1, learn)
-        )
-        if learn and self._updated(score, y, val):
+        args = (self._S, self._A, idx, val, y, task, self._p0, self._p1, learn)
+        score, changed = step(self.kernel_kind, *args)
+        if changed:
             self._count(1)
-        return score
+        return float(score)
 
     def _decision(self, x: Vec, task: int) -> float:
         return self._run(x, 0.0, task, False)
@@ -115,9 +126,7 @@ class CompiledLinear(Learner):
         self._run(x, y, task, True)
 
     def _score_and_learn_batch(self, batch: Batch, y: np.ndarray, tasks: np.ndarray) -> np.ndarray:
-        scores = np.empty(batch.n)
-        labels = np.ascontiguousarray(y, dtype=np.float64)
-        rows = np.ascontiguousarray(tasks, dtype=np.int64)
+        labels, rows, scores = batch_rows(y, tasks)
         args = (self.kernel_kind, self._S, self._A)
         if batch.dense is not None:
             X = np.ascontiguousarray(batch.dense, dtype=np.float64)
@@ -138,14 +147,7 @@ class CompiledLinear(Learner):
         raise ValueError("the score is not finite: the weights or x overflow")
 
     def decision_one(self, x: Any, task: int) -> float:
-        if not (
-            type(x) is np.ndarray
-            and x.dtype is _F64
-            and x.shape == self._x_shape
-            and x.flags.carray
-            and type(task) is int
-            and 0 <= task < self._n_tasks
-        ):
+        if not _lean(x, self._x_shape, task, self._n_tasks):
             return super().decision_one(x, task)
         score = decide_dense(self.kernel_kind, self._S, x, task, self._p0, self._p1)
         if -_INF < score < _INF:
@@ -158,14 +160,9 @@ class CompiledLinear(Learner):
 
     def score_and_learn_one(self, x: Any, y: float, task: int) -> float:
         if not (
-            type(x) is np.ndarray
-            and x.dtype is _F64
-            and x.shape == self._x_shape
-            and x.flags.carray
-            and type(task) is int
-            and 0 <= task < self._n_tasks
-            and (y == 1.0 or y == -1.0)
+            (y == 1.0 or y == -1.0)
             and (type(y) is float or type(y) is int)
+            and _lean(x, self._x_shape, task, self._n_tasks)
         ):
             t = check_task(task, self._n_tasks)
             return self._run(self._prepare(x), check_label(y, self.label_kind), t, True)

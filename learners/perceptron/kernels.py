@@ -66,7 +66,7 @@ def _pa_step(loss: float, sqnorm: float, variant: float, C: float) -> float:
 
 
 @njit(cache=True)
-def _step(
+def step(
     kind: int,
     S: np.ndarray,
     A: np.ndarray,
@@ -121,26 +121,9 @@ def _step(
 
 
 @njit(cache=True)
-def step(
-    kind: int,
-    S: np.ndarray,
-    A: np.ndarray,
-    idx: np.ndarray,
-    val: np.ndarray,
-    y: float,
-    t: int,
-    p0: float,
-    p1: float,
-    learn: bool,
-) -> float:
-    """One event on the row ``(idx, val)``: the score before learning (learns when ``learn``)."""
-    return _step(kind, S, A, idx, val, y, t, p0, p1, learn)[0]
-
-
-@njit(cache=True)
 def decide_dense(kind: int, S: np.ndarray, x: np.ndarray, t: int, p0: float, p1: float) -> float:
     """The score of the dense row ``x`` for task ``t`` (no learning): the lean predict call."""
-    return _step(kind, S, _NO_MATRIX, NO_INDEX, x, 0.0, t, p0, p1, False)[0]
+    return step(kind, S, _NO_MATRIX, NO_INDEX, x, 0.0, t, p0, p1, False)[0]
 
 
 @njit(cache=True)
@@ -148,7 +131,7 @@ def learn_one_dense(
     kind: int, S: np.ndarray, A: np.ndarray, x: np.ndarray, y: float, t: int, p0: float, p1: float
 ) -> float:
     """Test-then-train on the dense row ``x``; returns the score before learning."""
-    return _step(kind, S, A, NO_INDEX, x, y, t, p0, p1, True)[0]
+    return step(kind, S, A, NO_INDEX, x, y, t, p0, p1, True)[0]
 
 
 @njit(cache=True)
@@ -166,7 +149,7 @@ def learn_dense(
     """Test-then-train over the rows of the dense ``X`` in order; returns the number of updates."""
     updates = 0
     for r in range(X.shape[0]):
-        score, changed = _step(kind, S, A, NO_INDEX, X[r], y[r], tasks[r], p0, p1, True)
+        score, changed = step(kind, S, A, NO_INDEX, X[r], y[r], tasks[r], p0, p1, True)
         scores[r] = score
         updates += changed
     return updates
@@ -190,7 +173,7 @@ def learn_csr(
     updates = 0
     for r in range(indptr.shape[0] - 1):
         a, b = indptr[r], indptr[r + 1]
-        score, changed = _step(kind, S, A, indices[a:b], data[a:b], y[r], tasks[r], p0, p1, True)
+        score, changed = step(kind, S, A, indices[a:b], data[a:b], y[r], tasks[r], p0, p1, True)
         scores[r] = score
         updates += changed
     return updates

@@ -36,7 +36,7 @@ import numpy as np
 
 from learners.base import APPEND_BIAS, L2_NORMALIZE, Learner, Param
 from learners.inputs import Batch, Vec
-from learners.kernels import csr_arrays, row_of
+from learners.kernels import batch_rows, csr_arrays, row_of
 from learners.params import at_least, optional
 from learners.perceptron import pnorm_kernels
 from learners.perceptron.interaction import Interaction, interaction_from_params
@@ -240,10 +240,8 @@ class PNormMultitaskPerceptron(PNormMultitaskPerceptronReference):
         self.n_mistakes_ += int(wrong)
 
     def _score_and_learn_batch(self, batch: Batch, y: np.ndarray, tasks: np.ndarray) -> np.ndarray:
-        scores = np.empty(batch.n)
+        labels, rows, scores = batch_rows(y, tasks)
         args = (self.theta_, self.V_, self._Phi, self.R_)
-        labels = np.ascontiguousarray(y, dtype=np.float64)
-        rows = np.ascontiguousarray(tasks, dtype=np.int64)
         if batch.dense is not None:
             X = np.ascontiguousarray(batch.dense, dtype=np.float64)
             wrong = pnorm_kernels.learn_dense(*args, X, labels, rows, self._scalars, scores)

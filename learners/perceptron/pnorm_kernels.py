@@ -128,32 +128,6 @@ def _update(
 
 
 @njit(cache=True)
-def _step(
-    theta: np.ndarray,
-    V: np.ndarray,
-    Phi: np.ndarray,
-    R: np.ndarray,
-    idx: np.ndarray,
-    val: np.ndarray,
-    y: float,
-    t: int,
-    scalars: np.ndarray,
-) -> tuple[float, bool]:
-    f = score(Phi, R, idx, val, t, scalars)
-    if not math.isfinite(f) or (f >= 0.0) == (y > 0.0):
-        return f, False
-    if idx.shape[0] == 0:
-        for i in range(val.shape[0]):
-            V[t, i] += y * val[i]
-    else:
-        for k in range(idx.shape[0]):
-            V[t, idx[k]] += y * val[k]
-    if _update(theta, Phi, R, idx, val, y, t, scalars):
-        rebuild(theta, Phi, scalars)
-    return f, True
-
-
-@njit(cache=True)
 def step(
     theta: np.ndarray,
     V: np.ndarray,
@@ -166,7 +140,18 @@ def step(
     scalars: np.ndarray,
 ) -> tuple[float, bool]:
     """Test-then-train on one row: the score before learning, and whether it was a mistake."""
-    return _step(theta, V, Phi, R, idx, val, y, t, scalars)
+    f = score(Phi, R, idx, val, t, scalars)
+    if not math.isfinite(f) or (f >= 0.0) == (y > 0.0):
+        return f, False
+    if idx.shape[0] == 0:
+        for i in range(val.shape[0]):
+            V[t, i] += y * val[i]
+    else:
+        for k in range(idx.shape[0]):
+            V[t, idx[k]] += y * val[k]
+    if _update(theta, Phi, R, idx, val, y, t, scalars):
+        rebuild(theta, Phi, scalars)
+    return f, True
 
 
 @njit(cache=True)
@@ -184,7 +169,7 @@ def learn_dense(
     """Test-then-train over the dense rows of ``X`` in order; returns the number of mistakes."""
     mistakes = 0
     for r in range(X.shape[0]):
-        f, wrong = _step(theta, V, Phi, R, NO_INDEX, X[r], y[r], tasks[r], scalars)
+        f, wrong = step(theta, V, Phi, R, NO_INDEX, X[r], y[r], tasks[r], scalars)
         scores[r] = f
         mistakes += wrong
     return mistakes
@@ -208,7 +193,7 @@ def learn_csr(
     mistakes = 0
     for r in range(indptr.shape[0] - 1):
         a, b = indptr[r], indptr[r + 1]
-        f, wrong = _step(theta, V, Phi, R, indices[a:b], data[a:b], y[r], tasks[r], scalars)
+        f, wrong = step(theta, V, Phi, R, indices[a:b], data[a:b], y[r], tasks[r], scalars)
         scores[r] = f
         mistakes += wrong
     return mistakes

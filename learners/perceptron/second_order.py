@@ -42,7 +42,7 @@ import scipy.sparse as sp
 
 from learners.base import APPEND_BIAS, L2_NORMALIZE, Learner, Param
 from learners.inputs import Batch, Vec
-from learners.kernels import csr_arrays, row_of
+from learners.kernels import batch_rows, csr_arrays, row_of
 from learners.params import positive
 from learners.perceptron import second_order_kernels
 from learners.perceptron.interaction import Interaction, interaction_from_params, spd_inverse
@@ -184,7 +184,7 @@ class SecondOrderMultitaskPerceptronReference(Learner):
         self.n_mistakes_ = 0
         self._allocate(16)
 
-    def _allocate(self, capacity: int) -> None:
+    def _allocate(self, capacity: int, nnz_capacity: int = 0) -> None:
         """(Re)allocate the dual buffers with room for ``capacity`` mistakes, keeping s rows."""
         s = self.n_mistakes_
         X = np.zeros((capacity, self.dim))
@@ -200,9 +200,17 @@ class SecondOrderMultitaskPerceptronReference(Learner):
             )
         self._X, self._y, self._t, self._Q = X, y, tasks, Q
 
+    def _rows(self) -> sp.csr_matrix:
+        """The stored mistaken rows, ``s x dim``."""
+        return sp.csr_matrix(self._X[: self.n_mistakes_])
+
+    def _store_rows(self, rows: sp.csr_matrix) -> None:
+        """Put the mistaken rows of a restored state into the (allocated) buffers."""
+        self._X[: rows.shape[0]] = rows.toarray()
+
     def _get_state(self) -> dict[str, Any]:
         s = self.n_mistakes_
-        rows = sp.csr_matrix(self._X[:s])
+        rows = self._rows()
         return {
             "Ainv_": self.Ainv_,
             **rows_state(rows.indptr, rows.indices, rows.data),
@@ -214,10 +222,11 @@ class SecondOrderMultitaskPerceptronReference(Learner):
 
     def _set_state(self, state: Mapping[str, Any]) -> None:
         s, rows = dual_state(state, self.dim)
-        self.Ainv_ = np.array(state["Ainv_"], dtype=np.float64)
+        rows.sort_indices()
+        self.Ainv_ = np.ascontiguousarray(state["Ainv_"], dtype=np.float64)
         self.n_mistakes_ = 0
-        self._allocate(max(16, s))
-        self._X[:s] = rows.toarray()
+        self._allocate(max(16, s), rows.nnz)
+        self._store_rows(rows)
         self._y[:s] = np.asarray(state["y_"], dtype=np.float64).reshape(s)
         self._t[:s] = np.asarray(state["tasks_"], dtype=np.int64).reshape(s)
         self._Q[:s, :s] = np.asarray(state["Q_"], dtype=np.float64).reshape(s, s)
@@ -261,7 +270,7 @@ class SecondOrderMultitaskPerceptronReference(Learner):
         self.n_mistakes_ = s + 1
 
     def _add_task(self) -> None:
-        self.Ainv_ = self.interaction.grown_inverse(self.Ainv_)
+        self.Ainv_ = np.ascontiguousarray(self.interaction.grown_inverse(self.Ainv_))
         if self.interaction.follows_task_count:
             self._rebuild_inverse()
 
@@ -270,8 +279,8 @@ class SecondOrderMultitaskPerceptronReference(Learner):
         s = self.n_mistakes_
         if s == 0:
             return
-        X, t = self._X[:s], self._t[:s]
-        G = self.Ainv_[t[:, None], t[None, :]] * (X @ X.T)
+        X, t = self._rows(), self._t[:s]
+        G = self.Ainv_[t[:, None], t[None, :]] * (X @ X.T).toarray()
         self._Q[:s, :s] = spd_inverse(float(self.hyper["a"]) * np.eye(s) + G)
 
     def _relation(self) -> np.ndarray:
@@ -338,32 +347,12 @@ class SecondOrderMultitaskPerceptron(SecondOrderMultitaskPerceptronReference):
             (self._val[:used], self._idx[:used], self._ptr[: s + 1]), shape=(s, self.dim)
         )
 
-    def _get_state(self) -> dict[str, Any]:
-        s = self.n_mistakes_
-        used = int(self._ptr[s])
-        return {
-            "Ainv_": self.Ainv_,
-            **rows_state(self._ptr[: s + 1], self._idx[:used], self._val[:used]),
-            "y_": self._y[:s],
-            "tasks_": self._t[:s],
-            "Q_": self._Q[:s, :s],
-            "n_mistakes_": s,
-        }
-
-    def _set_state(self, state: Mapping[str, Any]) -> None:
-        s, rows = dual_state(state, self.dim)
-        rows.sort_indices()
-        self.Ainv_ = np.ascontiguousarray(state["Ainv_"], dtype=np.float64)
-        self.n_mistakes_ = 0
-        self._allocate(max(16, s), rows.nnz)
+    def _store_rows(self, rows: sp.csr_matrix) -> None:
+        s = rows.shape[0]
         self._ptr[: s + 1] = rows.indptr
         self._idx[: rows.nnz] = rows.indices
         self._val[: rows.nnz] = rows.data
-        self._y[:s] = np.asarray(state["y_"], dtype=np.float64).reshape(s)
-        self._t[:s] = np.asarray(state["tasks_"], dtype=np.int64).reshape(s)
-        self._Q[:s, :s] = np.asarray(state["Q_"], dtype=np.float64).reshape(s, s)
         self._counts[:] = (s, rows.nnz)
-        self.n_mistakes_ = s
 
     def _state_arrays(self) -> _DualArrays:
         return (
@@ -389,9 +378,7 @@ class SecondOrderMultitaskPerceptron(SecondOrderMultitaskPerceptronReference):
         self._run(x, y, task, True)
 
     def _score_and_learn_batch(self, batch: Batch, y: np.ndarray, tasks: np.ndarray) -> np.ndarray:
-        scores = np.empty(batch.n)
-        labels = np.ascontiguousarray(y, dtype=np.float64)
-        rows = np.ascontiguousarray(tasks, dtype=np.int64)
+        labels, rows, scores = batch_rows(y, tasks)
         a = float(self.hyper["a"])
         start = 0
         while start < batch.n:
@@ -411,16 +398,3 @@ class SecondOrderMultitaskPerceptron(SecondOrderMultitaskPerceptronReference):
             if start < batch.n:
                 self._grow(row_nnz)
         return scores
-
-    def _add_task(self) -> None:
-        self.Ainv_ = np.ascontiguousarray(self.interaction.grown_inverse(self.Ainv_))
-        if self.interaction.follows_task_count:
-            self._rebuild_inverse()
-
-    def _rebuild_inverse(self) -> None:
-        s = self.n_mistakes_
-        if s == 0:
-            return
-        X, t = self._rows(), self._t[:s]
-        G = self.Ainv_[t[:, None], t[None, :]] * (X @ X.T).toarray()
-        self._Q[:s, :s] = spd_inverse(float(self.hyper["a"]) * np.eye(s) + G)

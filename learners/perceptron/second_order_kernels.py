@@ -57,7 +57,7 @@ def _kernel_row(
 
 
 @njit(cache=True)
-def _step(
+def step(
     ptr: np.ndarray,
     idx: np.ndarray,
     val: np.ndarray,
@@ -74,7 +74,11 @@ def _step(
     a: float,
     learn: bool,
 ) -> tuple[float, bool, int]:
-    """One row: ``(margin before learning, mistake, status)``."""
+    """Score the row ``(x_idx, x_val)`` for task ``t`` and (when ``learn``) learn ``y``.
+
+    Returns the margin before learning, whether it was a mistake, and the status
+    (:data:`NEED_ROOM`: grow the buffers and call again; nothing changed).
+    """
     s = counts[0]
     used = counts[1]
     # A dense row has every coordinate; an empty index array with fewer values is an empty row.
@@ -140,34 +144,6 @@ def _step(
 
 
 @njit(cache=True)
-def step(
-    ptr: np.ndarray,
-    idx: np.ndarray,
-    val: np.ndarray,
-    labels: np.ndarray,
-    tasks: np.ndarray,
-    Q: np.ndarray,
-    counts: np.ndarray,
-    Ainv: np.ndarray,
-    scratch: np.ndarray,
-    x_idx: np.ndarray,
-    x_val: np.ndarray,
-    y: float,
-    t: int,
-    a: float,
-    learn: bool,
-) -> tuple[float, bool, int]:
-    """Score the row ``(x_idx, x_val)`` for task ``t`` and (when ``learn``) learn ``y``.
-
-    Returns the margin before learning, whether it was a mistake, and the status
-    (:data:`NEED_ROOM`: grow the buffers and call again; nothing changed).
-    """
-    return _step(
-        ptr, idx, val, labels, tasks, Q, counts, Ainv, scratch, x_idx, x_val, y, t, a, learn
-    )
-
-
-@njit(cache=True)
 def learn_dense(
     ptr: np.ndarray,
     idx: np.ndarray,
@@ -187,7 +163,7 @@ def learn_dense(
 ) -> int:
     """Test-then-train over rows ``start..`` of ``X``; returns the row it stopped at (n: all)."""
     for r in range(start, X.shape[0]):
-        f, _, status = _step(
+        f, _, status = step(
             ptr, idx, val, labels, tasks, Q, counts, Ainv, scratch,
             NO_INDEX, X[r], y[r], row_tasks[r], a, True,
         )  # fmt: skip
@@ -221,7 +197,7 @@ def learn_csr(
     n = indptr.shape[0] - 1
     for r in range(start, n):
         lo, hi = indptr[r], indptr[r + 1]
-        f, _, status = _step(
+        f, _, status = step(
             ptr, idx, val, labels, tasks, Q, counts, Ainv, scratch,
             indices[lo:hi], data[lo:hi], y[r], row_tasks[r], a, True,
         )  # fmt: skip
