@@ -461,8 +461,11 @@ class Learner:
                 v = v.scaled(1.0 / np.sqrt(n2))
         return v
 
-    def _prepare_batch(self, X: Any, y: Any, task: Any) -> tuple[Batch, np.ndarray, np.ndarray]:
-        batch = Batch.from_input(X, self._n_features)
+    def _prepare_batch(
+        self, X: Any, y: Any, task: Any, *, check_finite: bool = True
+    ) -> tuple[Batch, np.ndarray, np.ndarray]:
+        """Validate a batch; ``check_finite=False``: see :meth:`Batch.from_input`."""
+        batch = Batch.from_input(X, self._n_features, check_finite=check_finite)
         n = batch.n
         labels = np.asarray(y, dtype=np.float64).reshape(-1)
         if labels.shape[0] != n:

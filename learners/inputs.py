@@ -251,8 +251,12 @@ class Batch:
         self.n = int(dense.shape[0] if dense is not None else csr.shape[0])  # type: ignore[union-attr]
 
     @classmethod
-    def from_input(cls, X: Any, dim: int) -> Batch:
-        """Validate ``X`` (2-D array, sparse matrix, or a sequence of single vectors)."""
+    def from_input(cls, X: Any, dim: int, *, check_finite: bool = True) -> Batch:
+        """Validate ``X`` (2-D array, sparse matrix, or a sequence of single vectors).
+
+        ``check_finite=False`` skips the NaN/inf check of a 2-D array, for a caller
+        that detects non-finite rows itself and undoes their effect.
+        """
         if sp.issparse(X):
             if X.ndim != 2 or X.shape[1] != dim:
                 raise ValueError(f"X must have {dim} columns, got shape {X.shape}")
@@ -266,7 +270,8 @@ class Batch:
             if X.ndim != 2 or X.shape[1] != dim:
                 raise ValueError(f"X must be 2-D with {dim} columns, got shape {X.shape}")
             arr = np.asarray(X, dtype=np.float64)
-            _check_finite(arr)
+            if check_finite:
+                _check_finite(arr)
             return cls(arr, None, dim)
         rows = [as_vector(r, dim) for r in X]
         return cls.from_vecs(rows, dim)

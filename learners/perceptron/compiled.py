@@ -125,6 +125,23 @@ class CompiledLinear(Learner):
     def _learn(self, x: Vec, y: float, task: int) -> None:
         self._run(x, y, task, True)
 
+    def score_and_learn_many(self, X: Any, y: Any, task: Any) -> np.ndarray:
+        """Test-then-train over a batch (see :meth:`Learner.score_and_learn_many`).
+
+        A dense batch at least as large as the weights is checked for NaN/inf by the
+        kernel pass itself (one read of ``X`` instead of two): the weights are copied
+        first and restored if a row turns out non-finite, so bad input changes nothing.
+        """
+        if not (isinstance(X, np.ndarray) and self._x_shape is not None and X.size >= self._S.size):
+            return super().score_and_learn_many(X, y, task)
+        batch, labels, tasks = self._prepare_batch(X, y, task, check_finite=False)
+        saved = self._S.copy()
+        try:
+            return self._score_and_learn_batch(batch, labels, tasks)
+        except ValueError:
+            self._S[...] = saved
+            raise
+
     def _score_and_learn_batch(self, batch: Batch, y: np.ndarray, tasks: np.ndarray) -> np.ndarray:
         labels, rows, scores = batch_rows(y, tasks)
         args = (self.kernel_kind, self._S, self._A)
@@ -136,6 +153,9 @@ class CompiledLinear(Learner):
             updates = learn_csr(
                 *args, indptr, indices, data, labels, rows, self._p0, self._p1, scores
             )
+        if updates < 0:
+            row = -1 - int(updates)
+            self._reject(batch.dense[row] if batch.dense is not None else batch.rows()[row])
         if updates:
             self._count(int(updates))
         return scores

@@ -146,10 +146,16 @@ def learn_dense(
     p1: float,
     scores: np.ndarray,
 ) -> int:
-    """Test-then-train over the rows of the dense ``X`` in order; returns the number of updates."""
+    """Test-then-train over the rows of the dense ``X`` in order; returns the number of updates.
+
+    A row whose score is not finite (NaN or infinite values in it) stops the pass:
+    the result is then ``-1 - row`` and the rows before it have been learned.
+    """
     updates = 0
     for r in range(X.shape[0]):
         score, changed = step(kind, S, A, NO_INDEX, X[r], y[r], tasks[r], p0, p1, True)
+        if not math.isfinite(score):
+            return -1 - r
         scores[r] = score
         updates += changed
     return updates
@@ -174,6 +180,8 @@ def learn_csr(
     for r in range(indptr.shape[0] - 1):
         a, b = indptr[r], indptr[r + 1]
         score, changed = step(kind, S, A, indices[a:b], data[a:b], y[r], tasks[r], p0, p1, True)
+        if not math.isfinite(score):
+            return -1 - r
         scores[r] = score
         updates += changed
     return updates

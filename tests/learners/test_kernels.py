@@ -111,3 +111,26 @@ def test_other_array_kinds_take_the_general_path_with_the_same_result():
     for form in (readonly, strided, x.astype(np.float32).astype(np.float64), [1, -2, 0.5, 3]):
         assert a.score_and_learn_one(form, 1, 1) == b.score_and_learn_one(x, 1.0, 1)
     np.testing.assert_array_equal(a.task_weights(), b.task_weights())
+
+
+@pytest.mark.parametrize("name", ["cmtl", "ipl", "pa-global"])
+def test_a_late_bad_row_of_a_large_batch_changes_nothing(name):
+    """Large dense batches are checked by the kernel pass; the weights are restored."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(400, 5))
+    y = np.where(rng.random(400) < 0.5, 1.0, -1.0)
+    tasks = rng.integers(0, 3, size=400)
+    model = learners.make(name, n_features=5, n_tasks=3)
+    model.score_and_learn_many(X[:100], y[:100], tasks[:100])
+    before = model.state_dict()
+    bad = X.copy()
+    bad[350, 2] = np.inf
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        model.score_and_learn_many(bad, y, tasks)
+    after = model.state_dict()
+    for key, value in before.items():
+        np.testing.assert_array_equal(np.asarray(after[key]), np.asarray(value), err_msg=key)
+    np.testing.assert_array_equal(
+        model.score_and_learn_many(X, y, tasks),
+        learners.from_state_dict(before).score_and_learn_many(X, y, tasks),
+    )
