@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numba import njit
@@ -40,6 +40,7 @@ __all__ = [
     "axpy",
     "batch_rows",
     "csr_arrays",
+    "kernel_array",
     "dot",
     "dot2",
     "dot_sqnorm",
@@ -52,15 +53,27 @@ __all__ = [
 NO_INDEX = np.empty(0, dtype=np.int64)
 
 
+def kernel_array(a: Any, dtype: type) -> np.ndarray:
+    """``a`` as a C-contiguous, writable array of ``dtype``, copied only when it is not one.
+
+    Kernels are compiled (and warmed up) for exactly these array types; a read-only
+    or strided argument would otherwise compile a new specialisation on first use.
+    """
+    return np.require(a, dtype=dtype, requirements=("C", "W"))
+
+
 def row_of(v: Vec) -> tuple[np.ndarray, np.ndarray]:
     """The kernel row ``(idx, val)`` of a canonical vector."""
-    return (NO_INDEX if v.idx is None else v.idx), v.val
+    idx = NO_INDEX if v.idx is None else v.idx
+    if not (idx.flags.writeable and v.val.flags.writeable):
+        return kernel_array(idx, np.int64), kernel_array(v.val, np.float64)
+    return idx, v.val
 
 
 def batch_rows(y: np.ndarray, tasks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Labels (float64) and tasks (int64) of a batch as the kernels take them, and room for scores."""
-    labels = np.ascontiguousarray(y, dtype=np.float64)
-    return labels, np.ascontiguousarray(tasks, dtype=np.int64), np.empty(labels.shape[0])
+    labels = kernel_array(y, np.float64)
+    return labels, kernel_array(tasks, np.int64), np.empty(labels.shape[0])
 
 
 def csr_arrays(batch: Batch) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -69,9 +82,9 @@ def csr_arrays(batch: Batch) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if csr is None:
         raise ValueError("the batch is dense")
     return (
-        np.asarray(csr.indptr, dtype=np.int64),
-        np.asarray(csr.indices, dtype=np.int64),
-        np.ascontiguousarray(csr.data, dtype=np.float64),
+        kernel_array(csr.indptr, np.int64),
+        kernel_array(csr.indices, np.int64),
+        kernel_array(csr.data, np.float64),
     )
 
 

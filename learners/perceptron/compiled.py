@@ -26,7 +26,7 @@ import numpy as np
 
 from learners.base import Learner
 from learners.inputs import Batch, Vec, as_vector, check_label, check_task
-from learners.kernels import batch_rows, csr_arrays, row_of
+from learners.kernels import batch_rows, csr_arrays, kernel_array, row_of
 from learners.perceptron.kernels import decide_dense, learn_csr, learn_dense, learn_one_dense, step
 
 __all__ = ["CompiledLinear"]
@@ -146,7 +146,7 @@ class CompiledLinear(Learner):
         labels, rows, scores = batch_rows(y, tasks)
         args = (self.kernel_kind, self._S, self._A)
         if batch.dense is not None:
-            X = np.ascontiguousarray(batch.dense, dtype=np.float64)
+            X = kernel_array(batch.dense, np.float64)
             updates = learn_dense(*args, X, labels, rows, self._p0, self._p1, scores)
         else:
             indptr, indices, data = csr_arrays(batch)

@@ -36,7 +36,7 @@ import numpy as np
 
 from learners.base import APPEND_BIAS, L2_NORMALIZE, Learner, Param
 from learners.inputs import Batch, Vec
-from learners.kernels import batch_rows, csr_arrays, row_of
+from learners.kernels import batch_rows, csr_arrays, kernel_array, row_of
 from learners.params import at_least, optional
 from learners.perceptron import pnorm_kernels
 from learners.perceptron.interaction import Interaction, interaction_from_params
@@ -243,7 +243,7 @@ class PNormMultitaskPerceptron(PNormMultitaskPerceptronReference):
         labels, rows, scores = batch_rows(y, tasks)
         args = (self.theta_, self.V_, self._Phi, self.R_)
         if batch.dense is not None:
-            X = np.ascontiguousarray(batch.dense, dtype=np.float64)
+            X = kernel_array(batch.dense, np.float64)
             wrong = pnorm_kernels.learn_dense(*args, X, labels, rows, self._scalars, scores)
         else:
             indptr, indices, data = csr_arrays(batch)

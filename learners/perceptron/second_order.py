@@ -42,7 +42,7 @@ import scipy.sparse as sp
 
 from learners.base import APPEND_BIAS, L2_NORMALIZE, Learner, Param
 from learners.inputs import Batch, Vec
-from learners.kernels import batch_rows, csr_arrays, row_of
+from learners.kernels import batch_rows, csr_arrays, kernel_array, row_of
 from learners.params import positive
 from learners.perceptron import second_order_kernels
 from learners.perceptron.interaction import Interaction, interaction_from_params, spd_inverse
@@ -383,7 +383,7 @@ class SecondOrderMultitaskPerceptron(SecondOrderMultitaskPerceptronReference):
         start = 0
         while start < batch.n:
             if batch.dense is not None:
-                X = np.ascontiguousarray(batch.dense, dtype=np.float64)
+                X = kernel_array(batch.dense, np.float64)
                 start = second_order_kernels.learn_dense(
                     *self._state_arrays(), X, labels, rows, a, start, scores
                 )

@@ -10,6 +10,7 @@ import learners
 from learners import kernels
 from learners.checks.kernels import compare_with_reference, noisy_stream
 from learners.perceptron import kernels as linear_kernels
+from learners.perceptron import pnorm_kernels, second_order_kernels
 from learners.perceptron.linear import IndependentPerceptrons
 from learners.perceptron.multitask import PooledPerceptronReference
 
@@ -50,22 +51,28 @@ def test_the_harness_catches_a_kernel_that_is_not_its_reference():
     )
 
 
+FAMILY = (linear_kernels, pnorm_kernels, second_order_kernels)
+
+
 def _compiled(fn: object) -> int:
     return len(fn.signatures)  # type: ignore[attr-defined]
 
 
 KERNELS = [
-    linear_kernels.step,
-    linear_kernels.decide_dense,
-    linear_kernels.learn_one_dense,
-    linear_kernels.learn_dense,
-    linear_kernels.learn_csr,
+    *(getattr(linear_kernels, f) for f in ("step", "decide_dense", "learn_one_dense")),
+    *(getattr(module, f) for module in FAMILY for f in ("learn_dense", "learn_csr")),
+    pnorm_kernels.step,
+    second_order_kernels.step,
 ]
 
 
 def test_kernels_are_cached_and_warm_up_covers_every_public_path():
     seconds = learners.warm_kernels()
-    assert "learners.perceptron.kernels.warm_linear_kernels" in seconds
+    assert {
+        "learners.perceptron.kernels.warm_linear_kernels",
+        "learners.perceptron.pnorm_kernels.warm_pnorm_kernels",
+        "learners.perceptron.second_order_kernels.warm_second_order_kernels",
+    } <= set(seconds)
     assert all(s >= 0.0 for s in seconds.values())
     for fn in KERNELS:
         assert type(fn._cache).__name__ != "NullCache", f"{fn.__name__} is not cached"
@@ -75,14 +82,19 @@ def test_kernels_are_cached_and_warm_up_covers_every_public_path():
     X[X < 0] = 0.0
     y = np.where(rng.random(50) < 0.5, 1.0, -1.0)
     tasks = rng.integers(0, 3, size=50)
-    for name in ("ipl", "cmtl", "pa-global"):
+    readonly = X.copy()
+    readonly.flags.writeable = False
+    for name in ("ipl", "cmtl", "pa-global", "cmtl-pnorm", "cmtl-second-order"):
         model = learners.make(name, n_features=6, n_tasks=3)
         model.score_and_learn_many(X, y, tasks)
+        model.score_and_learn_many(readonly, y, tasks)
         model.score_and_learn_many(sp.csr_matrix(X), y, tasks)
         for x, label, t in zip(X, y.tolist(), tasks.tolist(), strict=True):
             model.predict_one(x, t)
             model.learn_one(x, label, t)
-            model.learn_one((np.flatnonzero(x), x[x != 0]), label, t)
+            idx = np.flatnonzero(x)
+            idx.flags.writeable = False
+            model.learn_one((idx, x[x != 0]), label, t)
     assert [_compiled(fn) for fn in KERNELS] == before, "a learner call compiled a new kernel"
 
 
