@@ -260,10 +260,13 @@ class Batch:
         if sp.issparse(X):
             if X.ndim != 2 or X.shape[1] != dim:
                 raise ValueError(f"X must have {dim} columns, got shape {X.shape}")
-            csr = sp.csr_matrix(X, dtype=np.float64, copy=True)
-            csr.sum_duplicates()
-            csr.eliminate_zeros()
-            csr.sort_indices()
+            csr = X if type(X) is sp.csr_matrix and X.dtype == np.float64 else None
+            if csr is None or not (csr.has_canonical_format and csr.data.all()):
+                # Canonicalise a copy: sorted unique indices, no explicit zeros.
+                csr = sp.csr_matrix(X, dtype=np.float64, copy=True)
+                csr.sum_duplicates()
+                csr.eliminate_zeros()
+                csr.sort_indices()
             _check_finite(csr.data)
             return cls(None, csr, dim)
         if isinstance(X, np.ndarray):

@@ -203,5 +203,6 @@ def warm_linear_kernels() -> None:
     y = np.ones(2)
     tasks = np.zeros(2, dtype=np.int64)
     learn_dense(MATRIX, S, A, X, y, tasks, 0.0, 0.0, np.empty(2))
-    indptr = np.array([0, 2, 4], dtype=np.int64)
-    learn_csr(MATRIX, S, A, indptr, np.array([0, 2, 1, 3]), x, y, tasks, 0.0, 0.0, np.empty(2))
+    for index in (np.int64, np.int32):
+        indptr, indices = np.array([0, 2, 4], dtype=index), np.array([0, 2, 1, 3], dtype=index)
+        learn_csr(MATRIX, S, A, indptr, indices, x, y, tasks, 0.0, 0.0, np.empty(2))

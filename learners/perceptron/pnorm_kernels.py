@@ -210,5 +210,6 @@ def warm_pnorm_kernels() -> None:
     step(theta, V, Phi, R, np.array([1, 3]), x[:2], 1.0, 1, scalars)
     y, tasks = np.ones(2), np.zeros(2, dtype=np.int64)
     learn_dense(theta, V, Phi, R, np.ones((2, 4)), y, tasks, scalars, np.empty(2))
-    indptr = np.array([0, 2, 4], dtype=np.int64)
-    learn_csr(theta, V, Phi, R, indptr, np.array([0, 2, 1, 3]), x, y, tasks, scalars, np.empty(2))
+    for index in (np.int64, np.int32):
+        indptr, indices = np.array([0, 2, 4], dtype=index), np.array([0, 2, 1, 3], dtype=index)
+        learn_csr(theta, V, Phi, R, indptr, indices, x, y, tasks, scalars, np.empty(2))

@@ -219,5 +219,6 @@ def warm_second_order_kernels() -> None:
     step(*state, np.array([1, 3]), x[:2], 1.0, 1, 1.0, False)
     y, rows = np.ones(1), np.zeros(1, dtype=np.int64)
     learn_dense(*state, np.ones((1, 4)), y, rows, 1.0, 0, np.empty(1))
-    indptr = np.array([0, 2], dtype=np.int64)
-    learn_csr(*state, indptr, np.array([0, 2]), x[:2], y, rows, 1.0, 0, np.empty(1))
+    for index in (np.int64, np.int32):
+        indptr, indices = np.array([0, 2], dtype=index), np.array([0, 2], dtype=index)
+        learn_csr(*state, indptr, indices, x[:2], y, rows, 1.0, 0, np.empty(1))
