@@ -182,6 +182,9 @@ class Learner:
     reports_query_probability: ClassVar[bool] = False
     #: True when the class has ``outlier_scores()`` and ``outlier_tasks()`` (:class:`OutlierReporter`).
     reports_outliers: ClassVar[bool] = False
+    #: The numpy reference implementation of a learner that runs on compiled kernels
+    #: (same parameters and state layout); :mod:`learners.checks.kernels` compares them.
+    reference_class: ClassVar[type[Learner] | None] = None
     #: Hyperparameter sets the conformance suite runs this learner with.
     conformance_params: ClassVar[tuple[dict[str, Any], ...]] = ({},)
     #: Attribute names holding the learned state (arrays or plain scalars).
@@ -473,8 +476,11 @@ class Learner:
                 v = v.scaled(1.0 / np.sqrt(n2))
         return v
 
-    def _prepare_batch(self, X: Any, y: Any, task: Any) -> tuple[Batch, np.ndarray, np.ndarray]:
-        batch = Batch.from_input(X, self._n_features)
+    def _prepare_batch(
+        self, X: Any, y: Any, task: Any, *, check_finite: bool = True
+    ) -> tuple[Batch, np.ndarray, np.ndarray]:
+        """Validate a batch; ``check_finite=False``: see :meth:`Batch.from_input`."""
+        batch = Batch.from_input(X, self._n_features, check_finite=check_finite)
         n = batch.n
         labels = np.asarray(y, dtype=np.float64).reshape(-1)
         if labels.shape[0] != n:

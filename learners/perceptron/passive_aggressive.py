@@ -13,6 +13,10 @@ The prediction is ``+1`` iff ``f >= 0``. A zero vector (``||x|| = 0``) cannot
 change ``w`` whatever ``tau`` is, so it is skipped (LIBOL's ``tau = 1`` there
 has no effect either). ROM does not say which variant it ran, so the default is
 PA-I with LIBOL's ``C = 1`` [A].
+
+These classes are the numpy reference; the registered ``pa-individual`` and
+``pa-global`` of :mod:`learners.perceptron.linear` run the same steps on the
+compiled kernel of :mod:`learners.perceptron.kernels`.
 """
 
 from __future__ import annotations
@@ -24,12 +28,11 @@ import numpy as np
 from learners.base import APPEND_BIAS, L2_NORMALIZE, Learner, Param
 from learners.inputs import Vec
 from learners.params import one_of, positive
-from learners.registry import register
 
 __all__ = [
     "PassiveAggressive",
-    "PassiveAggressiveGlobal",
-    "PassiveAggressiveIndividual",
+    "PassiveAggressiveGlobalReference",
+    "PassiveAggressiveIndividualReference",
     "step_size",
 ]
 
@@ -92,8 +95,7 @@ class PassiveAggressive(Learner):
         self.n_updates_ += 1
 
 
-@register
-class PassiveAggressiveIndividual(PassiveAggressive):
+class PassiveAggressiveIndividualReference(PassiveAggressive):
     """PA-individual: one Passive-Aggressive learner per task (zhang2018 baseline).
 
     Task k keeps its own ``w_k`` and takes the step of Crammer et al. (2006)
@@ -129,8 +131,7 @@ class PassiveAggressiveIndividual(PassiveAggressive):
         return self.W_.copy()
 
 
-@register
-class PassiveAggressiveGlobal(PassiveAggressive):
+class PassiveAggressiveGlobalReference(PassiveAggressive):
     """PA-global: one Passive-Aggressive learner for all tasks (zhang2018 baseline).
 
     The task index is ignored; every example takes the step of Crammer et al.
