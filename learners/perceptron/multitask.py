@@ -483,16 +483,8 @@ class MatrixMultitaskPerceptronReference(MultitaskPerceptron, MatrixPerceptron):
     """``cmtl`` with a task graph or an explicit SPD ``A``: keeps ``W`` and ``A^{-1}``.
 
     A mistake of task ``i`` applies ``W += y * outer(A^{-1}[:, i], x)`` (saha2011
-    Eq. 2.2), O(K nnz); see :class:`MatrixPerceptron`.
-
-    Attributes
-    ----------
-    W_ : ndarray, shape (K, d)
-        Task weight vectors (rows).
-    Ainv_ : ndarray, shape (K, K)
-        Inverse of the interaction matrix.
-    n_mistakes_ : int
-        Number of updates made.
+    Eq. 2.2), O(K nnz); the attributes ``W_``, ``Ainv_`` and ``n_mistakes_`` are
+    those of :class:`MatrixPerceptron`.
     """
 
     state_fields: ClassVar[tuple[str, ...]] = ("W_", "Ainv_", "n_mistakes_")
