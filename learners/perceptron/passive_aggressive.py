@@ -17,7 +17,7 @@ PA-I with LIBOL's ``C = 1`` [A].
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -147,6 +147,11 @@ class PassiveAggressiveGlobal(PassiveAggressive):
     summary = "PA-global: one Passive-Aggressive learner (PA, PA-I, PA-II) for all tasks"
     paper = f"{ZHANG2018} (baseline); {CRAMMER2006}"
     state_fields = ("w_", "n_updates_")
+
+    @classmethod
+    def state_bytes(cls, n_features: int, n_tasks: int, **params: Any) -> int:
+        """One shared weight vector of length ``d (+1)``, whatever the number of tasks."""
+        return 8 * 2 * (int(n_features) + 1)
 
     def _init_state(self) -> None:
         self.w_ = np.zeros(self.dim)
