@@ -6,6 +6,7 @@ __all__ = [
     "alerts_key",
     "config_key",
     "dead_key",
+    "failed_key",
     "heartbeat_key",
     "labels_key",
     "lease_key",
@@ -54,6 +55,12 @@ def dead_key(m: str) -> str:
 def alerts_key(m: str) -> str:
     """Stream: outlier / inlier task alerts."""
     return f"omtl:{{{m}}}:alerts"
+
+
+def failed_key(m: str) -> str:
+    """Hash: why the worker cannot load the model (``reason``, ``since``, ``worker``);
+    absent while the model loads."""
+    return f"omtl:{{{m}}}:failed"
 
 
 def lease_key(m: str) -> str:
