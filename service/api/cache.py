@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -100,14 +101,23 @@ class ModelView:
             return self.snapshot.learner.decision_one(x, idx)
         fresh = self._fresh.get("")
         if fresh is None:
-            k = len(self.snapshot.task_names) + 1
-            if k > self.snapshot.learner.n_tasks:
-                cfg = self.config
-                self.limits.check(cfg.learner, cfg.n_features, k, cfg.params)
+            self.admit((task,))
             fresh = self.snapshot.learner_for_task(task)
             self._fresh[""] = fresh
         learner, slot = fresh
         return learner.decision_one(x, slot)
+
+    def admit(self, tasks: Sequence[str]) -> None:
+        """Raise :class:`~service.store.models.ModelTooLarge` (a 409) when the task names
+        the model has not seen among ``tasks`` would take it over its limits; called
+        before anything is appended."""
+        index = self.task_index
+        if all(t in index for t in tasks):
+            return
+        k = len(self.snapshot.task_names) + len({t for t in tasks if t not in index})
+        if k > self.snapshot.learner.n_tasks:
+            cfg = self.config
+            self.limits.check(cfg.learner, cfg.n_features, k, cfg.params)
 
     def label(self, score: float) -> float:
         """The predicted label of a score: +1/-1 (ties +1), or the score for regression."""

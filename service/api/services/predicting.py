@@ -54,6 +54,7 @@ async def _predict_once(ctx: ApiContext, name: str, req: PredictRequest) -> dict
     """One attempt of :func:`predict`; None when the configuration changed under it."""
     view = await view_of(ctx, name)
     x = to_x(req.x, view.n_features)
+    view.admit((req.task,))
     entries = [encode_event(req.task, x, None, req.ref, binary=True)] if req.learn else []
     pending = start_append(ctx, view, entries)
     score = view.score(x, req.task)
@@ -85,6 +86,7 @@ async def _predict_batch_once(
     items = req.items
     xs = [to_x(it.x, view.n_features, f"items[{i}].x") for i, it in enumerate(items)]
     tasks = [it.task for it in items]
+    view.admit(tasks)
     entries, batched = (
         encode_events(tasks, xs, [None] * len(xs), [it.ref for it in items])
         if req.learn
