@@ -52,7 +52,7 @@ class ApiContext:
             settings=settings,
             redis=client,
             cache=ModelCache(client, ModelLimits.from_settings(settings)),
-            fast=RespConnection(settings.redis_url)
+            fast=RespConnection(settings.redis_url, settings.redis_timeout_s)
             if settings.redis_url.startswith("redis://")
             else None,
         )
