@@ -5,6 +5,7 @@ from __future__ import annotations
 __all__ = [
     "alerts_key",
     "config_key",
+    "cuts_key",
     "dead_key",
     "failed_key",
     "heartbeat_key",
@@ -45,6 +46,12 @@ def snapshot_key(m: str) -> str:
 def labels_key(m: str) -> str:
     """Hash: event id -> label accepted by the API (for its 202 / 409 answers)."""
     return f"omtl:{{{m}}}:labels"
+
+
+def cuts_key(m: str) -> str:
+    """Set: ids of log entries that start a new group of labelled events because the
+    entries of the same millisecond before them were applied when a read ended."""
+    return f"omtl:{{{m}}}:cuts"
 
 
 def dead_key(m: str) -> str:

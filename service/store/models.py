@@ -285,6 +285,7 @@ def _reset_keys(name: str) -> list[str]:
         keys.queries_key(name),
         keys.alerts_key(name),
         keys.failed_key(name),
+        keys.cuts_key(name),
     ]
 
 
@@ -300,6 +301,7 @@ def _all_keys(name: str) -> list[str]:
         keys.lease_key(name),
         keys.heartbeat_key(name),
         keys.failed_key(name),
+        keys.cuts_key(name),
     ]
 
 

@@ -23,9 +23,13 @@ class Owned:
         self.log_key = keys.log_key(state.name)
         self._r = r
         self.outbox = Outbox()
-        self.applier = Applier(state, self.outbox, self.fetch)
+        self.applier = Applier(state, self.outbox, self.fetch, self.record_cut)
         self.start_totals = dict(state.totals)
         self.lag = 0
+
+    def record_cut(self, entry_id: bytes) -> None:
+        """Keep a group boundary in Redis, for replays (:meth:`Applier.apply`)."""
+        self._r.sadd(keys.cuts_key(self.state.name), entry_id)
 
     def fetch(self, entry_id: str) -> list[Any] | None:
         """The raw field list of one entry of the model's log, or None when it is gone."""
@@ -64,6 +68,9 @@ def load_owned(r: Store, name: str, limits: ModelLimits | None = None) -> Owned 
     state.check_task_count = lambda k: limits.check(
         config.learner, config.n_features, k, config.params
     )
+    state.cuts = {
+        c if isinstance(c, bytes) else c.encode() for c in r.smembers(keys.cuts_key(name))
+    }
     last_query = r.xrevrange(keys.queries_key(name), count=1)
     if last_query:
         event = (last_query[0][1] or {}).get(b"event")

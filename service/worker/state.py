@@ -87,6 +87,10 @@ class ModelState:
         #: tasks; the loader sets it from the model's limits (docs/architecture.md,
         #: "Models and generations"). The event naming the task is dead-lettered.
         self.check_task_count: Callable[[int], None] = _no_limit
+        #: ids of entries that start a new group (``omtl:{m}:cuts``), and the millisecond
+        #: of a group applied at the end of the last read (see Applier.apply)
+        self.cuts: set[bytes] = set()
+        self.closed_ms: bytes | None = None
 
     # ------------------------------------------------------------ tasks
     def task_for(self, name: str) -> int:
