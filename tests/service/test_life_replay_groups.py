@@ -19,10 +19,13 @@ from tests.service.helpers import wait_until
 
 
 def _add(rb: redis.Redis, ms: int, seqs: range, rng: np.random.Generator) -> None:
-    for seq in seqs:
-        x = rng.normal(size=3).astype(np.float32)
-        fields = encode_event(["a", "b"][seq % 2], x, y=1 if x[0] > 0 else -1, binary=True)
-        rb.xadd(keys.log_key("m"), fields, id=f"{ms}-{seq}")
+    """Labelled events with explicit ids ``ms-seq``, added atomically (one read sees all)."""
+    with rb.pipeline(transaction=True) as p:
+        for seq in seqs:
+            x = rng.normal(size=3).astype(np.float32)
+            fields = encode_event(["a", "b"][seq % 2], x, y=1 if x[0] > 0 else -1, binary=True)
+            p.xadd(keys.log_key("m"), fields, id=f"{ms}-{seq}")
+        p.execute()
 
 
 def _state(rb: redis.Redis) -> dict[str, object]:
@@ -55,6 +58,7 @@ def test_same_millisecond_entries_after_a_read_boundary_replay_bit_identically(
         worker.stop()
         thread.join(timeout=30)
     live_state = _state(rb)
+    assert rb.smembers(keys.cuts_key("m")) == {b"1000-7", b"1000-14"}  # the two read boundaries
     rb.delete(keys.snapshot_key("m"))  # replay everything from the start, in one read
     Worker(settings, ["m"], "w-replay").run(until_idle=True, timeout=30)
     replayed = _state(rb)
