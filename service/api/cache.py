@@ -168,9 +168,8 @@ class ModelCache:
             p.hget(keys.config_key(name), "generation")
             p.hget(keys.snapshot_key(name), "version")
             generation, version = await p.execute()
-        if generation is None:
-            self.forget(name)
-            return None
+        if generation is None:  # no model, or a config without a generation (reported)
+            return await self.reload(name)
         try:
             numbers = int(generation), int(version or 0)
         except ValueError:  # a corrupt config or snapshot: the reload reports it

@@ -14,6 +14,7 @@ from service.settings import Settings
 from service.store import keys
 from service.store.codec import encode_event
 from service.store.failures import read_failed
+from service.store.models import ModelConfig, put_model
 from service.worker import Worker
 
 
@@ -125,3 +126,17 @@ def test_deleting_a_model_removes_its_api_series(client: TestClient) -> None:
     assert metrics.model_series("short") >= 1
     assert client.delete("/models/short").status_code == 204
     assert metrics.model_series("short") == 0
+
+
+@pytest.mark.parametrize("field", ["generation", "learner", "n_features"])
+def test_a_configuration_missing_a_field_is_described_as_failed(
+    client: TestClient, rb: redis.Redis, field: str
+) -> None:
+    put_model(rb, "cfg", ModelConfig(learner="ipl", n_features=2))  # not seen by the API yet
+    rb.hdel(keys.config_key("cfg"), field)
+    body = client.get("/models/cfg").json()
+    assert body["status"] == "failed"
+    assert f"no field '{field}'" in body["failure"]
+    assert (
+        client.post("/predict", json={"model": "cfg", "task": "a", "x": [1, 2]}).status_code == 503
+    )
