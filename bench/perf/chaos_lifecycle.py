@@ -120,7 +120,7 @@ def run_cycles(
     baseline_api = metrics.model_series("cyc")
     shapes = [("cmtl", 3), ("ipl", 2)]
     errors: dict[int, int] = {}
-    checked = leaks = dead = 0
+    checked = leaks = dead = peak_worker = peak_api = 0
     started = time.perf_counter()
     for cycle in range(cycles):
         learner, d = shapes[cycle % 2]
@@ -158,6 +158,9 @@ def run_cycles(
                 or (snap.learner.name, snap.learner.n_features) != (learner, d)
             ):
                 leaks += 1
+            _wait(lambda: _series(http.get(worker_metrics).text, "cyc") > baseline_worker, 5)
+            peak_worker = max(peak_worker, _series(http.get(worker_metrics).text, "cyc"))
+            peak_api = max(peak_api, metrics.model_series("cyc"))
         dead += int(r.xlen(keys.dead_key("cyc")))
         answers.append(client.delete("/models/cyc"))
         for a in answers:
@@ -177,8 +180,10 @@ def run_cycles(
         "incarnations_checked": checked,
         "incarnations_leaking_state": leaks,
         "worker_series_baseline": baseline_worker,
+        "worker_series_peak": peak_worker,
         "worker_series_after": after_worker,
         "api_series_baseline": baseline_api,
+        "api_series_peak": peak_api,
         "api_series_after": metrics.model_series("cyc"),
         "redis_keys_left": sorted(k.decode() for k in r.keys("omtl:{cyc}:*")),
     }
@@ -342,10 +347,12 @@ def _markdown(result: dict[str, Any]) -> str:
         f"| incarnations checked (snapshot = own learner, own dimension, own 4 events) "
         f"| {c['incarnations_checked']} |",
         f"| incarnations with another incarnation's state | {c['incarnations_leaking_state']} |",
-        f"| worker metric series of the name: baseline / after | "
-        f"{c['worker_series_baseline']} / {c['worker_series_after']} |",
-        f"| API metric series of the name: baseline / after | "
-        f"{c['api_series_baseline']} / {c['api_series_after']} |",
+        f"| worker metric series (exposition lines) of the name: baseline / while an "
+        f"incarnation lives / after | {c['worker_series_baseline']} / "
+        f"{c['worker_series_peak']} / {c['worker_series_after']} |",
+        f"| API metric series (labelled children) of the name: baseline / while an "
+        f"incarnation lives / after | {c['api_series_baseline']} / {c['api_series_peak']} / "
+        f"{c['api_series_after']} |",
         f"| Redis keys of the name left after the last delete | {len(c['redis_keys_left'])} |",
         "",
         "## Limits",
