@@ -126,6 +126,9 @@ def test_deleting_a_model_removes_its_api_series(client: TestClient) -> None:
     assert metrics.model_series("short") >= 1
     assert client.delete("/models/short").status_code == 204
     assert metrics.model_series("short") == 0
+    client.put("/models/short", json={"learner": "ipl", "n_features": 2})
+    client.post("/predict", json={"model": "short", "task": "a", "x": [1, 2]})
+    assert metrics.model_series("short") == 2  # the new incarnation is counted again
 
 
 @pytest.mark.parametrize("field", ["generation", "learner", "n_features"])

@@ -6,11 +6,11 @@ from typing import Any
 
 import numpy as np
 
-from service import metrics
 from service.api.cache import ModelView
 from service.api.context import ApiContext
 from service.api.errors import BadInput, ModelFailed, NotFound
 from service.api.schemas import ModelPut
+from service.api.services import predicting
 from service.store import StoreReplyError, keys
 from service.store.failures import read_failed_async
 from service.store.models import (
@@ -155,7 +155,7 @@ async def delete(ctx: ApiContext, name: str) -> None:
     """Remove ``name`` and all its data."""
     removed = await delete_model_async(ctx.redis, name)
     ctx.cache.forget(name)
-    metrics.forget_model(name)
+    predicting.forget_metrics(name)
     if not removed:
         raise NotFound(f"unknown model {name!r}")
 

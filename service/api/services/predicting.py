@@ -31,13 +31,19 @@ from service.api.services.appending import (
 )
 from service.store.codec import encode_event
 
-__all__ = ["predict", "predict_batch"]
+__all__ = ["forget_metrics", "predict", "predict_batch"]
 
 
 @lru_cache(maxsize=4096)
 def _model_metrics(model: str) -> tuple[Any, Any]:
     """The model's predict counter and latency histogram (label lookups cached)."""
     return metrics.PREDICT_REQUESTS.labels(model), metrics.PREDICT_LATENCY.labels(model)
+
+
+def forget_metrics(model: str) -> None:
+    """Remove the series of a deleted model (and the cached children that point at them)."""
+    _model_metrics.cache_clear()
+    metrics.forget_model(model)
 
 
 def _answer(view: ModelView, task: str, score: float, event_id: str | None) -> dict[str, Any]:
