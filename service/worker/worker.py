@@ -168,9 +168,9 @@ class Worker:
             self._drop(renewal.name, reason, deleted=renewal.generation is None)
             if renewal.held and renewal.generation is None:
                 release(self.r, renewal.name, self.id)
-        if self.wanted is None:  # deleted models, however they were let go
-            for gone in self.served - set(names):
-                self._drop(gone, "model deleted", deleted=True)
+        existing = set(names) if self.wanted is None else set(list_models(self.r))
+        for gone in self.served - existing:  # deleted models, however they were let go
+            self._drop(gone, "model deleted", deleted=True)
         now_s = time.monotonic()
         for name in names:
             if name in self.owned or self.broken.get(name, 0.0) > now_s:
