@@ -4,37 +4,25 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx2 as httpx
 import pytest
 
 from service.embedded_redis import free_port
-from tests.service.helpers import ROOT, wait_until
-from tests.service.test_up import _children
+from tests.service.helpers import children, up_process, wait_until
 
 
 @pytest.mark.slow
 def test_up_restarts_the_embedded_server_after_it_dies(tmp_path: Path) -> None:
     api_port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OMTL_")}
-    env.pop("REDIS_URL", None)
-    env.update(
-        OMTL_API_PORT=str(api_port),
-        OMTL_WORKER_METRICS_PORT=str(free_port()),
-        OMTL_DEFAULT_N_FEATURES="2",
-        OMTL_LOG_LEVEL="warning",
-        OMTL_REDIS_TIMEOUT_S="2",
-    )
-    proc = subprocess.Popen(
-        [str(Path(sys.executable).parent / "omtl"), "up", "--data-dir", str(tmp_path / "data")],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    proc = up_process(
+        tmp_path / "data",
+        api_port=api_port,
+        worker_metrics_port=free_port(),
+        default_n_features=2,
+        log_level="warning",
+        redis_timeout_s=2,
     )
     base = f"http://127.0.0.1:{api_port}"
     http = httpx.Client(timeout=30)
@@ -48,9 +36,9 @@ def test_up_restarts_the_embedded_server_after_it_dies(tmp_path: Path) -> None:
 
     try:
         assert wait_until(predicts, timeout=60, interval=0.1), "the API never served"
-        (server_pid,) = _children(proc.pid, "-server ")
+        (server_pid,) = children(proc.pid, "-server ")
         os.kill(server_pid, signal.SIGKILL)
-        assert wait_until(lambda: _children(proc.pid, "-server ") not in ([], [server_pid]), 30)
+        assert wait_until(lambda: children(proc.pid, "-server ") not in ([], [server_pid]), 30)
         assert wait_until(predicts, timeout=30, interval=0.1), "no prediction after the restart"
         ready = lambda: http.get(f"{base}/health/ready").status_code == 200  # noqa: E731
         assert wait_until(ready, timeout=10, interval=0.1)
