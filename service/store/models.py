@@ -223,26 +223,42 @@ def _text(v: Any) -> str:
     return v.decode() if isinstance(v, bytes) else str(v)
 
 
+def _field(f: dict[str, str], key: str, parse: Any, default: str | None = None) -> Any:
+    """Field ``key`` of a config hash, parsed; :class:`ConfigInvalid` naming it otherwise."""
+    raw = f.get(key, default)
+    if raw is None:
+        raise ConfigInvalid(f"model configuration has no field {key!r}")
+    try:
+        return parse(raw)
+    except (ValueError, TypeError):
+        raise ConfigInvalid(
+            f"model configuration field {key!r} is invalid: {raw[:100]!r}"
+        ) from None
+
+
 def _from_hash(h: dict[Any, Any]) -> ModelConfig | None:
     """The configuration in a config hash; :class:`ConfigInvalid` when it cannot be read."""
     if not h:
         return None
     try:
         f = {_text(k): _text(v) for k, v in h.items()}
+    except UnicodeDecodeError:
+        raise ConfigInvalid("model configuration is not UTF-8 text") from None
+    try:
         return ModelConfig(
-            learner=f["learner"],
-            params=json.loads(f.get("params", "{}")),
-            n_features=int(f["n_features"]),
-            tasks=json.loads(f.get("tasks", "[]")),
-            seed=int(f.get("seed", "0")),
+            learner=_field(f, "learner", str),
+            params=_field(f, "params", json.loads, "{}"),
+            n_features=_field(f, "n_features", int),
+            tasks=_field(f, "tasks", json.loads, "[]"),
+            seed=_field(f, "seed", int, "0"),
             kind=f.get("kind") or None,
-            generation=int(f["generation"]),
-            created=float(f.get("created", "0")),
+            generation=_field(f, "generation", int),
+            created=_field(f, "created", float, "0"),
         )
-    except KeyError as exc:
-        raise ConfigInvalid(f"model configuration has no field {exc}") from None
-    except (ValueError, TypeError, UnicodeDecodeError) as exc:
-        reason = " ".join(str(exc).split())[:300] or type(exc).__name__
+    except ValueError as exc:  # pydantic: a field of the wrong shape (params not an object...)
+        if isinstance(exc, ConfigInvalid):
+            raise
+        reason = " ".join(str(exc).split())[:300]
         raise ConfigInvalid(f"model configuration cannot be read: {reason}") from None
 
 

@@ -38,7 +38,7 @@ from service.store.models import ModelLimits, list_models
 from service.store.snapshot import SnapshotFenced
 from service.worker.blas import single_thread_blas
 from service.worker.owned import Owned, load_owned
-from service.worker.ownership import renew_owned
+from service.worker.ownership import as_generation, renew_owned
 from service.worker.publishing import PUBLISH_EVERY, RunResult, publish
 from service.worker.reading import flush, read_logs
 from service.worker.snapshots import snapshot_due, snapshot_state
@@ -198,7 +198,7 @@ class Worker:
             new = got.get(stream)
             if not new and not st.pending:
                 continue
-            if generation is None or int(generation) != st.generation:
+            if generation is None or as_generation(generation) != st.generation:
                 deleted = generation is None
                 self._drop(st.name, "model deleted" if deleted else "reconfigured", deleted)
                 continue

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import json
+import threading
 import zipfile
 from collections.abc import Callable
 from typing import Any
@@ -28,6 +29,7 @@ from service.store.failures import read_failed
 from service.store.models import ModelConfig, initial_snapshot, put_model
 from service.store.snapshot import encode, read_snapshot
 from service.worker import Worker
+from tests.service.helpers import wait_until
 
 Craft = Callable[[redis.Redis], None]
 
@@ -174,3 +176,31 @@ def test_a_repaired_model_is_loaded_again_after_the_retry_period(
     assert metrics.MODEL_FAILED.labels("bad")._value.get() == 0.0
     snap = read_snapshot(rb, "bad")
     assert snap is not None and snap.learner.name == "cmtl"
+
+
+def test_a_generation_made_invalid_while_the_model_is_owned_fails_it_without_a_crash(
+    rb: redis.Redis, settings: Settings
+) -> None:
+    put_model(rb, "good", ModelConfig(learner="ipl", n_features=2))
+    put_model(rb, "bad", ModelConfig(learner="ipl", n_features=2))
+    worker = Worker(settings, worker_id="w-owned")
+    thread = threading.Thread(target=worker.run, daemon=True)
+    thread.start()
+    try:
+        assert wait_until(lambda: set(worker.owned) == {"good", "bad"}, timeout=20)
+        rb.hset(keys.config_key("bad"), "generation", "not-a-number")
+        rb.xadd(keys.log_key("bad"), encode_event("a", [1.0, 2.0], y=1, binary=True))
+        assert wait_until(lambda: read_failed(rb, "bad") is not None, timeout=20)
+        failure = read_failed(rb, "bad")
+        assert failure is not None and "generation" in failure.reason
+        rb.xadd(keys.log_key("good"), encode_event("a", [1.0, 2.0], y=1, binary=True))
+
+        def applied() -> bool:
+            snap = read_snapshot(rb, "good")
+            return snap is not None and int(snap.counters["events"].sum()) == 1
+
+        assert wait_until(applied, timeout=20)
+        assert thread.is_alive() and "bad" not in worker.owned
+    finally:
+        worker.stop()
+        thread.join(timeout=30)
