@@ -109,8 +109,8 @@ class Worker:
         if owned is None:
             release(self.r, name, self.id)
             return
+        clear_failed(self.r, name)  # also a record left by a deleted incarnation
         if self.broken.pop(name, None) is not None:
-            clear_failed(self.r, name)
             m.MODEL_FAILED.labels(name).set(0)
             log.info("model %r loads again", name)
         state = owned.state
