@@ -246,6 +246,20 @@ class Learner:
         """Registry description of this learner class."""
         return LearnerInfo(cls.name, cls.summary, cls.paper, cls.params, cls.kind, cls.active)
 
+    @classmethod
+    def state_bytes(cls, n_features: int, n_tasks: int, **params: Any) -> int:
+        """An upper estimate of the bytes of the arrays of :meth:`state_dict`.
+
+        Computed from the shape alone, before anything is allocated, so that a
+        caller can refuse a model too large for its memory budget. The default
+        covers the common shapes: two ``K x (d + 1)`` weight matrices, six
+        ``K x K`` matrices (interaction matrix, its inverse, accumulators) and a
+        few length-K and length-d vectors, in float64. Families whose state
+        has another shape override it.
+        """
+        d, k = int(n_features) + 1, int(n_tasks)
+        return 8 * (2 * k * d + 6 * k * k + 4 * k + 2 * d)
+
     def __repr__(self) -> str:
         shown = ", ".join(
             f"{k}={v!r}" for k, v in self.hyper.items() if not isinstance(v, np.ndarray)

@@ -253,6 +253,17 @@ class SelectiveSampling(ActiveLearner):
             )
         base_cls._resolve_params(base_params)
 
+    @classmethod
+    def state_bytes(cls, n_features: int, n_tasks: int, **params: Any) -> int:
+        """The base learner's state on ``d + 1`` features and two length-K vectors
+        (a subclass without a ``base`` hyperparameter wraps ``ipl``)."""
+        hyper = cls._resolve_params(params)
+        base_params = json.loads(hyper.get("base_params", "{}"))
+        base = get(str(hyper.get("base", "ipl"))).state_bytes(
+            int(n_features) + 1, n_tasks, **base_params
+        )
+        return base + 16 * int(n_tasks)
+
     # ------------------------------------------------------------ extension points
     def _base_spec(self) -> tuple[str, dict[str, Any]]:
         """The base learner's registry name and hyperparameters (override in subclasses)."""

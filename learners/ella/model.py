@@ -174,6 +174,17 @@ class BasisLearner(Learner):
     def _label_kind(self) -> str:
         return "regression" if self.hyper["base_learner"] == "linear" else "classification"
 
+    @classmethod
+    def state_bytes(cls, n_features: int, n_tasks: int, **params: Any) -> int:
+        """ELLA's state: ``L`` (d x k), ``S``, ``theta``, the per-task ``D_t`` and
+        ``X^T X`` (K x d x d), the accumulators ``A`` ((dk)^2) and ``b``, and the
+        logistic base learner's example buffers (K x buffer_size x d)."""
+        hyper = cls._resolve_params(params)
+        d, K, k = int(n_features) + int(bool(hyper["append_bias"])), int(n_tasks), int(hyper["k"])
+        B = int(hyper["buffer_size"]) if hyper["base_learner"] == "logistic" else 0
+        floats = d * k + K * k + 2 * K * d + 2 * K * d * d + (d * k) ** 2 + d * k + K * B * (d + 1)
+        return 8 * floats + 17 * K
+
     @property
     def k(self) -> int:
         """Number of basis columns."""

@@ -211,6 +211,11 @@ class PooledPerceptronReference(MistakeDriven):
     params = (APPEND_BIAS, L2_NORMALIZE)
     state_fields = ("w_", "n_mistakes_")
 
+    @classmethod
+    def state_bytes(cls, n_features: int, n_tasks: int, **params: Any) -> int:
+        """One shared weight vector of length ``d (+1)``, whatever the number of tasks."""
+        return 8 * 2 * (int(n_features) + 1)
+
     def _init_state(self) -> None:
         self.w_ = np.zeros(self.dim)
         self.n_mistakes_ = 0

@@ -21,7 +21,7 @@ compiled kernel of :mod:`learners.perceptron.kernels`.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -149,6 +149,11 @@ class PassiveAggressiveGlobalReference(PassiveAggressive):
     summary = "PA-global: one Passive-Aggressive learner (PA, PA-I, PA-II) for all tasks"
     paper = f"{ZHANG2018} (baseline); {CRAMMER2006}"
     state_fields = ("w_", "n_updates_")
+
+    @classmethod
+    def state_bytes(cls, n_features: int, n_tasks: int, **params: Any) -> int:
+        """One shared weight vector of length ``d (+1)``, whatever the number of tasks."""
+        return 8 * 2 * (int(n_features) + 1)
 
     def _init_state(self) -> None:
         self.w_ = np.zeros(self.dim)

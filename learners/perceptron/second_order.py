@@ -177,6 +177,14 @@ class SecondOrderMultitaskPerceptronReference(Learner):
     def _check_params(cls, params: dict[str, Any]) -> None:
         check_interaction_params(params)
 
+    @classmethod
+    def state_bytes(cls, n_features: int, n_tasks: int, **params: Any) -> int:
+        """The interaction inverse (K x K) and the dual buffers at their first
+        capacity of 16 mistakes; the buffers grow with the number of mistakes
+        (O(m d + m^2)), which no shape-based estimate can bound."""
+        d, K, m = int(n_features) + 1, int(n_tasks), 16
+        return 8 * (K * K + m * d + 2 * m + m * m)
+
     # ----------------------------------------------------------- state
     def _init_state(self) -> None:
         self.interaction = interaction_from_params(self.hyper)
