@@ -6,7 +6,7 @@ only writes its mathematics:
 
 * validation of ``x`` (:func:`learners.inputs.as_vector`), of the task index and
   of the label, done *before* any state changes, so bad input changes nothing;
-* the optional input preprocessing of algorithms.md Sec. 0 (``append_bias``,
+* the optional input preprocessing of docs/algorithms.md Sec. 0 (``append_bias``,
   ``l2_normalize``);
 * hyperparameter resolution and validation against the class's ``params``;
 * the seeded random generator (``numpy.random.PCG64``) from which every random
@@ -136,12 +136,12 @@ class LearnerInfo:
 
 
 APPEND_BIAS = Param(
-    "append_bias", False, "Append a constant 1 feature to x (algorithms.md Sec. 0).", boolean
+    "append_bias", False, "Append a constant 1 feature to x (docs/algorithms.md Sec. 0).", boolean
 )
 L2_NORMALIZE = Param(
     "l2_normalize",
     False,
-    "Scale x to unit L2 norm, after the bias is appended (algorithms.md Sec. 0).",
+    "Scale x to unit L2 norm, after the bias is appended (docs/algorithms.md Sec. 0).",
     boolean,
 )
 BUDGET = Param(

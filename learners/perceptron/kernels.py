@@ -11,7 +11,7 @@ INDEPENDENT ``W`` (K)             ``f = <w_t, x>``; mistake: ``w_t += y x``
 POOLED      ``w`` (1)             ``f = <w, x>``; mistake: ``w += y x``
 B_FAMILY    ``V`` (K), ``s`` (1)  ``f = (<v_t, x> + p0 <s, x>) / p1``, p0 = b/K,
                                   p1 = 1 + b; mistake: ``v_t += y x, s += y x``
-                                  (algorithms.md Sec. 1.2, O(nnz) form)
+                                  (docs/algorithms.md Sec. 1.2, O(nnz) form)
 MATRIX      ``W`` (K)             ``f = <w_t, x>``; mistake: ``w_j += y A_jt x``
                                   for every j (saha2011 Eq. 2.2)
 PA_TASK     ``W`` (K)             Passive-Aggressive on ``w_t`` (Crammer et al.

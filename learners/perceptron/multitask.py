@@ -146,7 +146,7 @@ class MistakeDriven(Learner):
 class IndependentPerceptronsReference(MistakeDriven):
     """K independent Perceptrons, one per task (saha2011 Table 1, "IPL").
 
-    Equivalent to the multitask Perceptron with ``A = I`` (algorithms.md Sec. 1.2,
+    Equivalent to the multitask Perceptron with ``A = I`` (docs/algorithms.md Sec. 1.2,
     b = 0). Update O(nnz), prediction O(nnz).
 
     Attributes
@@ -320,7 +320,7 @@ class MultitaskPerceptron(MistakeDriven):
       ``b = K`` gives ``A^{-1} = (I + 1 1^T)/(K+1)`` (saha2011 Sec. 2). When ``b``
       is left at None it tracks the current K, so :meth:`add_task` keeps ``b = K``;
     * a **task graph**: ``A = I + c L`` for the Laplacian L of the weighted
-      adjacency matrix ``graph`` (algorithms.md Sec. 1.2);
+      adjacency matrix ``graph`` (docs/algorithms.md Sec. 1.2);
     * any symmetric positive definite matrix ``A``.
 
     The registry name ``cmtl`` is this class; building it (directly, through
@@ -421,7 +421,7 @@ class BFamilyMultitaskPerceptronReference(MultitaskPerceptron):
     """``cmtl`` with the b-family matrix, in the O(nnz) shared + per-task form.
 
     ``A_b^{-1} = (I + (b/K) 1 1^T)/(1+b)``, so with per-task Perceptron sums
-    ``V`` and their total ``s``, ``w_i = (v_i + (b/K) s)/(1+b)`` (algorithms.md
+    ``V`` and their total ``s``, ``w_i = (v_i + (b/K) s)/(1+b)`` (docs/algorithms.md
     Sec. 1.2, "O(nnz) trick"): an update and a prediction both cost O(nnz(x)).
 
     Attributes

@@ -1,7 +1,7 @@
 """Passive-Aggressive baselines of zhang2018 (Table I): PA-individual and PA-global.
 
 Crammer, Dekel, Keshet, Shalev-Shwartz & Singer (2006), in the conventions of
-LIBOL's ``PA.m``, ``PA1.m``, ``PA2.m`` (algorithms.md Sec. 5.6): with
+LIBOL's ``PA.m``, ``PA1.m``, ``PA2.m`` (docs/algorithms.md Sec. 5.6): with
 ``f = w^T x`` and the hinge loss ``l = max(0, 1 - y f)``, when ``l > 0`` the
 weights move by ``w <- w + tau y x`` with
 

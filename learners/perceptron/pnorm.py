@@ -1,7 +1,7 @@
 """The p-norm multitask Perceptron (Cavallanti, Cesa-Bianchi & Gentile 2010, Sec. 5).
 
 **Reconstruction [R].** The JMLR text of this algorithm is not available; what
-is implemented is the reconstruction of algorithms.md Sec. 1.4, which is
+is implemented is the reconstruction of docs/algorithms.md Sec. 1.4, which is
 unverified: do not quote paper numbers for it. It is the p-norm Perceptron
 (Grove, Littlestone & Schuurmans 2001; Gentile 2003) run on the multitask
 embedding
@@ -16,7 +16,7 @@ the p-norm link ``w = grad (1/2)||theta||_p^2``::
 
 the prediction is ``SGN(w^T z_t)`` and a mistake adds ``y_t z_t`` to theta.
 The embedding matters: on raw ``phi_t`` the global normaliser never changes a
-sign and the tasks would not interact at all (algorithms.md Sec. 1.4, pitfall).
+sign and the tasks would not interact at all (docs/algorithms.md Sec. 1.4, pitfall).
 At ``p = 2`` the link is the identity and ``w^T z_t = (A^{-1} V)_{i_t}^T x_t``:
 exactly the multitask Perceptron ``cmtl`` (saha2011 Eq. 2.2).
 
@@ -58,7 +58,7 @@ GENTILE2003 = "Gentile. The Robustness of the p-Norm Algorithms. Machine Learnin
 
 
 def default_p(n_tasks: int, dim: int) -> float:
-    """``max(2, 2 ln(K d))`` (algorithms.md Sec. 1.4 [R])."""
+    """``max(2, 2 ln(K d))`` (docs/algorithms.md Sec. 1.4 [R])."""
     return max(2.0, 2.0 * math.log(n_tasks * dim))
 
 
@@ -86,7 +86,7 @@ def pnorm_link(theta: np.ndarray, p: float, out: np.ndarray | None = None) -> np
 
 
 class PNormMultitaskPerceptronReference(Learner):
-    """p-norm multitask Perceptron — a reconstruction [R] (algorithms.md Sec. 1.4).
+    """p-norm multitask Perceptron — a reconstruction [R] (docs/algorithms.md Sec. 1.4).
 
     The numpy reference; the registered ``cmtl-pnorm`` (:class:`PNormMultitaskPerceptron`)
     runs the same rule on the kernels of :mod:`learners.perceptron.pnorm_kernels`.
@@ -205,7 +205,7 @@ class PNormMultitaskPerceptronReference(Learner):
 class PNormMultitaskPerceptron(PNormMultitaskPerceptronReference):
     """p-norm multitask Perceptron on compiled kernels, O(K nnz) per event.
 
-    The rule of :class:`PNormMultitaskPerceptronReference` (algorithms.md Sec. 1.4,
+    The rule of :class:`PNormMultitaskPerceptronReference` (docs/algorithms.md Sec. 1.4,
     a reconstruction [R]) without materialising ``U = A^{-1/2} w``: the kernels of
     :mod:`learners.perceptron.pnorm_kernels` keep ``sign(theta) |theta / c|^{p-1}``
     and ``sum |theta / c|^p`` up to date entry by entry, so a prediction and an

@@ -1,8 +1,8 @@
 """The second-order multitask Perceptron (Cavallanti, Cesa-Bianchi & Gentile 2010, Sec. 4).
 
 **Reconstruction [D]/[R].** The JMLR text of this algorithm is not available
-(algorithms.md Sec. 1, "source status"); what is implemented is the
-reconstruction of algorithms.md Sec. 1.3: the second-order Perceptron (SOP) of
+(docs/algorithms.md Sec. 1, "source status"); what is implemented is the
+reconstruction of docs/algorithms.md Sec. 1.3: the second-order Perceptron (SOP) of
 Cesa-Bianchi, Conconi & Gentile (2005) run on the multitask embedding
 ``z_t = A_(x)^{-1/2} phi_t`` (``phi_t = e_{i_t} (x) x_t``, ``A_(x) = A (x) I_d``).
 Its structure is [R]; the algebra below is [D]. Do not quote paper numbers
@@ -12,7 +12,7 @@ SOP with parameter ``a > 0`` predicts ``SGN(v^T (a I + S S^T + z_t z_t^T)^{-1} z
 with ``v = sum_{r in M} y_r z_r`` and ``S = [z_r]_{r in M}`` over the *mistaken*
 rounds M only (the current instance enters tentatively; LIBOL's ``SOP.m``, which
 folds in every instance, is a different algorithm). In the raw embedding this
-is the primal form (algorithms.md Sec. 1.3)::
+is the primal form (docs/algorithms.md Sec. 1.3)::
 
     margin_t = v0^T (a A_(x) + sum_{r in M} phi_r phi_r^T + phi_t phi_t^T)^{-1} phi_t,
     v0 = sum_{r in M} y_r phi_r.
@@ -105,7 +105,7 @@ def check_interaction_params(params: Mapping[str, Any]) -> None:
 
 
 class SecondOrderMultitaskPerceptronReference(Learner):
-    """Second-order multitask Perceptron — a reconstruction [D]/[R] (algorithms.md Sec. 1.3).
+    """Second-order multitask Perceptron — a reconstruction [D]/[R] (docs/algorithms.md Sec. 1.3).
 
     The numpy reference (dense rows); the registered ``cmtl-second-order``
     (:class:`SecondOrderMultitaskPerceptron`) runs the same rule on compiled
@@ -304,7 +304,7 @@ _DualArrays = tuple[_A, _A, _A, _A, _A, _A, _A, _A, _A]
 class SecondOrderMultitaskPerceptron(SecondOrderMultitaskPerceptronReference):
     """Second-order multitask Perceptron on compiled kernels, mistaken rows stored sparse.
 
-    The rule of :class:`SecondOrderMultitaskPerceptronReference` (algorithms.md
+    The rule of :class:`SecondOrderMultitaskPerceptronReference` (docs/algorithms.md
     Sec. 1.3, a reconstruction) run by :mod:`learners.perceptron.second_order_kernels`:
     an event costs O(s (nnz + s)) and memory is O(s nnz + s^2) after s mistakes,
     independent of d, so sparse high-dimensional streams (d = 100,000) work. The

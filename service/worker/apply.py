@@ -1,6 +1,6 @@
 """Applying log entries to a model: the worker's deterministic state machine.
 
-For each entry, in log order (DESIGN.md, "The service"):
+For each entry, in log order (docs/architecture.md, "Applying log entries"):
 
 * event: predict (the learner's decision before learning) and count it; with
   a label, count the online mistake and learn; without one, ask ``query_one``
