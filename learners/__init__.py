@@ -19,7 +19,12 @@ and reached through :func:`query_probability_reporter` and
 
 from __future__ import annotations
 
-from learners.base import (
+from learners.compile_cache import use_source_keyed_cache
+
+# Before any kernel is defined: numba picks a kernel's cache directory then.
+use_source_keyed_cache()
+
+from learners.base import (  # noqa: E402
     Learner,
     LearnerInfo,
     OutlierReporter,
@@ -28,9 +33,9 @@ from learners.base import (
     outlier_reporter,
     query_probability_reporter,
 )
-from learners.inputs import Vec, as_vector
-from learners.kernels import warm_kernels
-from learners.registry import available, from_state_dict, get, make, register
+from learners.inputs import Vec, as_vector  # noqa: E402
+from learners.kernels import warm_kernels  # noqa: E402
+from learners.registry import available, from_state_dict, get, make, register  # noqa: E402
 
 __all__ = [
     "Learner",

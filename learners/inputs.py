@@ -156,6 +156,28 @@ def _from_pair(indices: Any, values: Any, dim: int) -> Vec:
     return _finish(idx, val.copy(), dim)
 
 
+def _from_csr_row(row: Any, dim: int) -> Vec:
+    """A validated 1 x ``dim`` CSR row, read from its own arrays (no scipy conversion).
+
+    A row in canonical format (sorted, unique indices) of float64 values needs only
+    its two end indices checked, the finiteness test and a copy; any other row
+    goes through the general ``(indices, values)`` path.
+    """
+    idx, val = row.indices, row.data
+    if not (val.dtype == np.float64 and row.has_canonical_format):
+        return _from_pair(idx, val, dim)
+    n = idx.shape[0]
+    if n and (idx[0] < 0 or idx[n - 1] >= dim):
+        raise ValueError(f"x index out of range: indices must lie in [0, {dim})")
+    _check_finite(val)
+    idx, val = idx.astype(np.int64), val.copy()
+    if n == dim:
+        return Vec(None, val, dim)
+    if val.all():
+        return Vec(idx, val, dim)
+    return _finish(idx, val, dim)
+
+
 def as_vector(x: Any, dim: int) -> Vec:
     """Validate ``x`` and return its canonical :class:`Vec` of dimension ``dim``.
 
@@ -181,8 +203,7 @@ def as_vector(x: Any, dim: int) -> Vec:
             raise ValueError(f"sparse x must be a single 1 x {dim} row, got shape {x.shape}")
         if x.shape[1] != dim:
             raise ValueError(f"x has dimension {x.shape[1]}, expected {dim}")
-        row = sp.csr_matrix(x)
-        return _from_pair(row.indices, row.data, dim)
+        return _from_csr_row(x if x.format == "csr" else x.tocsr(), dim)
     if isinstance(x, tuple) and len(x) == 2:
         return _from_pair(x[0], x[1], dim)
     if isinstance(x, dict) and set(x) == {"indices", "values"}:
@@ -295,6 +316,9 @@ class Batch:
 
     def preprocessed(self, bias: bool, normalize: bool) -> Batch:
         """Apply the learner's ``append_bias`` / ``l2_normalize`` preprocessing."""
+        if self.csr is not None and not self.csr.has_sorted_indices:
+            # Kernels and rows() read a row's non-zeros in column order.
+            return Batch(None, self.csr.sorted_indices(), self.dim).preprocessed(bias, normalize)
         if not (bias or normalize):
             return self
         if self.dense is not None:
@@ -314,7 +338,9 @@ class Batch:
             n2 = np.asarray(csr.multiply(csr).sum(axis=1)).ravel()
             scale = np.where(n2 > 0.0, 1.0 / np.sqrt(np.where(n2 > 0.0, n2, 1.0)), 1.0)
             csr = sp.csr_matrix(sp.diags(scale) @ csr)
-        csr.sort_indices()  # sparse products may leave rows unsorted; kernels read them in order
+        if not csr.has_sorted_indices:
+            # Sparse products may leave rows unsorted; kernels and rows() read them in order.
+            csr = csr.sorted_indices()
         return Batch(None, csr, csr.shape[1])
 
     def rows(self) -> list[Vec]:
@@ -323,6 +349,9 @@ class Batch:
             return [canonical_row(r, self.dim) for r in self.dense]
         csr = self.csr
         assert csr is not None
+        if not csr.has_sorted_indices:
+            # A full row becomes a dense Vec: its values must be in column order.
+            csr = csr.sorted_indices()
         out = []
         for i in range(self.n):
             s, e = csr.indptr[i], csr.indptr[i + 1]

@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
+import scipy.sparse as sp
 from numba import njit
 
 if TYPE_CHECKING:
@@ -226,13 +227,40 @@ def axpy(w: np.ndarray, scale: float, idx: np.ndarray, val: np.ndarray) -> None:
             w[idx[k]] += scale * val[k]
 
 
-_WARMUPS: list[Callable[[], None]] = []
+_WARMUPS: list[Callable[[], object]] = []
+
+_Warmup = TypeVar("_Warmup", bound=Callable[[], object])
 
 
-def register_warmup(fn: Callable[[], None]) -> Callable[[], None]:
+def register_warmup(fn: _Warmup) -> _Warmup:
     """Decorator: ``fn`` runs a family's kernels once on tiny inputs (see :func:`warm_kernels`)."""
     _WARMUPS.append(fn)
     return fn
+
+
+def warm_every_learner() -> None:
+    """Run every registered learner with its default parameters on tiny inputs.
+
+    A dense batch, the same batch as CSR, and the per-event calls: whatever a
+    family's own warm-up leaves out, a default model's first request finds compiled.
+    """
+    from learners.registry import available, make
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(8, 3))
+    X[X < 0] = 0.0
+    X[:, 0] = 1.0
+    y = np.where(np.arange(8) % 2 == 0, 1.0, -1.0)
+    tasks = np.arange(8, dtype=np.int64) % 2
+    csr = sp.csr_matrix(X)
+    for info in available():
+        model = make(info.name, n_features=3, n_tasks=2)
+        model.score_and_learn_many(X, y, tasks)
+        model.score_and_learn_many(csr, y, tasks)
+        for row, label, task in zip(X[:2], y.tolist(), tasks.tolist(), strict=False):
+            model.predict_one(row, task)
+            model.learn_one(row, label, task)
+            model.score_and_learn_one(row, label, task)
 
 
 def warm_kernels() -> dict[str, float]:
@@ -245,7 +273,7 @@ def warm_kernels() -> dict[str, float]:
 
     discover()
     seconds: dict[str, float] = {}
-    for fn in _WARMUPS:
+    for fn in (*_WARMUPS, warm_every_learner):
         start = time.perf_counter()
         fn()
         seconds[f"{fn.__module__}.{fn.__qualname__}"] = time.perf_counter() - start

@@ -43,6 +43,7 @@ import numpy as np
 from numba import njit
 
 from learners.inputs import Batch, Vec
+from learners.kernels import register_warmup
 
 __all__ = [
     "B_FAMILY",
@@ -344,6 +345,7 @@ def selective_pass(
     return drawn, asked, mistakes
 
 
+@register_warmup
 def warm() -> None:
     """Compile this module's kernels (dense and CSR rows) on tiny inputs."""
     for rows in warm_rows():

@@ -30,6 +30,7 @@ from learners.active.kernels import (
     warm_call,
     warm_rows,
 )
+from learners.kernels import register_warmup
 
 __all__ = ["amlc_pass", "peer_pass", "warm"]
 
@@ -195,6 +196,7 @@ def peer_pass(
     return drawn, asked
 
 
+@register_warmup
 def warm() -> None:
     """Compile this module's kernels (dense and CSR rows) on tiny inputs."""
     for rows in warm_rows():

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
+from learners.kernels import register_warmup
 from learners.omtl.compiled import KernelRows, row_axpy, row_dot, warm_learners
 
 __all__ = ["warm", "weight_pass"]
@@ -126,6 +127,7 @@ def _weight_pass(
     return y.shape[0]
 
 
+@register_warmup
 def warm() -> float:
     """Compile (or load from the cache) the weight pass, dense and CSR; returns the seconds taken."""
     from learners.omtl.learners import OMTLLogDet  # the learners import this module

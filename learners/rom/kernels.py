@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
+from learners.kernels import register_warmup
 from learners.omtl.compiled import KernelRows, row_axpy, warm_learners
 from learners.rom.scaled import RENORMALISE_BELOW
 
@@ -365,6 +366,7 @@ def coml_pass(rows: KernelRows, y: np.ndarray, tasks: np.ndarray, *state: Any) -
     _coml_rows(*rows.kernel_arrays(), y, tasks, *state)
 
 
+@register_warmup
 def warm() -> float:
     """Compile (or load from the cache) the three passes, dense and CSR; returns the seconds."""
     from learners.rom import CollaborativeMultitask, RobustPGD, RobustRDA  # they import this module

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -146,3 +148,37 @@ def test_a_late_bad_row_of_a_large_batch_changes_nothing(name):
         model.score_and_learn_many(X, y, tasks),
         learners.from_state_dict(before).score_and_learn_many(X, y, tasks),
     )
+
+
+def compiled_signatures() -> dict[str, int]:
+    """How many specialisations every numba kernel of the package has compiled so far."""
+    from numba.core.registry import CPUDispatcher
+
+    counts = {}
+    for module_name, module in list(sys.modules.items()):
+        if module_name == "learners" or module_name.startswith("learners."):
+            for name, value in vars(module).items():
+                if isinstance(value, CPUDispatcher):
+                    counts[f"{value.py_func.__module__}.{name}"] = len(value.signatures)
+    return counts
+
+
+def test_after_warm_up_no_learner_call_compiles():
+    """Every registered learner, other sizes than the warm-up's, dense, CSR and per event."""
+    learners.warm_kernels()
+    before = compiled_signatures()
+    assert sum(1 for n in before.values() if n) >= 15  # cached callers load without callees
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(30, 5))
+    X[X < 0.3] = 0.0
+    y = np.where(rng.random(30) < 0.5, 1.0, -1.0)
+    tasks = rng.integers(0, 3, size=30)
+    for info in learners.available():
+        model = learners.make(info.name, n_features=5, n_tasks=3)
+        model.score_and_learn_many(X, y, tasks)
+        model.score_and_learn_many(sp.csr_matrix(X), y, tasks)
+        for x, label, t in zip(X[:4], y.tolist(), tasks.tolist(), strict=False):
+            model.predict_one(x, t)
+            model.learn_one(sp.csr_matrix(x), label, t)
+            model.score_and_learn_one(x, label, t)
+    assert compiled_signatures() == before, "a learner call compiled a new kernel"
