@@ -20,6 +20,8 @@ SHAPES = [(10, 1), (100, 10), (300, 3), (50, 40), (6, 4)]
 GROWS_WITH_DATA = {
     "cmtl-second-order": "its dual buffers are preallocated for 16 mistakes and grow with "
     "the mistakes; state_dict() holds only the rows used so far",
+    "mmperc": "its dual form (D > 400) preallocates buffers for 16 mistakes that grow with "
+    "the mistakes; state_dict() holds only the rows used so far",
 }
 
 
