@@ -53,7 +53,7 @@ AROW_PAPER = (
 BIAS_ON = Param(APPEND_BIAS.name, True, APPEND_BIAS.description, APPEND_BIAS.check)
 ETA = Param(
     "eta",
-    0.5,
+    2.0,
     "Step size of the shared part: rate_j = eta / (s_j sqrt(G_j)) (algorithms.md Sec. 11.2).",
     positive,
 )
@@ -199,7 +199,7 @@ class AdaptiveLogistic(AdaptiveLearner):
     params: ClassVar[tuple[Param, ...]] = (ETA, COUPLING, BIAS_ON, L2_NORMALIZE)
     conformance_params: ClassVar[tuple[dict[str, Any], ...]] = (
         {},
-        {"b": 0.0, "eta": 2.0, "append_bias": False, "l2_normalize": True},
+        {"b": 0.5, "eta": 3.0, "append_bias": False, "l2_normalize": True},
     )
     loss: ClassVar[str] = "logistic"
 
@@ -235,13 +235,16 @@ class AdaptiveArow(AdaptiveLearner):
 
 LOSSES = Param(
     "losses",
-    "logistic,hinge",
+    "logistic,hinge,arow",
     "Comma-separated losses of the grid: logistic, hinge, arow (algorithms.md Sec. 11.4).",
     loss_list,
 )
-ETAS = Param("etas", "0.25,1.0", "Comma-separated step sizes eta of the grid.", positive_list)
+ETAS = Param("etas", "0.3,1.0,3.0", "Comma-separated step sizes eta of the grid.", positive_list)
 COUPLINGS = Param(
-    "couplings", "0.5,2.0", "Comma-separated couplings b of the grid (0 = pooled).", non_negative_list
+    "couplings",
+    "0.5,2.0",
+    "Comma-separated couplings b of the grid (0 = pooled).",
+    non_negative_list,
 )
 
 

@@ -168,7 +168,10 @@ def test_kernel_equals_the_numpy_reference(name: str, params: dict, sparse: bool
     ]
     reference.add_task()
     scores = np.concatenate([scores, compiled.score_and_learn_many(batch[250:], y[250:], 4)])
-    reference_scores += [reference.score_and_learn_one(x, label, 4) for x, label in zip(X[250:], y[250:], strict=True)]
+    reference_scores += [
+        reference.score_and_learn_one(x, label, 4)
+        for x, label in zip(X[250:], y[250:], strict=True)
+    ]
     np.testing.assert_array_equal(np.sign(scores), np.sign(reference_scores))
     np.testing.assert_allclose(scores, reference_scores, rtol=1e-12, atol=1e-12)
     a, b = compiled.state_dict(), reference.state_dict()
