@@ -55,6 +55,7 @@ from learners.ella.accumulators import (
 from learners.ella.base_learners import Ridge, fit_linear, fit_logistic, icml_ridge
 from learners.ella.gsvd import atom_weights, gsvd_rank_one
 from learners.ella.lasso import sparse_code, sparse_codes
+from learners.ella.limits import check_state_size
 from learners.inputs import Batch, Vec, check_task
 from learners.params import boolean, non_negative, one_of, positive, positive_int
 
@@ -181,8 +182,21 @@ class BasisLearner(Learner):
     def _buffer_rows(self) -> int:
         return int(self.hyper["buffer_size"]) if self.label_kind == "classification" else 0
 
+    def _check_size(self, n_tasks: int) -> None:
+        """Refuse a state too large to hold (:mod:`learners.ella.limits`), before allocating it."""
+        check_state_size(
+            self.name,
+            dim=self.dim,
+            k=self.k,
+            n_tasks=n_tasks,
+            buffer_rows=self._buffer_rows(),
+            linear=self.label_kind == "regression",
+            accumulators=self.uses_accumulators,
+        )
+
     def _init_state(self) -> None:
         d, k, K = self.dim, self.k, self.n_tasks
+        self._check_size(K)
         self.L_ = self._random_columns(k)
         self.S_ = np.zeros((K, k))
         self.theta_ = np.zeros((K, d))
@@ -190,9 +204,12 @@ class BasisLearner(Learner):
         self.count_ = np.zeros(K, dtype=np.int64)
         self.pending_ = np.zeros(K, dtype=np.int64)
         self.used_ = np.zeros(K, dtype=bool)
-        self.A_ = np.zeros((d * k, d * k))
-        self.b_ = np.zeros(d * k)
-        self.xtx_ = np.zeros((K, d, d))
+        # Arrays a variant never reads are kept empty: A and b without accumulators,
+        # X^T X with the logistic base learner (it keeps a buffer instead).
+        dk = d * k if self.uses_accumulators else 0
+        self.A_ = np.zeros((dk, dk))
+        self.b_ = np.zeros(dk)
+        self.xtx_ = np.zeros((K, self._xtx_dim(), self._xtx_dim()))
         self.xty_ = np.zeros((K, d))
         B = self._buffer_rows()
         self.bufx_ = np.zeros((K, B, d))
@@ -203,15 +220,19 @@ class BasisLearner(Learner):
         cols = self.rng.standard_normal((self.dim, m))
         return cols / np.linalg.norm(cols, axis=0, keepdims=True)
 
+    def _xtx_dim(self) -> int:
+        return self.dim if self.label_kind == "regression" else 0
+
     def _add_task(self) -> None:
-        d, k, B = self.dim, self.k, self._buffer_rows()
+        self._check_size(self.n_tasks + 1)
+        d, k, B, m = self.dim, self.k, self._buffer_rows(), self._xtx_dim()
         self.S_ = np.vstack([self.S_, np.zeros((1, k))])
         self.theta_ = np.vstack([self.theta_, np.zeros((1, d))])
         self.D_ = np.concatenate([self.D_, np.zeros((1, d, d))])
         self.count_ = np.append(self.count_, 0)
         self.pending_ = np.append(self.pending_, 0)
         self.used_ = np.append(self.used_, False)
-        self.xtx_ = np.concatenate([self.xtx_, np.zeros((1, d, d))])
+        self.xtx_ = np.concatenate([self.xtx_, np.zeros((1, m, m))])
         self.xty_ = np.vstack([self.xty_, np.zeros((1, d))])
         self.bufx_ = np.concatenate([self.bufx_, np.zeros((1, B, d))])
         self.bufy_ = np.vstack([self.bufy_, np.zeros((1, B))])

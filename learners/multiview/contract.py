@@ -50,7 +50,7 @@ import scipy.sparse as sp
 from learners.base import Learner, Param
 from learners.inputs import Batch, Vec, as_vector, check_label, check_task
 
-__all__ = ["TASK_DIMS", "MultiviewLearner", "positive_int", "task_dims"]
+__all__ = ["TASK_DIMS", "MultiviewLearner", "task_dims"]
 
 
 def task_dims(v: Any) -> tuple[int, ...] | None:
@@ -65,13 +65,6 @@ def task_dims(v: Any) -> tuple[int, ...] | None:
     if arr.min() < 1:
         raise ValueError(f"dimensions must be >= 1, got {v!r}")
     return tuple(int(a) for a in arr)
-
-
-def positive_int(v: Any) -> int:
-    """An integer >= 1."""
-    if isinstance(v, bool) or float(v) != int(float(v)) or int(float(v)) < 1:
-        raise ValueError(f"must be an integer >= 1, got {v!r}")
-    return int(float(v))
 
 
 TASK_DIMS = Param(

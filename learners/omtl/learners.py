@@ -44,8 +44,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from learners.base import APPEND_BIAS, BUDGET, L2_NORMALIZE, Learner, Param
+from learners.base import APPEND_BIAS, BUDGET, L2_NORMALIZE, Param
 from learners.inputs import Batch, Vec
+from learners.omtl.compiled import CompiledLearner, KernelRows, vec_dot
+from learners.omtl.kernels import weight_pass
 from learners.omtl.updates import (
     batchopt_update,
     covariance_update,
@@ -64,8 +66,11 @@ from learners.params import (
     positive,
     positive_int,
 )
-from learners.perceptron.multitask import SAHA2011, MatrixPerceptron
+from learners.perceptron.multitask import SAHA2011, MatrixPerceptron, MistakeDriven
 from learners.registry import register
+
+#: ``a_from`` for a learner whose priming never ends: no round reaches it.
+_NEVER = 1 << 62
 
 __all__ = ["BatchOptimal", "OMTLCovariance", "OMTLLogDet", "OMTLVonNeumann", "TaskRelationships"]
 
@@ -178,7 +183,7 @@ _SHARED = (
 )
 
 
-class TaskRelationships(MatrixPerceptron):
+class TaskRelationships(CompiledLearner, MatrixPerceptron):
     """Shared machinery of saha2011 Algorithm 1 (see the module docstring).
 
     Subclasses implement :meth:`_updated_interaction`, which returns the new
@@ -255,10 +260,14 @@ class TaskRelationships(MatrixPerceptron):
         b = float(np.abs(self.A_[task]).sum()) if fixed is None else float(fixed)
         return bool(self.rng.random() < b / (b + margin))
 
-    def _learn(self, x: Vec, y: float, task: int) -> None:
+    def _decision(self, x: Vec, task: int) -> float:
+        return vec_dot(x, self.W_[task])
+
+    def _learn_reference(self, x: Vec, y: float, task: int) -> None:
+        """The numpy round (Algorithm 1 lines 4-16), the reference of the kernels."""
         if not self.is_active:
             self.n_rounds_ += 1
-        super()._learn(x, y, task)
+        MatrixPerceptron._learn(self, x, y, task)
 
     # ------------------------------------------------ Algorithm 1, lines 9-16
     def _after_mistake(self, x: Vec, y: float, task: int) -> None:
@@ -293,11 +302,47 @@ class TaskRelationships(MatrixPerceptron):
         return eta / tr if tr > 0.0 else 0.0
 
     # ------------------------------------------------------------- batches
-    def _score_and_learn_batch(self, batch: Batch, y: np.ndarray, tasks: np.ndarray) -> np.ndarray:
-        """The exact Gram-kernel batch path while A stays fixed; row by row otherwise."""
+    def _kernel(
+        self, rows: KernelRows, y: np.ndarray, tasks: np.ndarray, scores: np.ndarray
+    ) -> None:
+        """Run the weight-pass kernel (:mod:`learners.omtl.kernels`), stopping for every A update.
+
+        At a stop the kernel has applied the mistake's weight update (Eq. 3.3) and, when
+        A is fed the weights after it (``a_update_uses='post'``), its Gram tracking;
+        then A is updated (Eqs. 3.7-3.10) here, or for ``'pre'`` the reference tail
+        :meth:`_after_mistake` runs (A from the Gram matrix before the mistake).
+        """
+        post = self.hyper["a_update_uses"] == "post"
+        start = self.epoch_round
+        a_from = _NEVER if start is None else start
+        step = 0 if self.is_active else 1
+        counters = np.array([self.n_rounds_, self.n_mistakes_, 0], dtype=np.int64)
+        i = 0
+        while i < y.shape[0]:
+            counters[2] = 0
+            self.W_, self.Ainv_ = np.ascontiguousarray(self.W_), np.ascontiguousarray(self.Ainv_)
+            self.G_, self.colsum_ = (
+                np.ascontiguousarray(self.G_),
+                np.ascontiguousarray(self.colsum_),
+            )
+            i = weight_pass(
+                rows, y, tasks, i, self.W_, self.Ainv_, self.G_, self.colsum_, counters, step,
+                a_from, post, scores,
+            )  # fmt: skip
+            self.n_rounds_, self.n_mistakes_ = int(counters[0]), int(counters[1])
+            if counters[2] and post:
+                self.A_, self.Ainv_ = self._updated_interaction()
+                self.n_a_updates_ += 1
+            elif counters[2]:
+                self._after_mistake(rows.vec(i - 1), float(y[i - 1]), int(tasks[i - 1]))
+
+    def _score_and_learn_batch_reference(
+        self, batch: Batch, y: np.ndarray, tasks: np.ndarray
+    ) -> np.ndarray:
+        """The numpy batch path: the Gram-matrix solver while A stays fixed, else row by row."""
         if batch.dense is None or batch.n < 2 or not self._a_fixed_for(batch.n):
-            return Learner._score_and_learn_batch(self, batch, y, tasks)
-        scores = super()._score_and_learn_batch(batch, y, tasks)
+            return CompiledLearner._score_and_learn_batch_reference(self, batch, y, tasks)
+        scores = MistakeDriven._score_and_learn_batch(self, batch, y, tasks)
         if not self.is_active:
             self.n_rounds_ += batch.n
         return scores

@@ -5,6 +5,9 @@
 * ``coml``: collaborative online multitask learning (Li et al. 2014), a
   reconstruction (algorithms.md Sec. 5.6, [R]).
 
+Their test-then-train passes are compiled (:mod:`learners.rom.kernels`,
+``warm()`` compiles them); the numpy rounds stay as ``_learn_reference``.
+
 Every task predicts with ``w_i = u + p_i + q_i`` (shared, individual and
 outlier parts). The group-lasso penalty on the columns of ``Q`` keeps ``q_i``
 exactly zero for tasks that agree with the shared model, so the ROM learners

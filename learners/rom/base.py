@@ -40,7 +40,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from learners.base import Learner, Param
+from learners.base import Param
+from learners.omtl.compiled import CompiledLearner
 from learners.params import non_negative, one_of, positive
 
 __all__ = [
@@ -111,7 +112,7 @@ def relative_outliers(scores: np.ndarray, factor: float, threshold: float = 0.0)
     return [int(k) for k in np.flatnonzero(flagged)]
 
 
-class RobustMultitask(Learner):
+class RobustMultitask(CompiledLearner):
     """Base of learners with an outlier part ``q_i`` per task (``w_i = u + p_i + q_i``).
 
     Subclasses implement :meth:`_outlier_norms` (``||q_i||_2`` per task) and

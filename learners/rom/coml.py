@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from learners.base import APPEND_BIAS, L2_NORMALIZE, Learner, Param
+from learners.base import APPEND_BIAS, L2_NORMALIZE, Param
 from learners.inputs import Vec
+from learners.omtl.compiled import CompiledLearner, KernelRows, vec_dot
 from learners.params import non_negative, positive
 from learners.registry import register
+from learners.rom.kernels import coml_pass
 from learners.rom.scaled import add_scaled, rescale
 
 __all__ = ["CollaborativeMultitask"]
@@ -27,7 +29,7 @@ LI2014 = (
 
 
 @register
-class CollaborativeMultitask(Learner):
+class CollaborativeMultitask(CompiledLearner):
     """COML [R]: per-task PA-I models pulled towards a global PA-I model.
 
     On an event ``(x, y)`` of task ``k`` (hinge loss ``l(w) = [1 - y w.x]_+``):
@@ -87,17 +89,25 @@ class CollaborativeMultitask(Learner):
         self.b_ = np.zeros(self.n_tasks)
 
     def _decision(self, x: Vec, task: int) -> float:
-        return float(self.b_[task]) * x.dot(self.u_) + float(self.v_scale_[task]) * x.dot(
-            self.V_[task]
+        return float(self.b_[task]) * vec_dot(x, self.u_) + float(self.v_scale_[task]) * vec_dot(
+            x, self.V_[task]
         )
 
-    def _learn(self, x: Vec, y: float, task: int) -> None:
+    def _kernel(
+        self, rows: KernelRows, y: np.ndarray, tasks: np.ndarray, scores: np.ndarray
+    ) -> None:
+        """The compiled pass (:func:`learners.rom.kernels.coml_pass`)."""
+        C, nu = float(self.hyper["C"]), float(self.hyper["nu"])
+        coml_pass(rows, y, tasks, self.u_, self.V_, self.v_scale_, self.b_, C, nu, scores)
+
+    def _learn_reference(self, x: Vec, y: float, task: int) -> None:
+        """The numpy event (steps 1 and 2 above), the reference of the kernel."""
         sq = x.sqnorm()
         if sq == 0.0:
             return  # x = 0: every step leaves w.x = 0; nothing to learn
         C, nu = self.hyper["C"], self.hyper["nu"]
         # 1. global PA-I step; the tasks' own vectors absorb -b_j * delta.
-        loss_u = max(0.0, 1.0 - y * x.dot(self.u_))
+        loss_u = max(0.0, 1.0 - y * vec_dot(x, self.u_))
         if loss_u > 0.0:
             step = min(C, loss_u / sq) * y
             x.add_to(self.u_, step)
