@@ -24,6 +24,10 @@ from numba import njit
 from learners.active.kernels import KernelPass, load_row, warm_call, warm_rows
 from learners.adaptive.steps import AROW, invariant_step_compiled, loss_slope_compiled
 
+#: Sums may be reassociated (and so run in SIMD lanes), as in the other kernels; a sum
+#: then differs from the reference's in its last bits only.
+_SUMS = {"reassoc"}
+
 __all__ = ["adaptive_pass", "leader", "warm"]
 
 
@@ -37,12 +41,61 @@ def leader(mistakes: np.ndarray) -> int:  # pragma: no cover - compiled
     return best
 
 
-@njit(cache=True, fastmath={"reassoc"})
-def _dot(w: np.ndarray, idx: np.ndarray, val: np.ndarray, n: int) -> float:  # pragma: no cover
+# Every row helper takes ``idx``: the feature indices of a sparse row, or None for a
+# dense row whose every entry is non-zero (then entry p is feature p). numba compiles one
+# version per case and prunes the ``is None`` branch, so the dense loops are contiguous
+# and vectorise.
+@njit(cache=True, inline="always")
+def _at(idx: np.ndarray | None, p: int) -> int:  # pragma: no cover - compiled
+    if idx is None:
+        return p
+    return idx[p]
+
+
+@njit(cache=True, fastmath=_SUMS)
+def _dot(
+    w: np.ndarray, idx: np.ndarray | None, val: np.ndarray, n: int
+) -> float:  # pragma: no cover
     s = 0.0
     for p in range(n):
-        s += val[p] * w[idx[p]]
+        s += val[p] * w[_at(idx, p)]
     return s
+
+
+@njit(cache=True, fastmath=_SUMS)
+def _weighted_sqnorm(val: np.ndarray, weights: np.ndarray, n: int) -> float:  # pragma: no cover
+    """``sum_p val_p^2 weights_p`` over the first n entries."""
+    s = 0.0
+    for p in range(n):
+        s += val[p] * val[p] * weights[p]
+    return s
+
+
+@njit(cache=True, fastmath=_SUMS)
+def _scaled_sqnorm(val: np.ndarray, q: np.ndarray, n: int) -> float:  # pragma: no cover
+    """``sum_p (val_p q_p)^2``: with ``q_p = 1 / s_j`` the row's ``sum_j (x_j / s_j)^2``."""
+    s = 0.0
+    for p in range(n):
+        v = val[p] * q[p]
+        s += v * v
+    return s
+
+
+@njit(cache=True)
+def _axpy(
+    w: np.ndarray, a: float, coef: np.ndarray, idx: np.ndarray | None, val: np.ndarray, n: int
+) -> None:  # pragma: no cover - compiled
+    """``w_j += (a coef_p) x_j`` for the row's coordinates."""
+    for p in range(n):
+        w[_at(idx, p)] += (a * coef[p]) * val[p]
+
+
+@njit(cache=True)
+def _gather(
+    out: np.ndarray, w: np.ndarray, idx: np.ndarray | None, n: int
+) -> None:  # pragma: no cover - compiled
+    for p in range(n):
+        out[p] = w[_at(idx, p)]
 
 
 @njit(cache=True)
@@ -60,43 +113,92 @@ def _nonzeros(dense: bool, idx: np.ndarray, val: np.ndarray, n: int) -> int:  # 
 
 
 @njit(cache=True)
+def _all_nonzero(val: np.ndarray, n: int) -> bool:  # pragma: no cover - compiled
+    zeros = 0
+    for p in range(n):
+        zeros += val[p] == 0.0
+    return zeros == 0
+
+
+@njit(cache=True)
+def _normalise(
+    S: np.ndarray, q: np.ndarray, idx: np.ndarray | None, val: np.ndarray, n: int
+) -> None:  # pragma: no cover - compiled
+    """``s_j = max(s_j, |x_j|)``; ``q_p = 1 / s_j`` for the row's coordinates."""
+    for p in range(n):
+        j = _at(idx, p)
+        s = max(S[j], abs(val[p]))
+        S[j] = s
+        q[p] = 1.0 / s
+
+
+@njit(cache=True)
+def _arow_part(
+    u: np.ndarray,
+    sigma: np.ndarray,
+    ay: float,
+    r: float,
+    idx: np.ndarray | None,
+    val: np.ndarray,
+    n: int,
+) -> None:  # pragma: no cover - compiled
+    """``u_j += ay Sigma_j x_j``, ``Sigma_j <- 1 / (1 / Sigma_j + x_j^2 / r)``."""
+    for p in range(n):
+        j = _at(idx, p)
+        x = val[p]
+        u[j] += ay * sigma[j] * x
+        sigma[j] = 1.0 / (1.0 / sigma[j] + x * x / r)
+
+
+@njit(cache=True)
 def _arow_step(
     u0: np.ndarray,
     g0: np.ndarray,
     uk: np.ndarray,
     gk: np.ndarray,
-    idx: np.ndarray,
+    idx: np.ndarray | None,
     val: np.ndarray,
     n: int,
     y: float,
     z0: float,
     b: float,
     r: float,
+    buf: np.ndarray,
 ) -> None:  # pragma: no cover - compiled
     """Diagonal AROW on the shared + per-task parts (reference: ``reference._arow``)."""
     if z0 >= 1.0:
         return
-    v = 0.0
-    for p in range(n):
-        v += val[p] * val[p] * g0[idx[p]]
+    _gather(buf, g0, idx, n)
+    v = _weighted_sqnorm(val, buf, n)
     if b > 0.0:
-        vk = 0.0
-        for p in range(n):
-            vk += val[p] * val[p] * gk[idx[p]]
-        v += vk
-    beta = 1.0 / (v + r)
-    ay = (1.0 - z0) * beta * y
+        _gather(buf, gk, idx, n)
+        v += _weighted_sqnorm(val, buf, n)
+    ay = (1.0 - z0) / (v + r) * y
+    _arow_part(u0, g0, ay, r, idx, val, n)
+    if b > 0.0:
+        _arow_part(uk, gk, ay, r, idx, val, n)
+
+
+@njit(cache=True)
+def _adagrad_rates(
+    acc: np.ndarray,
+    q: np.ndarray,
+    idx: np.ndarray | None,
+    val: np.ndarray,
+    n: int,
+    gg: float,
+    eta: float,
+    rates: np.ndarray,
+) -> float:  # pragma: no cover - compiled
+    """``G_j += g^2 x_j^2``, ``rates_p = eta / (s_j sqrt(G_j))`` (``q_p = 1 / s_j``) for the
+    row's coordinates of one part; returns ``sum_j x_j^2 rates_j`` (its share of ``h / c``)."""
     for p in range(n):
-        j = idx[p]
+        j = _at(idx, p)
         x = val[p]
-        u0[j] += ay * g0[j] * x
-        g0[j] = 1.0 / (1.0 / g0[j] + x * x / r)
-    if b > 0.0:
-        for p in range(n):
-            j = idx[p]
-            x = val[p]
-            uk[j] += ay * gk[j] * x
-            gk[j] = 1.0 / (1.0 / gk[j] + x * x / r)
+        total = acc[j] + gg * (x * x)
+        acc[j] = total
+        rates[p] = eta * q[p] / math.sqrt(total)
+    return _weighted_sqnorm(val, rates, n)
 
 
 @njit(cache=True)
@@ -107,8 +209,8 @@ def _gradient_step(
     g0: np.ndarray,
     uk: np.ndarray,
     gk: np.ndarray,
-    S: np.ndarray,
-    idx: np.ndarray,
+    q: np.ndarray,
+    idx: np.ndarray | None,
     val: np.ndarray,
     n: int,
     y: float,
@@ -123,34 +225,81 @@ def _gradient_step(
     if g == 0.0:
         return
     gg = g * g
-    h = 0.0
-    for p in range(n):
-        j = idx[p]
-        x2 = val[p] * val[p]
-        acc = g0[j] + gg * x2
-        g0[j] = acc
-        rate0[p] = eta / (S[j] * math.sqrt(acc))
-        h += x2 * rate0[p]
+    h = _adagrad_rates(g0, q, idx, val, n, gg, eta, rate0)
     if b > 0.0:
-        hk = 0.0
-        etak = eta * b
-        for p in range(n):
-            j = idx[p]
-            x2 = val[p] * val[p]
-            acc = gk[j] + gg * x2
-            gk[j] = acc
-            ratek[p] = etak / (S[j] * math.sqrt(acc))
-            hk += x2 * ratek[p]
-        h += hk
+        h += _adagrad_rates(gk, q, idx, val, n, gg, eta * b, ratek)
     h *= scale
     if not h > 0.0:
         return
     a = y * invariant_step_compiled(loss, z0, h) / h * scale
-    for p in range(n):
-        u0[idx[p]] += (a * rate0[p]) * val[p]
+    _axpy(u0, a, rate0, idx, val, n)
     if b > 0.0:
-        for p in range(n):
-            uk[idx[p]] += (a * ratek[p]) * val[p]
+        _axpy(uk, a, ratek, idx, val, n)
+
+
+@njit(cache=True)
+def _learn_row(
+    idx: np.ndarray | None,
+    val: np.ndarray,
+    n: int,
+    k: int,
+    y: float,
+    losses: np.ndarray,
+    etas: np.ndarray,
+    couplings: np.ndarray,
+    ridges: np.ndarray,
+    U0: np.ndarray,
+    U: np.ndarray,
+    G0: np.ndarray,
+    G: np.ndarray,
+    S: np.ndarray,
+    stats: np.ndarray,
+    mistakes: np.ndarray,
+    scores: np.ndarray,
+    buffers: np.ndarray,
+) -> float:  # pragma: no cover - compiled
+    """Score one loaded row with every configuration, then learn it; returns the
+    leader's score (the order of ``reference.learn``)."""
+    M = U0.shape[0]
+    for m in range(M):
+        scores[m] = _dot(U0[m], idx, val, n) + _dot(U[m, k], idx, val, n)
+    out = scores[leader(mistakes)]
+    for m in range(M):
+        if (scores[m] >= 0.0) != (y > 0.0):
+            mistakes[m] += 1
+    if n == 0:
+        return out
+    q, rate0, ratek = buffers[0], buffers[1], buffers[2]
+    _normalise(S, q, idx, val, n)
+    stats[0] += _scaled_sqnorm(val, q, n)
+    stats[1] += 1.0
+    scale = math.sqrt(stats[1] / stats[0])
+    for m in range(M):
+        z0 = y * scores[m]
+        if losses[m] == AROW:
+            _arow_step(
+                U0[m], G0[m], U[m, k], G[m, k], idx, val, n, y, z0, couplings[m], ridges[m], rate0
+            )
+        else:
+            _gradient_step(
+                losses[m],
+                etas[m],
+                U0[m],
+                G0[m],
+                U[m, k],
+                G[m, k],
+                q,
+                idx,
+                val,
+                n,
+                y,
+                z0,
+                couplings[m],
+                scale,
+                rate0,
+                ratek,
+            )
+    return out
 
 
 @njit(cache=True)
@@ -173,60 +322,17 @@ def adaptive_pass(
     dense = call.dense
     idx = np.empty(dim, dtype=np.int64)
     val = np.empty(dim)
-    rate0 = np.empty(dim)
-    ratek = np.empty(dim)
+    buffers = np.empty((3, dim))
     scores = np.empty(M)
     for i in range(call.y.shape[0]):
-        n = _nonzeros(dense, idx, val, load_row(call, i, dim, idx, val))
-        k = call.tasks[i]
-        y = call.y[i]
-        for m in range(M):
-            scores[m] = _dot(U0[m], idx, val, n) + _dot(U[m, k], idx, val, n)
-        call.scores[i] = scores[leader(mistakes)]
-        if n == 0:
-            for m in range(M):
-                if (scores[m] >= 0.0) != (y > 0.0):
-                    mistakes[m] += 1
-            continue
-        nsum = 0.0
-        for p in range(n):
-            j = idx[p]
-            a = abs(val[p])
-            if a > S[j]:
-                S[j] = a
-            q = val[p] / S[j]
-            nsum += q * q
-        stats[0] += nsum
-        stats[1] += 1.0
-        scale = math.sqrt(stats[1] / stats[0])
-        for m in range(M):
-            p_m = scores[m]
-            if (p_m >= 0.0) != (y > 0.0):
-                mistakes[m] += 1
-            loss = losses[m]
-            if loss == AROW:
-                _arow_step(
-                    U0[m], G0[m], U[m, k], G[m, k], idx, val, n, y, y * p_m, couplings[m], ridges[m]
-                )
-            else:
-                _gradient_step(
-                    loss,
-                    etas[m],
-                    U0[m],
-                    G0[m],
-                    U[m, k],
-                    G[m, k],
-                    S,
-                    idx,
-                    val,
-                    n,
-                    y,
-                    y * p_m,
-                    couplings[m],
-                    scale,
-                    rate0,
-                    ratek,
-                )
+        n = load_row(call, i, dim, idx, val)
+        args = (call.tasks[i], call.y[i], losses, etas, couplings, ridges)
+        state = (U0, U, G0, G, S, stats, mistakes, scores, buffers)
+        if dense and _all_nonzero(val, n):
+            call.scores[i] = _learn_row(None, val, n, *args, *state)
+        else:
+            n = _nonzeros(dense, idx, val, n)
+            call.scores[i] = _learn_row(idx, val, n, *args, *state)
 
 
 def warm() -> None:
