@@ -122,14 +122,37 @@ def _all_nonzero(val: np.ndarray, n: int) -> bool:  # pragma: no cover - compile
 
 @njit(cache=True)
 def _normalise(
-    S: np.ndarray, q: np.ndarray, idx: np.ndarray | None, val: np.ndarray, n: int
+    S: np.ndarray,
+    q: np.ndarray,
+    idx: np.ndarray | None,
+    val: np.ndarray,
+    n: int,
+    U0: np.ndarray,
+    U: np.ndarray,
+    losses: np.ndarray,
 ) -> None:  # pragma: no cover - compiled
-    """``s_j = max(s_j, |x_j|)``; ``q_p = 1 / s_j`` for the row's coordinates."""
+    """``s_j = max(s_j, |x_j|)``, first-order weights of feature j times ``s_old / s_new``
+    when it grows from ``s_old > 0``; ``q_p = 1 / s_j`` for the row's coordinates."""
     for p in range(n):
         j = _at(idx, p)
-        s = max(S[j], abs(val[p]))
-        S[j] = s
-        q[p] = 1.0 / s
+        a = abs(val[p])
+        if a > S[j]:
+            if S[j] > 0.0:
+                _rescale(U0, U, losses, j, S[j] / a)
+            S[j] = a
+        q[p] = 1.0 / S[j]
+
+
+@njit(cache=True)
+def _rescale(
+    U0: np.ndarray, U: np.ndarray, losses: np.ndarray, j: int, ratio: float
+) -> None:  # pragma: no cover - compiled
+    """Feature j's shared and per-task weights of every first-order configuration times ``ratio``."""
+    for m in range(U0.shape[0]):
+        if losses[m] != AROW:
+            U0[m, j] *= ratio
+            for k in range(U.shape[1]):
+                U[m, k, j] *= ratio
 
 
 @njit(cache=True)
@@ -270,7 +293,7 @@ def _learn_row(
     if n == 0:
         return out
     q, rate0, ratek = buffers[0], buffers[1], buffers[2]
-    _normalise(S, q, idx, val, n)
+    _normalise(S, q, idx, val, n, U0, U, losses)
     stats[0] += _scaled_sqnorm(val, q, n)
     stats[1] += 1.0
     scale = math.sqrt(stats[1] / stats[0])

@@ -62,7 +62,9 @@ def learn(state: AdaptiveState, configs: Configs, v: Vec, y: float, task: int) -
     if val.shape[0] == 0:
         state.mistakes += (scores >= 0.0) != (y > 0.0)
         return
-    # Normaliser (VW's normalized updates): s_j = max |x_j|, N += sum (x_j / s_j)^2.
+    # Normaliser (VW's normalized updates): s_j = max |x_j|, N += sum (x_j / s_j)^2; the
+    # first-order weights of a feature whose s_j grows from s_old > 0 shrink by s_old / s_new.
+    _rescale(state, configs, np.arange(state.S.shape[0])[j], np.abs(val))
     state.S[j] = np.maximum(state.S[j], np.abs(val))
     s = state.S[j]
     state.stats[0] += float(np.sum(x2 / (s * s)))
@@ -98,6 +100,19 @@ def learn(state: AdaptiveState, configs: Configs, v: Vec, y: float, task: int) -
         state.U0[m, j] += (a * rate0) * val
         if b > 0.0:
             state.U[m, task, j] += (a * ratek) * val
+
+
+def _rescale(state: AdaptiveState, configs: Configs, cols: np.ndarray, size: np.ndarray) -> None:
+    """VW's rescaling on a growing normaliser (algorithms.md Sec. 11.2, step 1)."""
+    old = state.S[cols]
+    grow = (size > old) & (old > 0.0)
+    if not grow.any():
+        return
+    cols, ratio = cols[grow], old[grow] / size[grow]
+    first = np.flatnonzero(configs.losses != AROW)
+    state.U0[np.ix_(first, cols)] *= ratio
+    tasks = np.arange(state.U.shape[1])
+    state.U[np.ix_(first, tasks, cols)] *= ratio
 
 
 def _arow(

@@ -41,6 +41,20 @@ def test_hinge_first_step_by_hand() -> None:
     np.testing.assert_array_equal(model.stats_, [2.0, 1.0])
 
 
+def test_growing_normaliser_shrinks_the_weights_of_that_feature() -> None:
+    """x = (1, 1), y = +1 puts the margin at 1 (hinge, h = sqrt(2) >= 1) with equal weights
+    on both features. Then x = (4, 1): s_0 grows 1 -> 4, so u_0j and u_kj of feature 0 shrink
+    by 1/4 (VW's rescaling); the margin is then exactly 1 again and the hinge step is 0."""
+    model = member("adaptive-hinge", eta=0.5, b=1.0)
+    model.learn_one(np.array([1.0, 1.0]), 1, task=0)
+    u0, u1 = model.U0_[0].copy(), model.U_[0, 0].copy()
+    assert u0[0] == u0[1] and model.decision_one(np.array([1.0, 1.0]), 0) == pytest.approx(1.0)
+    assert model.score_and_learn_one(np.array([4.0, 1.0]), 1, task=0) == pytest.approx(2.5)
+    np.testing.assert_array_equal(model.U0_[0], [u0[0] / 4, u0[1]])
+    np.testing.assert_array_equal(model.U_[0, 0], [u1[0] / 4, u1[1]])
+    np.testing.assert_array_equal(model.S_, [4.0, 1.0])
+
+
 def test_logistic_first_step_solves_the_invariant_equation() -> None:
     """Same x: g = -1/2, G = (1, 1/4), rates (1/4, 1) in both parts, h = 2 (1 + 1) / sqrt(2)
     = 2 sqrt(2); the new margin z solves z + e^z = 0 + e^0 + h (Karampatziakis & Langford),
