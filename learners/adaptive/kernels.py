@@ -28,7 +28,7 @@ from learners.adaptive.steps import AROW, invariant_step_compiled, loss_slope_co
 #: then differs from the reference's in its last bits only.
 _SUMS = {"reassoc"}
 
-__all__ = ["adaptive_pass", "leader", "warm"]
+__all__ = ["ConfigArrays", "StateArrays", "adaptive_pass", "leader", "warm"]
 
 
 @njit(cache=True)
@@ -260,6 +260,14 @@ def _gradient_step(
         _axpy(uk, a, ratek, idx, val, n)
 
 
+#: The configuration arrays ``(losses, etas, couplings, ridges)``, shape (M,) each.
+ConfigArrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+#: The learned state ``(U0, U, G0, G, S, stats, mistakes)`` (``reference.AdaptiveState``).
+StateArrays = tuple[
+    np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray
+]
+
+
 @njit(cache=True)
 def _learn_row(
     idx: np.ndarray | None,
@@ -267,22 +275,15 @@ def _learn_row(
     n: int,
     k: int,
     y: float,
-    losses: np.ndarray,
-    etas: np.ndarray,
-    couplings: np.ndarray,
-    ridges: np.ndarray,
-    U0: np.ndarray,
-    U: np.ndarray,
-    G0: np.ndarray,
-    G: np.ndarray,
-    S: np.ndarray,
-    stats: np.ndarray,
-    mistakes: np.ndarray,
+    configs: ConfigArrays,
+    state: StateArrays,
     scores: np.ndarray,
     buffers: np.ndarray,
 ) -> float:  # pragma: no cover - compiled
     """Score one loaded row with every configuration, then learn it; returns the
     leader's score (the order of ``reference.learn``)."""
+    losses, etas, couplings, ridges = configs
+    U0, U, G0, G, S, stats, mistakes = state
     M = U0.shape[0]
     for m in range(M):
         scores[m] = _dot(U0[m], idx, val, n) + _dot(U[m, k], idx, val, n)
@@ -327,21 +328,14 @@ def _learn_row(
 
 @njit(cache=True)
 def adaptive_pass(
-    call: KernelPass,
-    losses: np.ndarray,
-    etas: np.ndarray,
-    couplings: np.ndarray,
-    ridges: np.ndarray,
-    U0: np.ndarray,
-    U: np.ndarray,
-    G0: np.ndarray,
-    G: np.ndarray,
-    S: np.ndarray,
-    stats: np.ndarray,
-    mistakes: np.ndarray,
+    call: KernelPass, configs: ConfigArrays, state: StateArrays
 ) -> None:  # pragma: no cover - compiled
-    """Test-then-train over ``call``'s rows (module docstring); fills ``call.scores``."""
-    M, dim = U0.shape
+    """Test-then-train over ``call``'s rows (module docstring); fills ``call.scores``.
+
+    ``configs`` and ``state`` are the arrays of :data:`ConfigArrays` and
+    :data:`StateArrays`, updated in place.
+    """
+    M, dim = state[0].shape
     dense = call.dense
     idx = np.empty(dim, dtype=np.int64)
     val = np.empty(dim)
@@ -349,13 +343,12 @@ def adaptive_pass(
     scores = np.empty(M)
     for i in range(call.y.shape[0]):
         n = load_row(call, i, dim, idx, val)
-        args = (call.tasks[i], call.y[i], losses, etas, couplings, ridges)
-        state = (U0, U, G0, G, S, stats, mistakes, scores, buffers)
+        k, y = call.tasks[i], call.y[i]
         if dense and _all_nonzero(val, n):
-            call.scores[i] = _learn_row(None, val, n, *args, *state)
+            call.scores[i] = _learn_row(None, val, n, k, y, configs, state, scores, buffers)
         else:
             n = _nonzeros(dense, idx, val, n)
-            call.scores[i] = _learn_row(idx, val, n, *args, *state)
+            call.scores[i] = _learn_row(idx, val, n, k, y, configs, state, scores, buffers)
 
 
 def warm() -> None:
@@ -365,15 +358,14 @@ def warm() -> None:
         M = 3
         adaptive_pass(
             call,
-            np.array([0, 1, 2], dtype=np.int64),
-            np.ones(M),
-            np.ones(M),
-            np.ones(M),
-            np.zeros((M, 4)),
-            np.zeros((M, 2, 4)),
-            np.ones((M, 4)),
-            np.ones((M, 2, 4)),
-            np.zeros(4),
-            np.zeros(2),
-            np.zeros(M, dtype=np.int64),
+            (np.array([0, 1, 2], dtype=np.int64), np.ones(M), np.ones(M), np.ones(M)),
+            (
+                np.zeros((M, 4)),
+                np.zeros((M, 2, 4)),
+                np.ones((M, 4)),
+                np.ones((M, 2, 4)),
+                np.zeros(4),
+                np.zeros(2),
+                np.zeros(M, dtype=np.int64),
+            ),
         )

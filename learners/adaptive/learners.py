@@ -163,17 +163,8 @@ class AdaptiveLearner(Learner):
         c = self._configs
         adaptive_pass(
             call,
-            c.losses,
-            c.etas,
-            c.couplings,
-            c.ridges,
-            self.U0_,
-            self.U_,
-            self.G0_,
-            self.G_,
-            self.S_,
-            self.stats_,
-            self.mistakes_,
+            (c.losses, c.etas, c.couplings, c.ridges),
+            (self.U0_, self.U_, self.G0_, self.G_, self.S_, self.stats_, self.mistakes_),
         )
         return scores
 
