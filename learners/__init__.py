@@ -1,4 +1,4 @@
-"""Online multitask learners: pure mathematics on numpy and scipy.
+"""Online multitask learners: pure mathematics on numpy, scipy and numba.
 
 Use :func:`make` to build a learner by its registry name and :func:`available`
 to list them::
@@ -9,7 +9,12 @@ to list them::
     >>> model.predict_one(np.array([1.0, 0.0, 0.5]), task=1)
     1
 
-The package never imports :mod:`service`.
+Learners with compiled kernels compile them at first use (numba, cached on
+disk); call :func:`warm_kernels` once at start-up so that no call compiles.
+Optional capabilities are declared by class flags (``is_active``,
+``reports_query_probability``, ``reports_outliers``; see :mod:`learners.base`)
+and reached through :func:`query_probability_reporter` and
+:func:`outlier_reporter`. The package never imports :mod:`service`.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from learners.base import (
     query_probability_reporter,
 )
 from learners.inputs import Vec, as_vector
+from learners.kernels import warm_kernels
 from learners.registry import available, from_state_dict, get, make, register
 
 __all__ = [
@@ -41,4 +47,5 @@ __all__ = [
     "outlier_reporter",
     "query_probability_reporter",
     "register",
+    "warm_kernels",
 ]

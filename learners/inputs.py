@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from learners.kernels import all_finite
 from learners.params import strict_int
 
 FloatArray = np.ndarray
@@ -120,11 +121,16 @@ def _finish(idx: IntArray, val: FloatArray, dim: int) -> Vec:
 
 
 def _check_finite(val: FloatArray) -> None:
-    # A finite sum of squares proves every element finite (NaN and inf propagate; the
-    # dot product is the cheapest reduction numpy has); only when it is not finite (bad
-    # values, or a harmless overflow) check element by element.
+    # Small vectors: a finite sum of squares proves every element finite (NaN and inf
+    # propagate; only when it is not finite, bad values or a harmless overflow, check
+    # element by element). Large batches: a compiled single pass, because a multithreaded
+    # BLAS dot can be slow on a busy machine.
     flat = val.reshape(-1)
-    if not math.isfinite(flat.dot(flat)) and not np.isfinite(val).all():
+    if flat.shape[0] > 4096 and flat.flags.c_contiguous and flat.dtype == np.float64:
+        finite = all_finite(flat)
+    else:
+        finite = math.isfinite(flat.dot(flat)) or bool(np.isfinite(val).all())
+    if not finite:
         raise ValueError("x contains NaN or infinite values")
 
 
@@ -245,22 +251,30 @@ class Batch:
         self.n = int(dense.shape[0] if dense is not None else csr.shape[0])  # type: ignore[union-attr]
 
     @classmethod
-    def from_input(cls, X: Any, dim: int) -> Batch:
-        """Validate ``X`` (2-D array, sparse matrix, or a sequence of single vectors)."""
+    def from_input(cls, X: Any, dim: int, *, check_finite: bool = True) -> Batch:
+        """Validate ``X`` (2-D array, sparse matrix, or a sequence of single vectors).
+
+        ``check_finite=False`` skips the NaN/inf check of a 2-D array, for a caller
+        that detects non-finite rows itself and undoes their effect.
+        """
         if sp.issparse(X):
             if X.ndim != 2 or X.shape[1] != dim:
                 raise ValueError(f"X must have {dim} columns, got shape {X.shape}")
-            csr = sp.csr_matrix(X, dtype=np.float64, copy=True)
-            csr.sum_duplicates()
-            csr.eliminate_zeros()
-            csr.sort_indices()
+            csr = X if type(X) is sp.csr_matrix and X.dtype == np.float64 else None
+            if csr is None or not (csr.has_canonical_format and csr.data.all()):
+                # Canonicalise a copy: sorted unique indices, no explicit zeros.
+                csr = sp.csr_matrix(X, dtype=np.float64, copy=True)
+                csr.sum_duplicates()
+                csr.eliminate_zeros()
+                csr.sort_indices()
             _check_finite(csr.data)
             return cls(None, csr, dim)
         if isinstance(X, np.ndarray):
             if X.ndim != 2 or X.shape[1] != dim:
                 raise ValueError(f"X must be 2-D with {dim} columns, got shape {X.shape}")
             arr = np.asarray(X, dtype=np.float64)
-            _check_finite(arr)
+            if check_finite:
+                _check_finite(arr)
             return cls(arr, None, dim)
         rows = [as_vector(r, dim) for r in X]
         return cls.from_vecs(rows, dim)
@@ -300,6 +314,7 @@ class Batch:
             n2 = np.asarray(csr.multiply(csr).sum(axis=1)).ravel()
             scale = np.where(n2 > 0.0, 1.0 / np.sqrt(np.where(n2 > 0.0, n2, 1.0)), 1.0)
             csr = sp.csr_matrix(sp.diags(scale) @ csr)
+        csr.sort_indices()  # sparse products may leave rows unsorted; kernels read them in order
         return Batch(None, csr, csr.shape[1])
 
     def rows(self) -> list[Vec]:

@@ -128,7 +128,7 @@ def peer_pass(
     bq: float,
     shares: bool,
 ) -> tuple[int, int]:  # pragma: no cover - compiled
-    """PEER / PEER+Share rounds (algorithms.md Sec. 3.3-3.4; see :class:`learners.amlc.PeerLearning`).
+    """PEER / PEER+Share rounds (docs/algorithms.md Sec. 3.3-3.4; see :class:`learners.amlc.PeerLearning`).
 
     Per row of task k: ``f = W x``; score ``f_k``. Active pass: ``P`` when
     ``u < b / (b + |f_k|)``; then ``f_peer = tau_k . f`` and ``Q`` when

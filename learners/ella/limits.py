@@ -1,7 +1,7 @@
 """How large an ELLA-family learner may grow, checked before anything is allocated.
 
 The ELLA family is dense in the feature dimension by construction
-(ruvolo2014 Eq. 7; algorithms.md Sec. 4): every task keeps ``D_t``, a
+(ruvolo2014 Eq. 7; docs/algorithms.md Sec. 4): every task keeps ``D_t``, a
 ``d x d`` matrix, and the linear base learner its ``X^T X`` (another ``d x d``
 per task); ``ella``, ``ella-incremental`` and ``ella-dual`` also keep the
 ``dk x dk`` system ``A`` of their basis step. On sparse high-dimensional data

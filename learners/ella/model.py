@@ -1,4 +1,4 @@
-"""The streaming learner shared by the ELLA family (ruvolo2014; algorithms.md Sec. 4).
+"""The streaming learner shared by the ELLA family (ruvolo2014; docs/algorithms.md Sec. 4).
 
 Every task ``t`` keeps what its single-task fit needs, so ``(theta_t, D_t)`` can be
 refreshed whenever new examples arrive:
@@ -95,7 +95,7 @@ COMMON_PARAMS: tuple[Param, ...] = (
     Param(
         "ridge_form",
         "aaai",
-        "Base-learner ridge (algorithms.md Sec. 8 #12): 'aaai' (ruvolo2014 Eq. 7: ridge "
+        "Base-learner ridge (docs/algorithms.md Sec. 8 #12): 'aaai' (ruvolo2014 Eq. 7: ridge "
         "||theta||^2 in the fit, D = ridge I + Hessian) or 'icml' (ELLA 2013 / MATLAB: "
         "D = (X^T X + ridge I') / n, ridge / n on theta, bias free with append_bias or "
         "last_is_bias).",
@@ -131,7 +131,7 @@ COMMON_PARAMS: tuple[Param, ...] = (
         "init_first_k",
         False,
         "Copy the models of the first k new tasks into the columns of L, with one-hot codes "
-        "(the ELLA MATLAB code's initializeWithFirstKTasks, algorithms.md Sec. 4.3 step 4).",
+        "(the ELLA MATLAB code's initializeWithFirstKTasks, docs/algorithms.md Sec. 4.3 step 4).",
         boolean,
     ),
     L2_NORMALIZE,
@@ -173,6 +173,17 @@ class BasisLearner(Learner):
     # ----------------------------------------------------------------- set-up
     def _label_kind(self) -> str:
         return "regression" if self.hyper["base_learner"] == "linear" else "classification"
+
+    @classmethod
+    def state_bytes(cls, n_features: int, n_tasks: int, **params: Any) -> int:
+        """ELLA's state: ``L`` (d x k), ``S``, ``theta``, the per-task ``D_t`` and
+        ``X^T X`` (K x d x d), the accumulators ``A`` ((dk)^2) and ``b``, and the
+        logistic base learner's example buffers (K x buffer_size x d)."""
+        hyper = cls._resolve_params(params)
+        d, K, k = int(n_features) + int(bool(hyper["append_bias"])), int(n_tasks), int(hyper["k"])
+        B = int(hyper["buffer_size"]) if hyper["base_learner"] == "logistic" else 0
+        floats = d * k + K * k + 2 * K * d + 2 * K * d * d + (d * k) ** 2 + d * k + K * B * (d + 1)
+        return 8 * floats + 17 * K
 
     @property
     def k(self) -> int:
@@ -257,7 +268,7 @@ class BasisLearner(Learner):
         return R
 
     def objective(self) -> float:
-        """Eq. (7) (L1 form, algorithms.md Sec. 8 #13) over the tasks that shaped the basis."""
+        """Eq. (7) (L1 form, docs/algorithms.md Sec. 8 #13) over the tasks that shaped the basis."""
         u = self.used_
         return eq7_objective(
             self.L_, self.S_[u], self.theta_[u], self.D_[u], self.count_[u], self.hyper["mu"]
@@ -375,7 +386,7 @@ class BasisLearner(Learner):
         self._update_basis(task)
 
     def _redraw_zero_columns(self) -> None:
-        """Redraw all-zero basis columns (algorithms.md Sec. 4.3 step 3, squared-norm test)."""
+        """Redraw all-zero basis columns (docs/algorithms.md Sec. 4.3 step 3, squared-norm test)."""
         zero = np.flatnonzero(np.sum(self.L_ * self.L_, axis=0) < ZERO_COLUMN)
         if zero.size:
             self.L_[:, zero] = self._random_columns(zero.size)
@@ -432,7 +443,7 @@ class BasisLearner(Learner):
         return int(self.used_.sum())
 
     def _ella_step(self) -> None:
-        """ELLA's exact L step (algorithms.md Sec. 4.3 step 6)."""
+        """ELLA's exact L step (docs/algorithms.md Sec. 4.3 step 6)."""
         self.L_ = solve_basis(self.A_, self.b_, self._n_used(), self.hyper["lam"], self.dim, self.k)
 
     def _incremental_step(self, task: int) -> None:

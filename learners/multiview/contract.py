@@ -284,8 +284,10 @@ class MultiviewLearner(Learner):
     def _learn(self, x: Vec, y: float, task: int) -> None:
         self._learn_views(self._lone_vec(x, task), y, task)
 
-    def _prepare_batch(self, X: Any, y: Any, task: Any) -> tuple[Batch, np.ndarray, np.ndarray]:
-        batch, labels, tasks = super()._prepare_batch(X, y, task)
+    def _prepare_batch(
+        self, X: Any, y: Any, task: Any, *, check_finite: bool = True
+    ) -> tuple[Batch, np.ndarray, np.ndarray]:
+        batch, labels, tasks = super()._prepare_batch(X, y, task, check_finite=check_finite)
         if tasks.shape[0] and not np.all(self.dims_[tasks] == self._n_features):
             raise ValueError(
                 "a batch of interleaved rows may only hold tasks of dimension n_features; "

@@ -5,7 +5,7 @@ row in stream order, dense rows or CSR rows (:func:`weight_pass`; numba
 compiles the round once per row form): the score ``<w_{i_t}, x>``, the round counter, on a
 mistake the update ``w_j += y (A^{-1})_{j, i_t} x`` of every task (Eq. 3.3) and
 the incremental Gram matrix ``G = W W^T`` and row sums of ``W``
-(:func:`learners.omtl.updates.gram_after_rank_one`, algorithms.md Sec. 2.8).
+(:func:`learners.omtl.updates.gram_after_rank_one`, docs/algorithms.md Sec. 2.8).
 Cost O(nnz) per row and O(K nnz + K^2) per mistake, whatever the mistake rate.
 
 The ``K x K`` update of ``A`` (Eqs. 3.7-3.10, an eigendecomposition) stays in

@@ -1,11 +1,11 @@
 """Online task-relationship learners of saha2011: OMTLLOG, OMTLVON, OMTLCOV and BATCHOPT.
 
-All four follow saha2011 Algorithm 1 (algorithms.md Sec. 2.1):
+All four follow saha2011 Algorithm 1 (docs/algorithms.md Sec. 2.1):
 
 * ``A`` starts at ``I/K`` (so ``A^{-1} = K I``: K independent Perceptrons whose
   steps are ``K y x``, sign-identical to ``ipl``);
 * on a mistake of task ``i_t`` every task moves by ``y (A^{-1})_{j, i_t} x``
-  (Eq. 3.3, the (j, i_t) entry of the matrix inverse, algorithms.md Sec. 2.4);
+  (Eq. 3.3, the (j, i_t) entry of the matrix inverse, docs/algorithms.md Sec. 2.4);
 * from round ``EPOCH`` on (the priming period, Sec. 3.2), every mistake is
   followed by an update of A: Eq. (3.7) LogDet, (3.8) von Neumann, (3.9)
   covariance or (3.10) batch optimum (:mod:`learners.omtl.updates`).
@@ -22,7 +22,7 @@ active learner it is one ``query_one`` call instead (whether or not the label is
 then asked for, and however late the label arrives), so ``expected_rounds`` is
 the stream length in both modes.
 
-**Active variant** (Sec. 4, algorithms.md Sec. 2.7): with ``active=True``,
+**Active variant** (Sec. 4, docs/algorithms.md Sec. 2.7): with ``active=True``,
 ``query_one`` asks for the label with probability ``b / (b + |r|)``, ``r`` the
 margin of the current task, ``b = sum_j |A_{i_t, j}|`` (row of the current A),
 or the fixed ``sampling_b`` when given (the rule of the paper's baselines;
@@ -99,7 +99,7 @@ EPOCH_ROUNDS = Param(
 NORMALIZE_TRACE = Param(
     "normalize_trace",
     True,
-    "Rescale A to unit trace after every A update (algorithms.md Sec. 2.5; Eqs. 3.7-3.9 do not "
+    "Rescale A to unit trace after every A update (docs/algorithms.md Sec. 2.5; Eqs. 3.7-3.9 do not "
     "preserve the trace themselves).",
     boolean,
 )
@@ -114,7 +114,7 @@ RIDGE = Param(
     "ridge",
     1e-6,
     "Ridge eps = ridge * tr(A)/K added to the covariance (3.9) and batch-optimal (3.10) "
-    "matrices before inverting (algorithms.md Sec. 2.5).",
+    "matrices before inverting (docs/algorithms.md Sec. 2.5).",
     non_negative,
 )
 EIG_FLOOR = Param(
@@ -134,7 +134,7 @@ COV_IS_A_INVERSE = Param(
     "cov_is_A_inverse",
     False,
     "Use the covariance-like matrix as A^{-1} (the learning rates, scaled to mean diagonal K) "
-    "instead of as A (literal Eqs. 3.9/3.10); algorithms.md Sec. 8, item 1.",
+    "instead of as A (literal Eqs. 3.9/3.10); docs/algorithms.md Sec. 8, item 1.",
     boolean,
 )
 
@@ -153,7 +153,7 @@ ETA_SCALE = Param(
     "eta_scale",
     "trace",
     "How eta meets the Gram matrix in Eqs. 3.7/3.8: 'trace' uses eta / tr(W^T W) (scale-free, "
-    "algorithms.md Sec. 2.3) and 'absolute' the literal eta. With 'absolute' the step of A grows "
+    "docs/algorithms.md Sec. 2.3) and 'absolute' the literal eta. With 'absolute' the step of A grows "
     "with the weights, which grow with A^{-1}: the feedback makes W overflow on long streams.",
     one_of("trace", "absolute"),
 )

@@ -1,6 +1,6 @@
 """COML: collaborative online multitask learning (Li, Hoi, Chang, Liu, Jain; TKDE 2014).
 
-A **reconstruction** ([R], algorithms.md Sec. 5.6): the paper's body was not
+A **reconstruction** ([R], docs/algorithms.md Sec. 5.6): the paper's body was not
 retrievable. What zhang2018 says of it ("constructs a global center for all
 tasks, and on each round the global model is leveraged by each individual task
 to form its collaborative updating rule") is realised as a global PA-I model
@@ -24,7 +24,7 @@ __all__ = ["CollaborativeMultitask"]
 
 LI2014 = (
     "Li, Hoi, Chang, Liu, Jain. Collaborative Online Multitask Learning. IEEE TKDE 26(8), 2014 "
-    "(reconstruction, algorithms.md Sec. 5.6 [R])"
+    "(reconstruction, docs/algorithms.md Sec. 5.6 [R])"
 )
 
 
@@ -37,7 +37,7 @@ class CollaborativeMultitask(CompiledLearner):
     1. global model, PA-I on every event:
        ``u <- u + min(C, l(u)/||x||^2) y x``;
     2. task k, ``w_k <- argmin_w 1/2 ||w - w_k||^2 + nu/2 ||w - u||^2 + C l(w)``,
-       whose solution (algorithms.md Sec. 5.6, derived) is, with
+       whose solution (docs/algorithms.md Sec. 5.6, derived) is, with
        ``c = (w_k + nu u)/(1 + nu)``:
        ``w_k <- c + tau y x / (1 + nu)``, ``tau = min(C, (1 + nu) l(c)/||x||^2)``.
 

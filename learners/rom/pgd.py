@@ -1,6 +1,6 @@
 """ROM-PGD: robust online multitask learning by proximal gradient descent.
 
-zhang2018 Algorithm 1, in the per-event form of algorithms.md Sec. 5 for our
+zhang2018 Algorithm 1, in the per-event form of docs/algorithms.md Sec. 5 for our
 one-task-per-event stream.
 """
 
@@ -47,7 +47,7 @@ class RobustPGD(RobustMultitask):
     which only the present task has an instance: absent tasks contribute zero
     gradient (their ``p``, ``q`` do not move) and the sum in Eq. 6 has the present
     task's gradient only, keeping the ``eta/m`` and ``alpha eta / m`` factors with
-    ``m = K`` (algorithms.md Sec. 5.5). Differences from synchronous rounds: the
+    ``m = K`` (docs/algorithms.md Sec. 5.5). Differences from synchronous rounds: the
     shrink of ``u`` is applied per event, so K events shrink ``u`` by
     ``(1 + alpha eta / K)^-K ~ exp(-alpha eta)`` where one paper round shrinks it by
     ``1 / (1 + alpha eta / m)`` (our ``alpha`` plays the role of the paper's
@@ -64,7 +64,7 @@ class RobustPGD(RobustMultitask):
     or wholly (O(d)) when those are more than d/4 or unknown (after a state restore).
 
     **Outlier tasks.** ``outlier_scores()`` is ``||q_i||_2``. Note
-    (algorithms.md Sec. 5.4): from ``q_i = 0`` one step gives ``||q_hat|| =
+    (docs/algorithms.md Sec. 5.4): from ``q_i = 0`` one step gives ``||q_hat|| =
     eta ||x||``, so ``q_i`` can only leave zero on an event with ``||x|| > gamma``,
     and every later step shrinks it by ``eta gamma`` again: ``q_i`` is either
     always zero (``gamma`` above the input norms) or holds about the last few

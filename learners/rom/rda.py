@@ -1,6 +1,6 @@
 """ROM-RDA: robust online multitask learning by regularized dual averaging.
 
-zhang2018 Algorithm 2 in the unnormalised-sum form of algorithms.md Sec. 5.3,
+zhang2018 Algorithm 2 in the unnormalised-sum form of docs/algorithms.md Sec. 5.3,
 adapted to our one-task-per-event stream.
 """
 
@@ -25,7 +25,7 @@ class RobustRDA(RobustMultitask):
     """ROM-RDA (zhang2018 Algorithm 2): ``w_i = u + p_i + q_i`` from averaged subgradients.
 
     The three blocks share one hinge subgradient per event (``g = -y x`` when
-    ``y w_i . x < 1``, else 0; algorithms.md Sec. 5.1), so the dual averages of
+    ``y w_i . x < 1``, else 0; docs/algorithms.md Sec. 5.1), so the dual averages of
     Eqs. 15 and 16 coincide, ``g_bar_p^i = g_bar_q^i``. We keep the unnormalised
     sums (``g_bar = G / t``): ``G_u = sum of all g`` (Eq. 14) and ``G_i = sum of
     task i's g`` (Eqs. 15, 16), and compute the closed forms with
@@ -62,7 +62,7 @@ class RobustRDA(RobustMultitask):
     **Outlier tasks.** ``||q_i|| = max(0, ||G_i|| - gamma t) / theta_t``: task i
     is flagged while the norm of its averaged subgradient ``||G_i|| / t`` exceeds
     ``gamma``. Since the averages accumulate, this is the more meaningful
-    detector of the two ROM variants (algorithms.md Sec. 5.4). The averaged
+    detector of the two ROM variants (docs/algorithms.md Sec. 5.4). The averaged
     subgradient also carries the noise of the summed inputs, of order
     ``sqrt(updates_i) * ||x|| / t``, so ``gamma`` must sit above that floor for
     the related tasks to keep ``q_i = 0``.
