@@ -1,4 +1,4 @@
-"""Adaptive multitask learners (algorithms.md Sec. 11).
+"""Adaptive multitask learners (docs/algorithms.md Sec. 11).
 
 Shared + per-task linear models ``score = <u_0 + u_k, x>`` trained with
 per-coordinate adaptive, scale-normalised, importance-invariant steps on the

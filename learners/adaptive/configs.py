@@ -4,7 +4,7 @@ A configuration is ``(loss, eta, b, r)``: the loss (``logistic``, ``hinge``, or
 ``arow`` for the diagonal AROW update), the step size ``eta`` of the shared
 part, the coupling ``b`` (the per-task part steps ``b`` times as far as the
 shared part, or for AROW starts with ``b`` times its variance: ``b = 0`` is one
-pooled model, large ``b`` nearly independent per-task models; algorithms.md
+pooled model, large ``b`` nearly independent per-task models; docs/algorithms.md
 Sec. 11.1), and AROW's regulariser ``r`` (unused by the other losses).
 :class:`Configs` holds them as the parallel arrays the kernel reads.
 """

@@ -1,4 +1,4 @@
-"""The compiled batch pass of the adaptive learners (algorithms.md Sec. 11).
+"""The compiled batch pass of the adaptive learners (docs/algorithms.md Sec. 11).
 
 :func:`adaptive_pass` runs every configuration over a batch in one sequential
 pass, row by row in exactly the order of the numpy reference

@@ -2,7 +2,7 @@
 
 * ``adaptive-logistic`` / ``adaptive-hinge``: shared + per-task weights, AdaGrad
   per-coordinate rates with VW's scale normalisation and the
-  importance-invariant step on the logistic / hinge loss (algorithms.md
+  importance-invariant step on the logistic / hinge loss (docs/algorithms.md
   Sec. 11.1-11.2);
 * ``adaptive-arow``: the same representation with a diagonal AROW update
   (Sec. 11.3);
@@ -54,7 +54,7 @@ BIAS_ON = Param(APPEND_BIAS.name, True, APPEND_BIAS.description, APPEND_BIAS.che
 ETA = Param(
     "eta",
     2.0,
-    "Step size of the shared part: rate_j = eta / (s_j sqrt(G_j)) (algorithms.md Sec. 11.2).",
+    "Step size of the shared part: rate_j = eta / (s_j sqrt(G_j)) (docs/algorithms.md Sec. 11.2).",
     positive,
 )
 COUPLING = Param(
@@ -62,19 +62,19 @@ COUPLING = Param(
     1.0,
     "Coupling: the per-task part steps b times as far as the shared part (AROW: starts with b "
     "times its variance). 0 = one pooled model; large b = nearly independent tasks "
-    "(the b-family of cavallanti2010, algorithms.md Sec. 11.1).",
+    "(the b-family of cavallanti2010, docs/algorithms.md Sec. 11.1).",
     non_negative,
 )
 RIDGE = Param(
     "r",
     1.0,
-    "AROW's regulariser r: beta = 1 / (x^T Sigma x + r) (algorithms.md Sec. 11.3).",
+    "AROW's regulariser r: beta = 1 / (x^T Sigma x + r) (docs/algorithms.md Sec. 11.3).",
     positive,
 )
 
 
 class AdaptiveLearner(Learner):
-    """Shared + per-task linear models over a grid of configurations (algorithms.md Sec. 11).
+    """Shared + per-task linear models over a grid of configurations (docs/algorithms.md Sec. 11).
 
     Score of configuration m for task k: ``p_m = <u_0^m + u_k^m, x>``; the
     learner's score is that of the leader, the configuration with the fewest
@@ -227,7 +227,7 @@ class AdaptiveArow(AdaptiveLearner):
 LOSSES = Param(
     "losses",
     "logistic,hinge,arow",
-    "Comma-separated losses of the grid: logistic, hinge, arow (algorithms.md Sec. 11.4).",
+    "Comma-separated losses of the grid: logistic, hinge, arow (docs/algorithms.md Sec. 11.4).",
     loss_list,
 )
 ETAS = Param("etas", "0.3,1.0,3.0", "Comma-separated step sizes eta of the grid.", positive_list)
@@ -241,7 +241,7 @@ COUPLINGS = Param(
 
 @register
 class AdaptiveSelector(AdaptiveLearner):
-    """Online model selection over adaptive configurations (algorithms.md Sec. 11.4).
+    """Online model selection over adaptive configurations (docs/algorithms.md Sec. 11.4).
 
     Runs every (loss, eta, b) of the grid side by side in one pass and predicts
     with the one with the fewest progressive-validation mistakes so far.

@@ -1,6 +1,6 @@
 """The numpy per-event update of the adaptive learners: the reference of the kernel.
 
-State (algorithms.md Sec. 11): for ``M`` configurations, ``K`` tasks, dimension ``D``
+State (docs/algorithms.md Sec. 11): for ``M`` configurations, ``K`` tasks, dimension ``D``
 
 * ``U0`` (M, D) shared weights ``u_0`` and ``U`` (M, K, D) per-task weights ``u_k``;
 * ``G0`` (M, D) and ``G`` (M, K, D): AdaGrad's sums of squared gradient
@@ -52,7 +52,7 @@ def member_scores(state: AdaptiveState, v: Vec, task: int) -> np.ndarray:
 
 
 def learn(state: AdaptiveState, configs: Configs, v: Vec, y: float, task: int) -> None:
-    """One labelled event for every configuration (algorithms.md Sec. 11.2-11.4).
+    """One labelled event for every configuration (docs/algorithms.md Sec. 11.2-11.4).
 
     An event without a non-zero feature only counts the configurations' mistakes.
     """
@@ -103,7 +103,7 @@ def learn(state: AdaptiveState, configs: Configs, v: Vec, y: float, task: int) -
 
 
 def _rescale(state: AdaptiveState, configs: Configs, cols: np.ndarray, size: np.ndarray) -> None:
-    """VW's rescaling on a growing normaliser (algorithms.md Sec. 11.2, step 1)."""
+    """VW's rescaling on a growing normaliser (docs/algorithms.md Sec. 11.2, step 1)."""
     old = state.S[cols]
     grow = (size > old) & (old > 0.0)
     if not grow.any():
@@ -128,7 +128,7 @@ def _arow(
     r: float,
 ) -> None:
     """Diagonal AROW (Crammer, Kulesza & Dredze 2009, Fig. 1 with diagonal Sigma) on the
-    shared + per-task representation (algorithms.md Sec. 11.3)."""
+    shared + per-task representation (docs/algorithms.md Sec. 11.3)."""
     if z0 >= 1.0:
         return
     sig0 = state.G0[m, j]

@@ -1,6 +1,6 @@
 """Scalar steps of the adaptive learners, in Python and compiled (the same source).
 
-The update of a member (algorithms.md Sec. 11.2) moves the margin ``z = y p``
+The update of a member (docs/algorithms.md Sec. 11.2) moves the margin ``z = y p``
 along the direction ``D x`` (``D`` the diagonal of per-coordinate rates); with
 ``h = x^T D x`` a step of size ``a`` changes the margin by ``a h``. The
 importance-invariant update (Karampatziakis & Langford 2011, Sec. 4) takes the

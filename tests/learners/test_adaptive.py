@@ -1,4 +1,4 @@
-"""Adaptive learners: golden steps from the update equations (algorithms.md Sec. 11),
+"""Adaptive learners: golden steps from the update equations (docs/algorithms.md Sec. 11),
 the compiled pass against the numpy reference, and the invariants of the updates."""
 
 from __future__ import annotations

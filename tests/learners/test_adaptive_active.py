@@ -1,4 +1,4 @@
-"""Selective sampling around the adaptive learners (algorithms.md Sec. 11.6): the query rule
+"""Selective sampling around the adaptive learners (docs/algorithms.md Sec. 11.6): the query rule
 reads their margins, the budget holds, and the queried labels train the base."""
 
 from __future__ import annotations
