@@ -110,9 +110,22 @@ class AdaptiveLearner(Learner):
         "mistakes_",
     )
 
+    @classmethod
+    def configs_for(cls, hyper: dict[str, Any]) -> Configs:
+        """The configurations a learner with the resolved hyperparameters ``hyper`` runs."""
+        raise NotImplementedError
+
     def configs(self) -> Configs:
         """The configurations this learner runs."""
-        raise NotImplementedError
+        return self.configs_for(self.hyper)
+
+    @classmethod
+    def state_bytes(cls, n_features: int, n_tasks: int, **params: Any) -> int:
+        """``U0_``, ``G0_`` (M x D), ``U_``, ``G_`` (M x K x D), ``S_`` (D), ``stats_`` and
+        ``mistakes_`` for the M configurations, with ``D = d + 1``."""
+        m = cls.configs_for(cls._resolve_params(params)).size
+        d, k = int(n_features) + 1, int(n_tasks)
+        return 8 * (2 * m * d * (k + 1) + d + 2 + m)
 
     # ------------------------------------------------------------ public extras
     def leader(self) -> int:
@@ -194,8 +207,9 @@ class AdaptiveLogistic(AdaptiveLearner):
     )
     loss: ClassVar[str] = "logistic"
 
-    def configs(self) -> Configs:
-        return Configs.single(self.loss, self.hyper["eta"], self.hyper["b"], 1.0)
+    @classmethod
+    def configs_for(cls, hyper: dict[str, Any]) -> Configs:
+        return Configs.single(cls.loss, hyper["eta"], hyper["b"], 1.0)
 
 
 @register
@@ -220,8 +234,9 @@ class AdaptiveArow(AdaptiveLearner):
         {"b": 0.0, "r": 0.1, "l2_normalize": True},
     )
 
-    def configs(self) -> Configs:
-        return Configs.single("arow", 1.0, self.hyper["b"], self.hyper["r"])
+    @classmethod
+    def configs_for(cls, hyper: dict[str, Any]) -> Configs:
+        return Configs.single("arow", 1.0, hyper["b"], hyper["r"])
 
 
 LOSSES = Param(
@@ -263,10 +278,11 @@ class AdaptiveSelector(AdaptiveLearner):
         {"losses": "arow,logistic", "etas": "0.5", "couplings": "0,1", "append_bias": False},
     )
 
-    def configs(self) -> Configs:
+    @classmethod
+    def configs_for(cls, hyper: dict[str, Any]) -> Configs:
         return Configs.grid(
-            self.hyper["losses"].split(","),
-            [float(e) for e in self.hyper["etas"].split(",")],
-            [float(b) for b in self.hyper["couplings"].split(",")],
-            self.hyper["r"],
+            hyper["losses"].split(","),
+            [float(e) for e in hyper["etas"].split(",")],
+            [float(b) for b in hyper["couplings"].split(",")],
+            hyper["r"],
         )
