@@ -290,6 +290,10 @@ class SelectiveSampling(ActiveLearner):
     # ------------------------------------------------------------ learner hooks
     def _init_state(self) -> None:
         name, params = self._base_spec()
+        # The wrapper preprocesses x once; a base whose own preprocessing defaults on
+        # (the adaptive learners append a bias) must not apply it a second time.
+        known = {p.name for p in get(name).params}
+        params = {**params, **{p: False for p in ("append_bias", "l2_normalize") if p in known}}
         base = make(name, n_features=self.dim, n_tasks=self.n_tasks, seed=self.seed, **params)
         _check_base_class(type(base))
         if base.is_active:
