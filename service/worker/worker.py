@@ -75,7 +75,7 @@ class Worker:
         self.settings = settings
         self.wanted = list(models) if models is not None else None
         self.id = worker_id or new_worker_id()
-        self.r = connect(settings.redis_url)
+        self.r = connect(settings.redis_url, block_s=settings.block_ms / 1000)
         # raw XREAD replies: the worker reads the flat field lists itself
         self.r.set_response_callback("XREAD", lambda response, **_: response)
         self.owned: dict[str, Owned] = {}
