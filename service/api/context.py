@@ -39,7 +39,7 @@ class ApiContext:
     queries: QueryFanouts = field(init=False)
 
     def __post_init__(self) -> None:
-        self.appender = GroupCommit(self.run_script, self.fast, self.settings.stream_maxlen)
+        self.appender = GroupCommit(self.run_script, self.fast, self.settings.max_backlog)
         self.queries = QueryFanouts(str(self.settings.redis_url), self.settings.queries_block_s)
 
     @classmethod

@@ -23,6 +23,7 @@ __all__ = [
     "Conflict",
     "NotFound",
     "PayloadTooLarge",
+    "TooBusy",
     "install_handlers",
 ]
 
@@ -55,6 +56,16 @@ class PayloadTooLarge(ApiError):
     status_code = 413
 
 
+class TooBusy(ApiError):
+    """The model's unapplied backlog is over the bound: retry after ``retry_after`` seconds."""
+
+    status_code = 429
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.headers = {"Retry-After": str(retry_after)}
+
+
 class BadInput(ApiError):
     """A body that parses but does not fit the model (dimension, NaN, label kind)."""
 
@@ -63,7 +74,9 @@ class BadInput(ApiError):
 
 async def _api_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ApiError)
-    return json_response({"detail": exc.message}, status_code=exc.status_code)
+    response = json_response({"detail": exc.message}, status_code=exc.status_code)
+    response.headers.update(getattr(exc, "headers", {}))
+    return response
 
 
 async def _redis_unavailable(request: Request, exc: Exception) -> Response:

@@ -180,7 +180,12 @@ def _prepared(name: str, config: ModelConfig, existing: ModelConfig | None) -> M
 
 def _reset_keys(name: str) -> list[str]:
     """Keys cleared when a model is reconfigured."""
-    return [keys.log_key(name), keys.snapshot_key(name), keys.labels_key(name)]
+    return [
+        keys.log_key(name),
+        keys.snapshot_key(name),
+        keys.labels_key(name),
+        keys.progress_key(name),
+    ]
 
 
 def _all_keys(name: str) -> list[str]:
@@ -194,6 +199,7 @@ def _all_keys(name: str) -> list[str]:
         keys.alerts_key(name),
         keys.lease_key(name),
         keys.heartbeat_key(name),
+        keys.progress_key(name),
     ]
 
 

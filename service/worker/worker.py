@@ -40,7 +40,7 @@ from service.worker.owned import Owned, load_owned
 from service.worker.ownership import renew_owned
 from service.worker.publishing import PUBLISH_EVERY, RunResult, publish
 from service.worker.reading import flush, read_logs
-from service.worker.snapshots import snapshot_due, snapshot_state
+from service.worker.snapshots import snapshot_due, snapshot_state, trim_log
 
 __all__ = ["RunResult", "Worker"]
 
@@ -193,6 +193,7 @@ class Worker:
             return False
         self.result.snapshots += 1
         m.SNAPSHOT_VERSION.labels(st.name).set(st.version)
+        trim_log(self.r, owned, self.settings.stream_maxlen)
         return True
 
     # ------------------------------------------------------------ the loop

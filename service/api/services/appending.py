@@ -24,7 +24,7 @@ import numpy as np
 
 from service.api.cache import ModelView
 from service.api.context import ApiContext
-from service.api.errors import ApiError, BadInput, NotFound, PayloadTooLarge
+from service.api.errors import ApiError, BadInput, NotFound, PayloadTooLarge, TooBusy
 from service.api.schemas import SparseX
 from service.store.codec import X, encode_batch, encode_event, parse_x_json
 from service.store.group_commit import AppendReply, Entry
@@ -44,6 +44,9 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+#: The Retry-After (seconds) of a 429 for a model whose worker is behind.
+RETRY_AFTER_S = 1
 
 
 class StaleConfiguration(ApiError):
@@ -134,8 +137,15 @@ async def finish_append(
     ctx: ApiContext, view: ModelView, pending: Awaitable[AppendReply]
 ) -> AppendReply | None:
     """Await an append: its reply, or None when the configuration changed (nothing was
-    written; the cache is reloaded). 404 when the model is gone."""
+    written; the cache is reloaded). 404 when the model is gone; 429 with Retry-After
+    when the model's backlog is over ``max_backlog`` (nothing was written)."""
     reply = await pending
+    if reply.status == -2:
+        raise TooBusy(
+            f"model {view.name!r} has {reply.backlog} log entries its worker has not applied "
+            f"yet (the bound is {ctx.settings.max_backlog}); nothing was written, retry later",
+            RETRY_AFTER_S,
+        )
     if reply.status == 0:
         ctx.cache.forget(view.name)
         raise NotFound(f"unknown model {view.name!r}")

@@ -41,7 +41,6 @@ async def label(ctx: ApiContext, req: LabelRequest) -> dict[str, Any]:
     entry, row = split_event_id(req.event_id)
     fields = encode_label(req.event_id, req.y, req.annotator)
     args: list[Any] = [entry, -1 if row is None else row, req.event_id, fields[Y]]
-    args.append(ctx.settings.stream_maxlen)
     for key, value in fields.items():
         args += [key, value]
     reply = await ctx.run_script(
