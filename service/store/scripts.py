@@ -47,6 +47,7 @@ __all__ = [
     "APPEND_LABEL",
     "LEASE_ACQUIRE_OR_RENEW",
     "LEASE_RELEASE",
+    "LEASE_RENEW",
     "SCRIPTS",
     "TRIM_LOG",
     "WRITE_SNAPSHOT",
@@ -198,6 +199,17 @@ end
 return 0
 """)
 
+#: KEYS: lease. ARGV: owner, ttl ms. 1 = still held by owner and extended, 0 = not held by
+#: owner (lost, or expired: a lapsed lease is never taken back by a renewal, the owner
+#: reloads the model from its snapshot instead).
+LEASE_RENEW = LuaScript("""
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+return 0
+""")
+
 #: KEYS: lease. ARGV: owner. 1 = released, 0 = not held by owner.
 LEASE_RELEASE = LuaScript("""
 if redis.call('GET', KEYS[1]) == ARGV[1] then
@@ -227,6 +239,7 @@ SCRIPTS = {
     "APPEND_LABEL": APPEND_LABEL,
     "LEASE_ACQUIRE_OR_RENEW": LEASE_ACQUIRE_OR_RENEW,
     "LEASE_RELEASE": LEASE_RELEASE,
+    "LEASE_RENEW": LEASE_RENEW,
     "TRIM_LOG": TRIM_LOG,
     "WRITE_SNAPSHOT": WRITE_SNAPSHOT,
 }

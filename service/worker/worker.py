@@ -37,8 +37,8 @@ from service.store.models import list_models
 from service.store.snapshot import SnapshotFenced
 from service.worker.blas import single_thread_blas
 from service.worker.owned import Owned, load_owned
-from service.worker.ownership import renew_owned
-from service.worker.publishing import PUBLISH_EVERY, RunResult, publish
+from service.worker.ownership import LeaseKeeper
+from service.worker.publishing import PUBLISH_EVERY, PublishedMarks, RunResult, publish
 from service.worker.reading import flush, read_logs
 from service.worker.snapshots import snapshot_due, snapshot_state, trim_log
 
@@ -48,6 +48,8 @@ log = logging.getLogger("omtl.worker")
 
 #: Seconds before a worker tries again to load a model whose state could not be read.
 RETRY_S = 30.0
+#: Entries applied between two checks of the step's time budget (``max_step_seconds``).
+STEP_CHUNK = 50
 
 
 class Worker:
@@ -85,6 +87,17 @@ class Worker:
         self.ttl_ms = settings.lease_ttl_ms
         self.tick = min(0.5, settings.lease_ttl_ms / 3000.0)
         self.result = RunResult()
+        self.keeper = LeaseKeeper(
+            settings.redis_url,
+            self.id,
+            self.ttl_ms,
+            settings.heartbeat_ttl_s,
+            self.tick,
+            settings.lease_stall_s,
+        )
+        #: what was published per model and generation, kept across reloads so that
+        #: replaying entries after a reload never counts them twice
+        self.published: dict[tuple[str, int], PublishedMarks] = {}
 
     # ------------------------------------------------------------ control
     def stop(self, *_: Any) -> None:
@@ -108,8 +121,12 @@ class Worker:
             release(self.r, name, self.id)
             return
         state = owned.state
+        marks = self.published.get((name, state.generation))
+        if marks is not None:
+            marks.restore(state)
         self.owned[name] = owned
         self.by_log[owned.log_key.encode()] = owned
+        self.keeper.own(name)
         m.LEASE_OWNER.labels(name, self.id).set(1)
         log.info(
             "worker %s owns model %r from version %d, last id %s",
@@ -124,6 +141,8 @@ class Worker:
         if owned is None:
             return
         self.by_log.pop(owned.log_key.encode(), None)
+        self.keeper.disown(name)
+        self.published[(name, owned.state.generation)] = PublishedMarks.of(owned.state)
         self.result.count(owned)
         m.LEASE_OWNER.labels(name, self.id).set(0)
         log.warning("worker %s dropped model %r: %s", self.id, name, reason)
@@ -131,10 +150,9 @@ class Worker:
     def _maintain(self) -> None:
         """Renew leases, heartbeat, follow reconfigurations, acquire free models."""
         names = self.wanted if self.wanted is not None else list_models(self.r)
-        renewals = renew_owned(
-            self.r, list(self.owned), self.id, self.ttl_ms, self.settings.heartbeat_ttl_s
-        )
-        for renewal in renewals:
+        for renewal in self.keeper.take_renewals():
+            if renewal.name not in self.owned:
+                continue
             reason = renewal.verdict(self.owned[renewal.name].state.generation)
             if reason is None:
                 continue
@@ -156,33 +174,59 @@ class Worker:
 
     # ------------------------------------------------------------ applying
     def _apply_reads(
-        self, got: dict[bytes, list[Any]], now_ms: int, generations: list[Any]
+        self,
+        got: dict[bytes, list[Any]],
+        now_ms: int | None,
+        generations: dict[bytes, Any],
     ) -> None:
         """Apply what one read returned (and any held-back entries) for every model.
 
         A model whose config generation changed (or that was deleted) since it was
-        loaded is not applied: the next maintenance tick reloads or drops it.
+        loaded is not applied: the next maintenance tick reloads or drops it. A
+        model not read this time (``generations`` lacks it: its held-back entries
+        fill a read already) applies from what it holds.
         """
         count = self.settings.read_count
-        for (stream, owned), generation in zip(list(self.by_log.items()), generations):
+        for stream, owned in list(self.by_log.items()):
             st = owned.state
             new = got.get(stream)
             if not new and not st.pending:
                 continue
-            if generation is None or int(generation) != st.generation:
+            read = stream in generations
+            generation = generations.get(stream)
+            if read and (generation is None or int(generation) != st.generation):
                 self._drop(st.name, "model deleted or reconfigured")
                 continue
             if new:
                 st.read_id = new[-1][0].decode()
             entries = st.pending + new if st.pending and new else (new or st.pending)
             # the read returned everything there was: groups older than now are complete
-            horizon = now_ms if not new or len(new) < count else None
+            complete = read and now_ms is not None and (not new or len(new) < count)
             t0 = time.perf_counter()
-            st.pending = owned.applier.apply(entries, horizon)
+            st.pending = self._apply_bounded(owned, entries, now_ms if complete else None)
             flush(self.r, owned, self.settings.queries_maxlen)
             m.UPDATE_LATENCY.labels(st.name).observe(time.perf_counter() - t0)
             if snapshot_due(st, self.settings, time.monotonic()):
                 self._snapshot(owned)
+
+    def _apply_bounded(self, owned: Owned, entries: list[Any], horizon: int | None) -> list[Any]:
+        """Apply ``entries`` in chunks for at most ``max_step_seconds``; the entries left
+        (held-back groups, then the unapplied rest) are returned for the next step.
+
+        Cutting is deterministic: a chunk that is not the last is applied with no
+        horizon, so a group at its end is held back and applied whole with the
+        next chunk, exactly as one call would have formed it.
+        """
+        budget_end = time.perf_counter() + self.settings.max_step_seconds
+        held: list[Any] = []
+        for start in range(0, len(entries), STEP_CHUNK):
+            chunk = entries[start : start + STEP_CHUNK]
+            last = start + STEP_CHUNK >= len(entries)
+            held = owned.applier.apply(held + chunk if held else chunk, horizon if last else None)
+            self.keeper.beat()
+            if not last and time.perf_counter() >= budget_end:
+                return held + entries[start + STEP_CHUNK :]
+        return held
 
     def _snapshot(self, owned: Owned) -> bool:
         st = owned.state
@@ -211,6 +255,7 @@ class Worker:
         next_maintain = 0.0
         next_publish = 0.0
         block_ms = max(1, min(self.settings.block_ms, int(self.tick * 1000)))
+        self.keeper.start()
         try:
             while not self.stopping:
                 now = time.monotonic()
@@ -230,20 +275,34 @@ class Worker:
                     next_maintain = 0.0
         finally:
             self._shutdown()
+            self.keeper.stop()
             self.result.seconds = time.perf_counter() - started
             self.result.cpu_seconds = time.process_time() - cpu_started
         return self.result
 
     def _step(self, until_idle: bool, block_ms: int) -> bool:
-        """One read and its application; True when an ``until_idle`` run is done."""
+        """One read and its application; True when an ``until_idle`` run is done.
+
+        A model whose held-back entries already fill a read is not read again
+        until it has applied them: the work of one step stays bounded, however
+        slow the model.
+        """
+        self.keeper.beat()
         if not self.owned:
             if until_idle and self._all_wanted_owned():
                 return True
             time.sleep(min(0.05, self.tick))
             return False
+        count = self.settings.read_count
         pending = any(o.state.pending for o in self.owned.values())
         block: int | None = None if until_idle else (1 if pending else block_ms)
-        got, now_ms, generations = read_logs(self.r, self.by_log, self.settings.read_count, block)
+        reading = {s: o for s, o in self.by_log.items() if len(o.state.pending) < count}
+        got: dict[bytes, list[Any]] = {}
+        now_ms: int | None = None
+        generations: dict[bytes, Any] = {}
+        if reading:
+            got, now_ms, listed = read_logs(self.r, reading, count, block)
+            generations = dict(zip(reading, listed, strict=True))
         if not got and not pending:
             if until_idle and self._all_wanted_owned():
                 return True
@@ -289,6 +348,7 @@ class Worker:
             log.error("worker %s could not write its final snapshots: %s", self.id, exc)
         for name in list(self.owned):
             self.result.count(self.owned[name])
+            self.keeper.disown(name)
             m.LEASE_OWNER.labels(name, self.id).set(0)
             with contextlib.suppress(StoreError):  # else the lease expires on its own
                 release(self.r, name, self.id)
@@ -297,4 +357,5 @@ class Worker:
 
     def close(self) -> None:
         """Close the Redis connections."""
+        self.keeper.close()
         self.r.close()
