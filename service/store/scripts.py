@@ -145,20 +145,21 @@ return {deleted, first}
 #: It reads the event entry's kind, row count and labels; their field names and
 #: kind codes are filled in from :mod:`service.store.codec`, the one definition.
 #: Returns {'nomodel'}, {'noevent', why}, {'inline', y text}, {'inline32', 4 bytes},
-#: {'labelled', y text} or {'accepted'}.
+#: {'inline64', 8 bytes}, {'labelled', y text} or {'accepted'}.
 APPEND_LABEL = LuaScript(
     f"""
 if redis.call('EXISTS', KEYS[1]) == 0 then return {{'nomodel'}} end
 local found = redis.call('XRANGE', KEYS[2], ARGV[1], ARGV[1])
 if #found == 0 then return {{'noevent', 'unknown or expired'}} end
 local f = found[1][2]
-local kind, n, y, y32
+local kind, n, y, y32, y64
 for i = 1, #f, 2 do
   local name = f[i]
   if name == '{codec.KIND}' then kind = f[i + 1]
   elseif name == '{codec.N}' then n = tonumber(f[i + 1])
   elseif name == '{codec.Y}' then y = f[i + 1]
-  elseif name == '{codec.Y32}' then y32 = f[i + 1] end
+  elseif name == '{codec.Y32}' then y32 = f[i + 1]
+  elseif name == '{codec.Y64}' then y64 = f[i + 1] end
 end
 local row = tonumber(ARGV[2])
 if kind == '{codec.KIND_EVENT}' then
@@ -170,6 +171,10 @@ elseif kind == '{codec.KIND_BATCH}' then
   if y32 then
     local v = struct.unpack('<f', y32, 4 * row + 1)
     if v == v then return {{'inline32', string.sub(y32, 4 * row + 1, 4 * row + 4)}} end
+  end
+  if y64 then
+    local v = struct.unpack('<d', y64, 8 * row + 1)
+    if v == v then return {{'inline64', string.sub(y64, 8 * row + 1, 8 * row + 8)}} end
   end
 else
   return {{'noevent', 'not an event'}}

@@ -26,7 +26,7 @@ from service.api.cache import ModelView
 from service.api.context import ApiContext
 from service.api.errors import ApiError, BadInput, NotFound, PayloadTooLarge, TooBusy
 from service.api.schemas import SparseX
-from service.store.codec import X, encode_batch, encode_event, parse_x_json
+from service.store.codec import FLOAT32_MAX, X, encode_batch, encode_event, parse_x_json
 from service.store.group_commit import AppendReply, Entry
 
 __all__ = [
@@ -63,15 +63,31 @@ def check_count(n: int, ctx: ApiContext) -> None:
 
 
 def to_x(x: list[float] | SparseX, n_features: int, where: str = "x") -> X:
-    """A validated feature vector of the model's dimension (422 with the reason otherwise)."""
+    """A validated feature vector of the model's dimension (422 with the reason otherwise).
+
+    The log stores features as float32: a value beyond float32's range is refused here
+    rather than acknowledged and then dead-lettered as infinite.
+    """
     if isinstance(x, list):
         if len(x) != n_features:
             raise BadInput(f"{where} has dimension {len(x)}, expected {n_features}")
-        return np.array(x, dtype=np.float64)
+        dense = np.array(x, dtype=np.float64)
+        _check_float32(dense, where)
+        return dense
     try:
-        return parse_x_json({"indices": x.indices, "values": x.values}, n_features)
+        parsed = parse_x_json({"indices": x.indices, "values": x.values}, n_features)
     except ValueError as exc:
         raise BadInput(f"{where}: {exc}") from None
+    _check_float32(parsed[1] if isinstance(parsed, tuple) else parsed, where)
+    return parsed
+
+
+def _check_float32(values: np.ndarray, where: str) -> None:
+    if values.size and float(np.abs(values).max()) > FLOAT32_MAX:
+        raise BadInput(
+            f"{where} has a value beyond the float32 range (|v| <= {FLOAT32_MAX:.6g}) "
+            "that the log stores features in"
+        )
 
 
 def check_labels(view: ModelView, ys: Sequence[float | None]) -> None:
