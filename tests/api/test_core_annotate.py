@@ -19,6 +19,7 @@ from service.settings import Settings
 from service.store import keys
 from service.store.codec import encode_event
 from tests.api.test_core_queries import LiveApi
+from tests.service.helpers import wait_until
 
 
 def _free_port() -> int:
@@ -56,31 +57,53 @@ def _annotate(
     )
 
 
-def test_annotate_runs_until_its_timeout_across_an_api_restart(
+def _reading(r: redis.Redis) -> bool:
+    """Whether a client is blocked reading a label-request stream (the API's shared reader)."""
+    return any(c.get("cmd") == "xread" for c in r.client_list())
+
+
+def _labelled(r: redis.Redis) -> int:
+    return int(r.hlen(keys.labels_key("default")))
+
+
+def test_annotate_answers_everything_across_an_api_restart(
     settings: Settings, rb: redis.Redis, tmp_path: Path
 ) -> None:
     """Idle 6 s (past redis-py's 5 s default timeout), then requests; the API restarts, more
-    requests arrive while it is down and after: every one is answered once, and the command
-    runs for its whole --timeout and exits 0."""
+    requests arrive while it is down and after: every one is answered once, exit 0."""
     data = _dataset(tmp_path / "toy.npz")
     port = _free_port()
     real = settings.model_copy(update={"default_n_features": 3})
-    started = time.monotonic()
     with LiveApi(real, port):
-        proc = _annotate(port, data, "--timeout", "16", "--reconnect-for", "20")
+        proc = _annotate(port, data, "--limit", "10", "--timeout", "120", "--reconnect-for", "60")
+        assert wait_until(lambda: _reading(rb), 60)  # subscribed: the shared reader blocks
         time.sleep(6.0)
         _ask(rb, range(0, 5))
-        time.sleep(2.0)
+        assert wait_until(lambda: _labelled(rb) == 5, 60)
     _ask(rb, range(5, 8))  # while no API is up
     with LiveApi(real, port):
-        time.sleep(1.5)
         _ask(rb, range(8, 10))
-        out, err = proc.communicate(timeout=40)
-    elapsed = time.monotonic() - started
+        out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
     assert "answered 10 label requests: 10 accepted" in out, out
-    assert int(rb.hlen(keys.labels_key("default"))) == 10
-    assert elapsed >= 15.5
+    assert "0 reconnects" not in out
+    assert _labelled(rb) == 10
+
+
+def test_annotate_runs_until_its_timeout(
+    settings: Settings, rb: redis.Redis, tmp_path: Path
+) -> None:
+    """Nothing to answer: it still runs its whole --timeout (7 s, past every Redis client
+    timeout that used to end the stream early) and exits 0."""
+    data = _dataset(tmp_path / "toy.npz")
+    with LiveApi(settings.model_copy(update={"default_n_features": 3})) as api:
+        started = time.monotonic()
+        proc = _annotate(api.port, data, "--timeout", "7")
+        out, err = proc.communicate(timeout=120)
+        elapsed = time.monotonic() - started
+    assert proc.returncode == 0, err
+    assert "answered 0 label requests" in out
+    assert elapsed >= 7.0
 
 
 def test_annotate_exits_non_zero_on_errors(

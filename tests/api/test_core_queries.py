@@ -137,8 +137,9 @@ def test_idle_subscribers_outlive_the_client_default_timeout(
     assert real.queries_block_s > 5 and real.queries_keepalive_s > 5
 
     async def scenario(port: int) -> list[Subscriber]:
-        subs = [Subscriber(port, "timeout=30") for _ in range(3)]
+        subs = [Subscriber(port, "timeout=60") for _ in range(3)]
         tasks = [asyncio.create_task(s.run()) for s in subs]
+        assert await _until(lambda: all(s.comments >= 1 for s in subs), 60)  # all connected
         await asyncio.sleep(7.0)
         assert not any(s.closed for s in subs)
         ids = await asyncio.to_thread(_add_requests, rb, 1)
@@ -162,6 +163,7 @@ def test_many_idle_subscribers_share_one_reader(short_timeouts: Settings, rb: re
     async def scenario(port: int, before: int) -> None:
         subs = [Subscriber(port, "") for _ in range(n_subs)]
         tasks = [asyncio.create_task(s.run()) for s in subs]
+        assert await _until(lambda: all(s.comments >= 1 for s in subs), 60)  # all connected
         await asyncio.sleep(3.0)
         assert not any(s.closed for s in subs)
         assert all(s.comments >= 3 for s in subs)  # the first line and keep-alives
@@ -194,7 +196,7 @@ def test_resume_far_back_catches_up_then_follows(short_timeouts: Settings, rb: r
     async def scenario(port: int) -> None:
         live = Subscriber(port, "")
         live_task = asyncio.create_task(live.run())
-        await asyncio.sleep(0.5)
+        assert await _until(lambda: live.comments >= 1, 60)
         late = Subscriber(port, f"after={old[10]}&limit=2500")
         late_task = asyncio.create_task(late.run())
         await asyncio.sleep(0.3)
