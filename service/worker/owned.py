@@ -29,6 +29,8 @@ class Owned:
         #: log entries no longer in the log (trimmed); the applied entries still in the
         #: log are ``state.totals["entries"] - trimmed`` (see :meth:`applied_in_log`)
         self.trimmed = 0
+        #: the last step ran out of time with entries left (they are in ``state.pending``)
+        self.cut_short = False
 
     def applied_in_log(self) -> int:
         """How many of the log's entries this model has applied (the rest is its backlog)."""

@@ -48,8 +48,8 @@ log = logging.getLogger("omtl.worker")
 
 #: Seconds before a worker tries again to load a model whose state could not be read.
 RETRY_S = 30.0
-#: Entries applied between two checks of the step's time budget (``max_step_seconds``).
-STEP_CHUNK = 50
+#: Most entries applied between two checks of the step's time budget (``max_step_seconds``).
+STEP_CHUNK_MAX = 500
 
 
 class Worker:
@@ -210,22 +210,34 @@ class Worker:
                 self._snapshot(owned)
 
     def _apply_bounded(self, owned: Owned, entries: list[Any], horizon: int | None) -> list[Any]:
-        """Apply ``entries`` in chunks for at most ``max_step_seconds``; the entries left
-        (held-back groups, then the unapplied rest) are returned for the next step.
+        """Apply ``entries`` in chunks for at most ``max_step_seconds`` (or until the worker
+        is asked to stop); the entries left (held-back groups, then the unapplied rest)
+        are returned for the next step.
 
-        Cutting is deterministic: a chunk that is not the last is applied with no
-        horizon, so a group at its end is held back and applied whole with the
-        next chunk, exactly as one call would have formed it.
+        The first chunk is one entry; later chunks are sized from the time per entry
+        so far to fit the rest of the budget, so a model whose one entry takes seconds
+        ends its step after each entry (and gets its snapshot) while a fast one applies
+        a read in two calls. Cutting is deterministic: a chunk that is not the last is
+        applied with no horizon, so a group at its end is held back and applied whole
+        with the next chunk, exactly as one call would have formed it.
         """
-        budget_end = time.perf_counter() + self.settings.max_step_seconds
+        started = time.perf_counter()
+        budget_end = started + self.settings.max_step_seconds
+        owned.cut_short = False
         held: list[Any] = []
-        for start in range(0, len(entries), STEP_CHUNK):
-            chunk = entries[start : start + STEP_CHUNK]
-            last = start + STEP_CHUNK >= len(entries)
+        start, size = 0, 1
+        while start < len(entries):
+            chunk = entries[start : start + size]
+            start += len(chunk)
+            last = start >= len(entries)
             held = owned.applier.apply(held + chunk if held else chunk, horizon if last else None)
             self.keeper.beat()
-            if not last and time.perf_counter() >= budget_end:
-                return held + entries[start + STEP_CHUNK :]
+            now = time.perf_counter()
+            if not last and (now >= budget_end or self.stopping):
+                owned.cut_short = True
+                return held + entries[start:]
+            per_entry = (now - started) / start
+            size = max(1, min(STEP_CHUNK_MAX, int((budget_end - now) / max(per_entry, 1e-7))))
         return held
 
     def _snapshot(self, owned: Owned) -> bool:
@@ -283,9 +295,9 @@ class Worker:
     def _step(self, until_idle: bool, block_ms: int) -> bool:
         """One read and its application; True when an ``until_idle`` run is done.
 
-        A model whose held-back entries already fill a read is not read again
-        until it has applied them: the work of one step stays bounded, however
-        slow the model.
+        A model whose last step ran out of time with a read's worth of entries left
+        is not read again until it has applied them: the work of one step stays
+        bounded, however slow the model.
         """
         self.keeper.beat()
         if not self.owned:
@@ -296,7 +308,13 @@ class Worker:
         count = self.settings.read_count
         pending = any(o.state.pending for o in self.owned.values())
         block: int | None = None if until_idle else (1 if pending else block_ms)
-        reading = {s: o for s, o in self.by_log.items() if len(o.state.pending) < count}
+        # a model cut short by its time budget first applies what it holds; one that only
+        # holds back a group is read, so that the next entries can complete the group
+        reading = {
+            s: o
+            for s, o in self.by_log.items()
+            if not (o.cut_short and len(o.state.pending) >= count)
+        }
         got: dict[bytes, list[Any]] = {}
         now_ms: int | None = None
         generations: dict[bytes, Any] = {}

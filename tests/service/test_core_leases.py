@@ -86,6 +86,8 @@ def test_a_step_longer_than_the_lease_keeps_the_lease(
     assert elapsed >= 3 * ttl_ms / 1000  # the step really outlived the lease thrice
     assert not [r for r in caplog.records if "dropped model" in r.getMessage()]
     assert result.entries == n and result.events == n
+    # bounded steps: progress was snapshotted along the way, not only at the end
+    assert result.snapshots >= 2
     snap = read_snapshot(rb, "slow")
     assert snap is not None and snap.totals["events"] == n
     # from the first acquisition to the release, the lease was always ours
