@@ -425,14 +425,21 @@ def scenario_logdet(args: argparse.Namespace) -> dict[str, Any]:
             _log(f"logdet: {samples[-1]}")
             if samples[-1]["events_in_snapshot"] >= args.logdet_events:
                 break
-        worker.terminate()
-        worker.wait(600)
+        worker.terminate()  # SIGTERM: it stops after the entry in hand, snapshots, exits
+        t_stop = time.monotonic()
+        try:
+            worker.wait(900)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            worker.wait()
+        stop_s = time.monotonic() - t_stop
         text = log_path.read_text(errors="replace")
         out.update(
             {
                 "events": args.logdet_events,
                 "samples": samples,
                 "lease_lost_drops": text.count("dropped model"),
+                "sigterm_to_exit_seconds": round(stop_s, 1),
                 "final_events_in_snapshot": _snapshot_events(r, "big"),
             }
         )

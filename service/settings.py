@@ -69,9 +69,10 @@ class Settings(BaseSettings):
     max_batch_items: int = Field(default=10_000, ge=1, description="Most items in one request.")
     lease_ttl_ms: int = Field(default=5000, ge=100, description="Lifetime of a worker's lease.")
     lease_stall_s: float = Field(
-        default=300.0,
-        gt=0,
-        description="A worker whose loop made no progress this long stops renewing its leases.",
+        default=0.0,
+        ge=0,
+        description="A worker whose loop made no progress this long stops renewing its leases "
+        "(0: never; a step may take as long as it takes).",
     )
     heartbeat_ttl_s: int = Field(default=10, ge=1, description="Lifetime of a heartbeat.")
     read_count: int = Field(default=500, ge=1, description="Log entries per XREAD.")

@@ -13,10 +13,12 @@ write each heartbeat. What it finds (a lease lost, a model deleted or
 reconfigured) is handed to the work loop, which drops the model; snapshots stay
 fenced by the lease (:data:`service.store.scripts.WRITE_SNAPSHOT`).
 
-The keeper renews only while the work loop shows signs of life
-(:meth:`LeaseKeeper.beat`, called between reads and between chunks of a read):
-a loop stuck for ``stall_s`` seconds lets its leases expire, so another worker
-takes the models over.
+By default the keeper renews for as long as the process lives, however long
+one step takes (a livelock is impossible: the step ends, its snapshot is
+written). With ``stall_s`` > 0 it renews only while the work loop shows signs
+of life (:meth:`LeaseKeeper.beat`, called between reads and between chunks of a
+read): a loop stuck that long lets its leases expire, so another worker takes
+the models over; set it above the longest step a model can take.
 """
 
 from __future__ import annotations
@@ -170,7 +172,7 @@ class LeaseKeeper:
         try:
             while not self._stop.wait(self.tick):
                 stalled = time.monotonic() - self._last_beat
-                if stalled > self.stall_s:
+                if self.stall_s > 0 and stalled > self.stall_s:
                     log.error(
                         "worker %s: no progress for %.0f s; letting its leases expire",
                         self.owner,
