@@ -214,10 +214,11 @@ class Worker:
         is asked to stop); the entries left (held-back groups, then the unapplied rest)
         are returned for the next step.
 
-        The first chunk is one entry; later chunks are sized from the time per entry
-        so far to fit the rest of the budget, so a model whose one entry takes seconds
-        ends its step after each entry (and gets its snapshot) while a fast one applies
-        a read in two calls. Cutting is deterministic: a chunk that is not the last is
+        The first chunk is one entry; each later one at most doubles it, and fits
+        the rest of the budget at the time per entry so far, so a model whose
+        entries take seconds ends its step after one of them (and gets its
+        snapshot), even when the first entries were cheap, while a fast one
+        applies a read in a few calls. Cutting is deterministic: a chunk that is not the last is
         applied with no horizon, so a group at its end is held back and applied whole
         with the next chunk, exactly as one call would have formed it.
         """
@@ -237,7 +238,8 @@ class Worker:
                 owned.cut_short = True
                 return held + entries[start:]
             per_entry = (now - started) / start
-            size = max(1, min(STEP_CHUNK_MAX, int((budget_end - now) / max(per_entry, 1e-7))))
+            fits = int((budget_end - now) / max(per_entry, 1e-7))
+            size = max(1, min(2 * size, STEP_CHUNK_MAX, fits))
         return held
 
     def _snapshot(self, owned: Owned) -> bool:
