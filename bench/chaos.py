@@ -438,7 +438,12 @@ def scenario_logdet(args: argparse.Namespace) -> dict[str, Any]:
             {
                 "events": args.logdet_events,
                 "samples": samples,
-                "lease_lost_drops": text.count("dropped model"),
+                "drops": [
+                    line.split("dropped model")[1]
+                    for line in text.splitlines()
+                    if "dropped model" in line
+                ],
+                "lease_lost_drops": text.count("lease lost"),
                 "sigterm_to_exit_seconds": round(stop_s, 1),
                 "final_events_in_snapshot": _snapshot_events(r, "big"),
             }

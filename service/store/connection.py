@@ -46,19 +46,24 @@ REPLY_MARGIN_S = 10.0
 #: Connections of the API's shared asyncio pool; a request that finds them all in
 #: use waits (up to :data:`POOL_WAIT_S`) instead of failing.
 POOL_CONNECTIONS = 100
+#: Reply time of the worker's connection: a snapshot of hundreds of megabytes on a
+#: busy machine takes tens of seconds to send (Python's timeout covers a whole send).
+SNAPSHOT_REPLY_S = 300.0
 POOL_WAIT_S = 10.0
 
 
-def connect(url: str, *, block_s: float = 0.0) -> redis.Redis:
+def connect(url: str, *, block_s: float = 0.0, reply_s: float = REPLY_MARGIN_S) -> redis.Redis:
     """A synchronous client for ``url`` (no I/O until the first command).
 
     ``block_s`` is the longest blocking command the client will send (e.g.
-    ``XREAD BLOCK``); its socket timeout is that plus :data:`REPLY_MARGIN_S`.
+    ``XREAD BLOCK``); its socket timeout is that plus ``reply_s``, the time a
+    command may take to send and answer (longer for clients moving snapshots of
+    hundreds of megabytes).
     """
     return redis.Redis.from_url(
         url,
         decode_responses=False,
-        socket_timeout=block_s + REPLY_MARGIN_S,
+        socket_timeout=block_s + reply_s,
         socket_connect_timeout=REPLY_MARGIN_S,
     )
 

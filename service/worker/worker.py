@@ -32,6 +32,7 @@ from typing import Any
 from service import metrics as m
 from service.settings import Settings
 from service.store import STORE_UNAVAILABLE, StoreError, connect
+from service.store.connection import SNAPSHOT_REPLY_S
 from service.store.lease import acquire, new_worker_id, release
 from service.store.models import list_models
 from service.store.snapshot import SnapshotFenced
@@ -77,7 +78,9 @@ class Worker:
         self.settings = settings
         self.wanted = list(models) if models is not None else None
         self.id = worker_id or new_worker_id()
-        self.r = connect(settings.redis_url, block_s=settings.block_ms / 1000)
+        self.r = connect(
+            settings.redis_url, block_s=settings.block_ms / 1000, reply_s=SNAPSHOT_REPLY_S
+        )
         # raw XREAD replies: the worker reads the flat field lists itself
         self.r.set_response_callback("XREAD", lambda response, **_: response)
         self.owned: dict[str, Owned] = {}
