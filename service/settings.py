@@ -48,7 +48,9 @@ class Settings(BaseSettings):
         default=1.0, gt=0, description="Snapshot at least this often while entries arrive."
     )
     stream_maxlen: int = Field(
-        default=1_000_000, ge=1, description="Approximate MAXLEN of each model's log."
+        default=1_000_000,
+        ge=1,
+        description="Applied log entries kept (for labels) when the worker trims after a snapshot.",
     )
     queries_maxlen: int = Field(
         default=100_000, ge=1, description="Approximate MAXLEN of the label-request stream."
@@ -66,6 +68,12 @@ class Settings(BaseSettings):
     )
     max_batch_items: int = Field(default=10_000, ge=1, description="Most items in one request.")
     lease_ttl_ms: int = Field(default=5000, ge=100, description="Lifetime of a worker's lease.")
+    lease_stall_s: float = Field(
+        default=0.0,
+        ge=0,
+        description="A worker whose loop made no progress this long stops renewing its leases "
+        "(0: never; a step may take as long as it takes).",
+    )
     heartbeat_ttl_s: int = Field(default=10, ge=1, description="Lifetime of a heartbeat.")
     read_count: int = Field(default=500, ge=1, description="Log entries per XREAD.")
     block_ms: int = Field(default=1000, ge=0, description="XREAD BLOCK timeout.")
@@ -87,6 +95,26 @@ class Settings(BaseSettings):
         gt=0,
         description="Seconds before a worker tries again to load a failed model (one whose "
         "configuration or snapshot cannot be loaded).",
+    )
+    queries_keepalive_s: float = Field(
+        default=15.0,
+        gt=0,
+        description="An idle label-request stream (GET /queries) sends a comment this often.",
+    )
+    queries_block_s: float = Field(
+        default=20.0,
+        gt=0,
+        description="Longest blocking read of the API's one label-request reader per model.",
+    )
+    max_backlog: int = Field(
+        default=100_000,
+        ge=1,
+        description="Log entries not yet applied by the worker above which appends get 429.",
+    )
+    max_step_seconds: float = Field(
+        default=1.0,
+        gt=0,
+        description="The worker stops applying a read after this long and goes on next step.",
     )
     task_label_cap: int = Field(
         default=50, ge=1, description="Task names beyond this share the metric label 'other'."

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from service.api.cache import ModelCache
+from service.api.services.fanout import QueryFanouts
 from service.settings import Settings
 from service.store import AsyncStore, connect_async
 from service.store.group_commit import GroupCommit
@@ -35,9 +36,12 @@ class ApiContext:
     cache: ModelCache
     fast: RespConnection | None
     appender: GroupCommit = field(init=False)
+    #: one label-request reader per model, shared by the model's ``GET /queries`` subscribers
+    queries: QueryFanouts = field(init=False)
 
     def __post_init__(self) -> None:
-        self.appender = GroupCommit(self.run_script, self.fast, self.settings.stream_maxlen)
+        self.appender = GroupCommit(self.run_script, self.fast, self.settings.max_backlog)
+        self.queries = QueryFanouts(str(self.settings.redis_url), self.settings.queries_block_s)
 
     @classmethod
     def connect(cls, settings: Settings) -> ApiContext:
@@ -66,7 +70,8 @@ class ApiContext:
         return given or self.settings.default_model
 
     async def close(self) -> None:
-        """Close the Redis connections."""
+        """Stop the label-request readers and close the Redis connections."""
+        await self.queries.close()
         if self.fast is not None:
             self.fast.close()
         await self.redis.aclose()

@@ -25,6 +25,7 @@ __all__ = [
     "ModelFailed",
     "NotFound",
     "PayloadTooLarge",
+    "TooBusy",
     "install_handlers",
 ]
 
@@ -67,6 +68,16 @@ class PayloadTooLarge(ApiError):
     status_code = 413
 
 
+class TooBusy(ApiError):
+    """The model's unapplied backlog is over the bound: retry after ``retry_after`` seconds."""
+
+    status_code = 429
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.headers = {"Retry-After": str(retry_after)}
+
+
 class BadInput(ApiError):
     """A body that parses but does not fit the model (dimension, NaN, label kind)."""
 
@@ -75,7 +86,9 @@ class BadInput(ApiError):
 
 async def _api_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ApiError)
-    return json_response({"detail": exc.message}, status_code=exc.status_code)
+    response = json_response({"detail": exc.message}, status_code=exc.status_code)
+    response.headers.update(getattr(exc, "headers", {}))
+    return response
 
 
 async def _too_large(request: Request, exc: Exception) -> Response:

@@ -4,12 +4,21 @@ It subscribes to the model's label requests (``GET /queries``, server-sent
 events), looks up each request's ``ref`` (a row index written by ``omtl
 replay``) in the dataset and answers with the row's true label through
 ``POST /label``, exactly as a human annotator's tool would.
+
+It runs until ``--limit`` requests or ``--timeout`` seconds (forever without
+either). A dropped stream is reopened from the last id seen (the stream's own
+opening ``id:`` line counts), so nothing is missed or answered twice; it gives
+up, exiting non-zero, only when it cannot reconnect for ``--reconnect-for``
+seconds or the service answers with an error.
 """
 
 from __future__ import annotations
 
 import argparse
+import http.client
 import sys
+import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +43,7 @@ class AnnotateStats:
     conflict: int = 0
     expired: int = 0
     skipped: int = 0
+    reconnects: int = 0
 
 
 def _row(ref: Any, n: int) -> int | None:
@@ -42,6 +52,23 @@ def _row(ref: Any, n: int) -> int | None:
     except (TypeError, ValueError):
         return None
     return row if 0 <= row < n else None
+
+
+class _Position:
+    """The last SSE ``id:`` seen on a stream (a message's, or the stream's opening one)."""
+
+    def __init__(self, start: str) -> None:
+        self.id = start
+
+    def track(self, lines: Iterable[str]) -> Iterator[str]:
+        for line in lines:
+            if line.startswith("id:"):
+                self.id = line[3:].strip()
+            yield line
+
+
+#: Errors of a dropped or refused stream connection (reconnected).
+_DROPS = (OSError, http.client.HTTPException)
 
 
 def annotate(
@@ -55,39 +82,73 @@ def annotate(
     annotator: str = "oracle",
     flip: float = 0.0,
     seed: int = 0,
+    reconnect_for: float = 60.0,
 ) -> AnnotateStats:
-    """Answer label requests until ``limit`` requests or ``timeout`` seconds have passed.
+    """Answer label requests until ``limit`` requests or ``timeout`` seconds have passed
+    (forever without either), reconnecting after a dropped stream.
 
     ``flip`` is the probability of answering the wrong class (a noisy annotator;
-    classification datasets only).
+    classification datasets only). Raises :class:`ApiCallError` for an error
+    answer and ``OSError`` once reconnecting has failed for ``reconnect_for`` s.
     """
     rng = np.random.default_rng(seed)
     stats = AnnotateStats()
-    params = {"model": model, "after": after, "limit": limit, "timeout": timeout}
-    for message in sse_messages(api.sse("/queries", params)):
-        request = orjson.loads(message["data"])
-        stats.requests += 1
-        row = _row(request.get("ref"), ds.n)
-        if row is None:
-            stats.skipped += 1
-            continue
-        y = float(ds.y[row])
-        if flip and ds.kind == "classification" and rng.random() < flip:
-            y = -y
-        body = {"model": model, "event_id": request["event_id"], "y": y, "annotator": annotator}
-        status, answer = api.request("POST", "/label", body)
-        if status == 202:
-            if answer["status"] == "accepted":
-                stats.accepted += 1
-            else:
-                stats.duplicate += 1
-        elif status == 409:
-            stats.conflict += 1
-        elif status == 404:
-            stats.expired += 1
-        else:
-            raise ApiCallError(status, answer)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    position = _Position(after)
+    failing_since: float | None = None
+    while limit is None or stats.requests < limit:
+        remaining = None if deadline is None else deadline - time.monotonic()
+        if remaining is not None and remaining <= 0:
+            break
+        left = None if limit is None else limit - stats.requests
+        params = {"model": model, "after": position.id, "limit": left, "timeout": remaining}
+        try:
+            for message in sse_messages(position.track(api.sse("/queries", params))):
+                failing_since = None
+                _answer(api, ds, model, orjson.loads(message["data"]), stats, annotator, flip, rng)
+            failing_since = None
+        except _DROPS:
+            now = time.monotonic()
+            failing_since = failing_since or now
+            if now - failing_since >= reconnect_for:
+                raise
+            stats.reconnects += 1
+            time.sleep(min(1.0, reconnect_for / 10))
     return stats
+
+
+def _answer(
+    api: Api,
+    ds: Dataset,
+    model: str,
+    request: dict[str, Any],
+    stats: AnnotateStats,
+    annotator: str,
+    flip: float,
+    rng: np.random.Generator,
+) -> None:
+    """Answer one label request with the dataset row's label (``flip``: a wrong one)."""
+    stats.requests += 1
+    row = _row(request.get("ref"), ds.n)
+    if row is None:
+        stats.skipped += 1
+        return
+    y = float(ds.y[row])
+    if flip and ds.kind == "classification" and rng.random() < flip:
+        y = -y
+    body = {"model": model, "event_id": request["event_id"], "y": y, "annotator": annotator}
+    status, answer = api.request("POST", "/label", body)
+    if status == 202:
+        if answer["status"] == "accepted":
+            stats.accepted += 1
+        else:
+            stats.duplicate += 1
+    elif status == 409:
+        stats.conflict += 1
+    elif status == 404:
+        stats.expired += 1
+    else:
+        raise ApiCallError(status, answer)
 
 
 def register(sub: Any) -> None:
@@ -103,6 +164,12 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--annotator", default="oracle", help="name recorded with each label")
     p.add_argument("--flip", type=float, default=0.0, help="probability of a wrong answer")
+    p.add_argument(
+        "--reconnect-for",
+        type=float,
+        default=60.0,
+        help="give up (exit 1) after failing to reconnect for this many seconds",
+    )
     p.set_defaults(func=run)
 
 
@@ -120,6 +187,7 @@ def run(args: argparse.Namespace) -> int:
             timeout=args.timeout,
             annotator=args.annotator,
             flip=args.flip,
+            reconnect_for=args.reconnect_for,
         )
     except (ApiCallError, OSError) as exc:
         print(f"omtl annotate: {exc}", file=sys.stderr)
@@ -131,6 +199,6 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"answered {stats.requests} label requests: {stats.accepted} accepted, "
         f"{stats.duplicate} repeated, {stats.conflict} conflicting, {stats.expired} expired, "
-        f"{stats.skipped} without a dataset row"
+        f"{stats.skipped} without a dataset row, {stats.reconnects} reconnects"
     )
     return 0

@@ -22,6 +22,7 @@ from service.store.connection import (
     StoreUnavailable,
     connect,
     connect_async,
+    connect_async_reader,
 )
 
 __all__ = [
@@ -33,4 +34,5 @@ __all__ = [
     "StoreUnavailable",
     "connect",
     "connect_async",
+    "connect_async_reader",
 ]

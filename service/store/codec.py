@@ -8,8 +8,9 @@ Every entry has a field ``k`` naming its kind:
   int32 indices and float32 values); optional ``y`` (decimal text) and ``ref``.
 * ``k=b`` a batch of ``n`` events: ``task`` (one name for all rows) or
   ``tasks`` (JSON list of n names); ``X32`` (raw LE float32, ``n d``,
-  row-major); optional ``y32`` (raw LE float32, n values, NaN = unlabelled)
-  and ``refs`` (JSON list of n strings or nulls). Row i of batch entry E has
+  row-major); optional ``y32`` (raw LE float32, n values, NaN = unlabelled),
+  or instead ``y64`` (raw LE float64) when a label is not exactly a float32
+  (regression labels are kept exactly), and ``refs`` (JSON list of n strings or nulls). Row i of batch entry E has
   the event id ``E/i``.
 * ``k=l`` a label: ``event`` (an entry id, or ``E/i`` for a batch row), ``y``
   (decimal text), optional ``annotator``.
@@ -66,16 +67,20 @@ N = "n"
 TASKS = "tasks"
 X32_ROWS = "X32"
 Y32 = "y32"
+Y64 = "y64"
 REFS = "refs"
 EVENT = "event"
 ANNOTATOR = "annotator"
 #: Fields holding raw bytes rather than text.
-BINARY_FIELDS = frozenset({X32, XI, XV, X32_ROWS, Y32})
+BINARY_FIELDS = frozenset({X32, XI, XV, X32_ROWS, Y32, Y64})
 
 #: A decoded feature vector: dense values, or a sparse ``(indices, values)`` pair.
 X = np.ndarray | tuple[np.ndarray, np.ndarray]
 
 _F32 = np.dtype("<f4")
+_F64 = np.dtype("<f8")
+#: The largest magnitude a float32 field holds (beyond it a value becomes infinite).
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 _I32 = np.dtype("<i4")
 _ENTRY_ID = re.compile(r"^(\d+)-(\d+)$")
 _EVENT_ID = re.compile(r"^(\d+)-(\d+)(?:/(\d+))?$")
@@ -279,10 +284,15 @@ def encode_batch(
         fields[TASKS] = orjson.dumps(names).decode()
     fields[X32_ROWS] = arr.tobytes()
     if y is not None:
-        ys = np.asarray([np.nan if v is None else float(v) for v in y], dtype=_F32)
-        if ys.shape != (n,):
-            raise ValueError(f"{ys.shape[0]} labels for {n} rows")
-        fields[Y32] = ys.tobytes()
+        exact = np.asarray([np.nan if v is None else float(v) for v in y], dtype=_F64)
+        if exact.shape != (n,):
+            raise ValueError(f"{exact.shape[0]} labels for {n} rows")
+        ys = exact.astype(_F32)
+        labelled = ~np.isnan(exact)
+        if np.array_equal(ys[labelled].astype(_F64), exact[labelled]):
+            fields[Y32] = ys.tobytes()
+        else:  # a label float32 cannot hold exactly (regression): stored exactly
+            fields[Y64] = exact.tobytes()
     if refs is not None:
         if len(refs) != n:
             raise ValueError(f"{len(refs)} refs for {n} rows")
@@ -422,13 +432,16 @@ def _decode_batch(entry_id: str, f: Mapping[str, Any], n_features: int | None) -
             raise CodecError("tasks must be non-empty strings") from None
         if "" in distinct or {type(t) for t in distinct} != {str}:
             raise CodecError("tasks must be non-empty strings")
-    if Y32 in f:
-        ry = _raw(f[Y32])
-        if len(ry) != 4 * n:
-            raise CodecError(f"y32 has {len(ry)} bytes, expected {4 * n}")
-        y = np.frombuffer(ry, dtype=_F32).astype(np.float64)
+    if Y32 in f and Y64 in f:
+        raise CodecError("a batch has at most one of the fields y32 and y64")
+    if Y32 in f or Y64 in f:
+        field, dtype = (Y32, _F32) if Y32 in f else (Y64, _F64)
+        ry = _raw(f[field])
+        if len(ry) != dtype.itemsize * n:
+            raise CodecError(f"{field} has {len(ry)} bytes, expected {dtype.itemsize * n}")
+        y = np.frombuffer(ry, dtype=dtype).astype(np.float64)
         if np.isinf(y).any():
-            raise CodecError("y32 contains infinite values")
+            raise CodecError(f"{field} contains infinite values")
     else:
         y = np.full(n, np.nan)
     refs: list[str | None] | None = None

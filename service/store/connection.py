@@ -18,6 +18,7 @@ __all__ = [
     "StoreUnavailable",
     "connect",
     "connect_async",
+    "connect_async_reader",
 ]
 
 #: A synchronous client (bytes replies).
@@ -38,11 +39,63 @@ STORE_UNAVAILABLE: tuple[type[Exception], ...] = (
 )
 
 
-def connect(url: str) -> redis.Redis:
-    """A synchronous client for ``url`` (no I/O until the first command)."""
-    return redis.Redis.from_url(url, decode_responses=False)
+#: Seconds a reply may take beyond a command's own blocking time before the
+#: connection counts as lost. redis-py's default socket timeout (5 s) is shorter
+#: than many blocking reads; every client here sets its timeout explicitly.
+REPLY_MARGIN_S = 10.0
+#: Connections of the API's shared asyncio pool; a request that finds them all in
+#: use waits (up to :data:`POOL_WAIT_S`) instead of failing.
+POOL_CONNECTIONS = 100
+#: Reply time of the worker's connection: a snapshot of hundreds of megabytes on a
+#: busy machine takes tens of seconds to send (Python's timeout covers a whole send).
+SNAPSHOT_REPLY_S = 300.0
+POOL_WAIT_S = 10.0
+
+
+def connect(url: str, *, block_s: float = 0.0, reply_s: float = REPLY_MARGIN_S) -> redis.Redis:
+    """A synchronous client for ``url`` (no I/O until the first command).
+
+    ``block_s`` is the longest blocking command the client will send (e.g.
+    ``XREAD BLOCK``); its socket timeout is that plus ``reply_s``, the time a
+    command may take to send and answer (longer for clients moving snapshots of
+    hundreds of megabytes).
+    """
+    return redis.Redis.from_url(
+        url,
+        decode_responses=False,
+        socket_timeout=block_s + reply_s,
+        socket_connect_timeout=REPLY_MARGIN_S,
+    )
 
 
 def connect_async(url: str) -> aredis.Redis:
-    """An asyncio client for ``url`` (no I/O until the first command)."""
-    return aredis.Redis.from_url(url, decode_responses=False)
+    """The API's asyncio client for ``url`` (no I/O until the first command).
+
+    A blocking pool: under a burst, requests queue for a connection rather than
+    failing with "Too many connections". Its commands do not block server-side
+    (the label-request stream has readers of its own, :func:`connect_async_reader`).
+    """
+    pool = aredis.BlockingConnectionPool.from_url(
+        url,
+        decode_responses=False,
+        max_connections=POOL_CONNECTIONS,
+        timeout=POOL_WAIT_S,
+        socket_timeout=REPLY_MARGIN_S,
+        socket_connect_timeout=REPLY_MARGIN_S,
+    )
+    return aredis.Redis(connection_pool=pool)
+
+
+def connect_async_reader(url: str, block_s: float) -> aredis.Redis:
+    """A one-connection asyncio client for blocking reads of up to ``block_s`` seconds.
+
+    Its socket timeout is ``block_s`` plus :data:`REPLY_MARGIN_S`, so an idle
+    ``XREAD BLOCK`` is never cut by the client (redis-py's 5 s default would).
+    """
+    return aredis.Redis.from_url(
+        url,
+        decode_responses=False,
+        single_connection_client=True,
+        socket_timeout=block_s + REPLY_MARGIN_S,
+        socket_connect_timeout=REPLY_MARGIN_S,
+    )

@@ -30,11 +30,13 @@ ScriptRunner = Callable[[LuaScript, list[str], list[Any]], Awaitable[Any]]
 
 @dataclass(frozen=True)
 class AppendReply:
-    """``status`` 1 (appended), 0 (unknown model) or -1 (stale generation); version; entry ids."""
+    """``status`` 1 (appended), 0 (unknown model), -1 (stale generation) or -2 (backlog over
+    the bound: nothing written); version; entry ids; the backlog when refused."""
 
     status: int
     version: int
     ids: list[str]
+    backlog: int = 0
 
 
 @dataclass
@@ -48,10 +50,12 @@ class _Group:
 class GroupCommit:
     """Batches appends per model and generation within one event-loop iteration."""
 
-    def __init__(self, run_script: ScriptRunner, fast: RespConnection | None, maxlen: int) -> None:
+    def __init__(
+        self, run_script: ScriptRunner, fast: RespConnection | None, max_backlog: int
+    ) -> None:
         self._run_script = run_script
         self._fast = fast
-        self._maxlen = maxlen
+        self._max_backlog = max_backlog
         self._groups: dict[tuple[str, int], _Group] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._prefixes: dict[str, bytes] = {}
@@ -75,9 +79,14 @@ class GroupCommit:
 
     def _args(self, group: _Group) -> tuple[list[str], list[Any]]:
         name = group.name
-        script_keys = [keys.config_key(name), keys.log_key(name), keys.snapshot_key(name)]
+        script_keys = [
+            keys.config_key(name),
+            keys.log_key(name),
+            keys.snapshot_key(name),
+            keys.progress_key(name),
+        ]
         flat = [fields for request in group.entries for fields in request]
-        args: list[Any] = [group.generation, self._maxlen, len(flat)]
+        args: list[Any] = [group.generation, self._max_backlog, len(flat)]
         for fields in flat:
             args.append(2 * len(fields))
             for item in fields.items():
@@ -150,9 +159,10 @@ class GroupCommit:
     def _resolve(group: _Group, reply: list[Any]) -> None:
         status = int(reply[0])
         if status != 1:
+            backlog = int(reply[1]) if status == -2 else 0
             for future in group.futures:
                 if not future.done():
-                    future.set_result(AppendReply(status, 0, []))
+                    future.set_result(AppendReply(status, 0, [], backlog))
             return
         version = int(reply[1])
         ids = [i.decode() for i in reply[2:]]

@@ -13,6 +13,7 @@ __all__ = [
     "lease_key",
     "log_key",
     "models_key",
+    "progress_key",
     "queries_key",
     "snapshot_key",
 ]
@@ -78,3 +79,9 @@ def lease_key(m: str) -> str:
 def heartbeat_key(m: str) -> str:
     """String: epoch seconds of the owning worker's last loop, with a TTL."""
     return f"omtl:{{{m}}}:heartbeat"
+
+
+def progress_key(m: str) -> str:
+    """Hash: ``applied`` (log entries the worker applied that are still in the log) and the
+    ``generation`` it counts for; the log's backlog is its length minus ``applied``."""
+    return f"omtl:{{{m}}}:progress"

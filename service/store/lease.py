@@ -17,7 +17,7 @@ import uuid
 import redis
 
 from service.store.keys import lease_key
-from service.store.scripts import LEASE_ACQUIRE_OR_RENEW, LEASE_RELEASE
+from service.store.scripts import LEASE_ACQUIRE_OR_RENEW, LEASE_RELEASE, LEASE_RENEW
 
 __all__ = ["acquire", "lease_holder", "new_worker_id", "queue_renew", "release"]
 
@@ -33,8 +33,9 @@ def acquire(r: redis.Redis, model: str, owner: str, ttl_ms: int) -> bool:
 
 
 def queue_renew(pipe: redis.client.Pipeline, model: str, owner: str, ttl_ms: int) -> None:
-    """Queue :func:`acquire` in a pipeline (its reply: 1 held by ``owner`` now, 0 lost)."""
-    LEASE_ACQUIRE_OR_RENEW.queue(pipe, [lease_key(model)], [owner, str(int(ttl_ms))])
+    """Queue a renewal in a pipeline (its reply: 1 still held by ``owner`` and extended,
+    0 lost or lapsed: a renewal never takes a lapsed lease back)."""
+    LEASE_RENEW.queue(pipe, [lease_key(model)], [owner, str(int(ttl_ms))])
 
 
 def release(r: redis.Redis, model: str, owner: str) -> bool:

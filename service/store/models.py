@@ -302,6 +302,7 @@ def _reset_keys(name: str) -> list[str]:
         keys.alerts_key(name),
         keys.failed_key(name),
         keys.cuts_key(name),
+        keys.progress_key(name),
     ]
 
 
@@ -318,6 +319,7 @@ def _all_keys(name: str) -> list[str]:
         keys.heartbeat_key(name),
         keys.failed_key(name),
         keys.cuts_key(name),
+        keys.progress_key(name),
     ]
 
 

@@ -8,19 +8,22 @@ queued in a pipeline with :meth:`LuaScript.queue`.
 Each API write is one atomic round trip to Redis:
 
 * :data:`APPEND_EVENTS` checks that the model exists with the configuration
-  generation the API validated against, appends the encoded entries to the log
-  (``XADD MAXLEN ~``) and returns the current snapshot version. So ``/predict``
-  costs one round trip, a request validated against a stale configuration is
-  never written, and nothing is written for an unknown model.
+  generation the API validated against and that its unapplied backlog is under
+  the bound, appends the encoded entries to the log (plain ``XADD``: producers
+  never trim) and returns the current snapshot version. So ``/predict`` costs
+  one round trip, a request validated against a stale configuration is never
+  written, nothing is written for an unknown model, and a request beyond the
+  backlog bound is refused whole (the API's 429).
 * :data:`APPEND_LABEL` finds the event (an entry id, or row ``i`` of a batch
   entry), refuses unknown or trimmed events and events that already carry a
   label, records the label with the event id in the labels hash and appends the
   label entry, all at once. A retry therefore never appends a second entry.
 
 The worker's scripts: :data:`LEASE_ACQUIRE_OR_RENEW` and :data:`LEASE_RELEASE`
-(compare-and-set on the lease, :mod:`service.store.lease`) and
+(compare-and-set on the lease, :mod:`service.store.lease`),
 :data:`WRITE_SNAPSHOT` (a snapshot written only while its writer holds the
-lease, :mod:`service.store.snapshot`).
+lease, :mod:`service.store.snapshot`) and :data:`TRIM_LOG` (the only trimming
+of the log, behind what a snapshot holds).
 
 All keys of one model share the ``{m}`` hash tag, so the scripts also run on a
 Redis Cluster.
@@ -44,7 +47,9 @@ __all__ = [
     "APPEND_LABEL",
     "LEASE_ACQUIRE_OR_RENEW",
     "LEASE_RELEASE",
+    "LEASE_RENEW",
     "SCRIPTS",
+    "TRIM_LOG",
     "WRITE_SNAPSHOT",
     "LuaScript",
 ]
@@ -83,45 +88,78 @@ class LuaScript:
             return await client.eval(self.source, len(keys), *keys, *args)
 
 
-#: KEYS: config, log, snapshot. ARGV: generation, maxlen, n_entries, then per
-#: entry the number of field/value items followed by them.
-#: Returns {0} (no model), {-1, generation} (stale configuration), or
-#: {1, version, id_1, ..., id_n}.
+#: KEYS: config, log, snapshot, progress. ARGV: generation, max backlog, n_entries,
+#: then per entry the number of field/value items followed by them.
+#: Returns {0} (no model), {-1, generation} (stale configuration), {-2, backlog}
+#: (more than max backlog entries wait for the worker: nothing written), or
+#: {1, version, id_1, ..., id_n}. No MAXLEN: only the worker trims the log, behind
+#: what it has applied and snapshotted (:data:`TRIM_LOG`).
 APPEND_EVENTS = LuaScript("""
 local gen = redis.call('HGET', KEYS[1], 'generation')
 if not gen then return {0} end
 if gen ~= ARGV[1] then return {-1, gen} end
+local n = tonumber(ARGV[3])
+if n > 0 then
+  local applied = 0
+  local progress = redis.call('HMGET', KEYS[4], 'applied', 'generation')
+  if progress[2] == gen then applied = tonumber(progress[1]) end
+  local backlog = redis.call('XLEN', KEYS[2]) - applied
+  if backlog >= tonumber(ARGV[2]) then return {-2, backlog} end
+end
 local out = {1, redis.call('HGET', KEYS[3], 'version') or '0'}
 local pos = 4
-for e = 1, tonumber(ARGV[3]) do
+for e = 1, n do
   local nf = tonumber(ARGV[pos])
-  local args = {'XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '*'}
-  for j = 1, nf do args[6 + j] = ARGV[pos + j] end
+  local args = {'XADD', KEYS[2], '*'}
+  for j = 1, nf do args[3 + j] = ARGV[pos + j] end
   pos = pos + nf + 1
   out[#out + 1] = redis.call(unpack(args))
 end
 return out
 """)
 
+#: KEYS: log, progress. ARGV: applied entries still in the log, entries to keep,
+#: generation. Run by the worker right after a snapshot: trims the oldest applied
+#: entries beyond the ones to keep (``MAXLEN ~``, so only whole nodes, never an
+#: entry the worker has not applied and snapshotted), records how many applied
+#: entries remain, and returns {deleted, first id left or ''}.
+TRIM_LOG = LuaScript("""
+local applied = tonumber(ARGV[1])
+local excess = applied - tonumber(ARGV[2])
+local deleted = 0
+if excess > 0 then
+  local len = redis.call('XLEN', KEYS[1])
+  deleted = redis.call('XTRIM', KEYS[1], 'MAXLEN', '~', len - excess)
+end
+redis.call('HSET', KEYS[2], 'applied', applied - deleted, 'generation', ARGV[3])
+local first = ''
+if deleted > 0 then
+  local head = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)
+  if #head > 0 then first = head[1][1] end
+end
+return {deleted, first}
+""")
+
 #: KEYS: config, log, labels. ARGV: entry id, batch row (-1 for a single
-#: event), event id, label text, maxlen, then the label entry's field/values.
+#: event), event id, label text, then the label entry's field/values.
 #: It reads the event entry's kind, row count and labels; their field names and
 #: kind codes are filled in from :mod:`service.store.codec`, the one definition.
 #: Returns {'nomodel'}, {'noevent', why}, {'inline', y text}, {'inline32', 4 bytes},
-#: {'labelled', y text} or {'accepted'}.
+#: {'inline64', 8 bytes}, {'labelled', y text} or {'accepted'}.
 APPEND_LABEL = LuaScript(
     f"""
 if redis.call('EXISTS', KEYS[1]) == 0 then return {{'nomodel'}} end
 local found = redis.call('XRANGE', KEYS[2], ARGV[1], ARGV[1])
 if #found == 0 then return {{'noevent', 'unknown or expired'}} end
 local f = found[1][2]
-local kind, n, y, y32
+local kind, n, y, y32, y64
 for i = 1, #f, 2 do
   local name = f[i]
   if name == '{codec.KIND}' then kind = f[i + 1]
   elseif name == '{codec.N}' then n = tonumber(f[i + 1])
   elseif name == '{codec.Y}' then y = f[i + 1]
-  elseif name == '{codec.Y32}' then y32 = f[i + 1] end
+  elseif name == '{codec.Y32}' then y32 = f[i + 1]
+  elseif name == '{codec.Y64}' then y64 = f[i + 1] end
 end
 local row = tonumber(ARGV[2])
 if kind == '{codec.KIND_EVENT}' then
@@ -134,14 +172,18 @@ elseif kind == '{codec.KIND_BATCH}' then
     local v = struct.unpack('<f', y32, 4 * row + 1)
     if v == v then return {{'inline32', string.sub(y32, 4 * row + 1, 4 * row + 4)}} end
   end
+  if y64 then
+    local v = struct.unpack('<d', y64, 8 * row + 1)
+    if v == v then return {{'inline64', string.sub(y64, 8 * row + 1, 8 * row + 8)}} end
+  end
 else
   return {{'noevent', 'not an event'}}
 end
 local prev = redis.call('HGET', KEYS[3], ARGV[3])
 if prev then return {{'labelled', prev}} end
 redis.call('HSET', KEYS[3], ARGV[3], ARGV[4])
-local args = {{'XADD', KEYS[2], 'MAXLEN', '~', ARGV[5], '*'}}
-for j = 6, #ARGV do args[#args + 1] = ARGV[j] end
+local args = {{'XADD', KEYS[2], '*'}}
+for j = 5, #ARGV do args[#args + 1] = ARGV[j] end
 redis.call(unpack(args))
 return {{'accepted'}}
 """
@@ -156,6 +198,17 @@ if not cur then
   return 1
 end
 if cur == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+return 0
+""")
+
+#: KEYS: lease. ARGV: owner, ttl ms. 1 = still held by owner and extended, 0 = not held by
+#: owner (lost, or expired: a lapsed lease is never taken back by a renewal, the owner
+#: reloads the model from its snapshot instead).
+LEASE_RENEW = LuaScript("""
+if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   return 1
 end
@@ -195,5 +248,7 @@ SCRIPTS = {
     "APPEND_LABEL": APPEND_LABEL,
     "LEASE_ACQUIRE_OR_RENEW": LEASE_ACQUIRE_OR_RENEW,
     "LEASE_RELEASE": LEASE_RELEASE,
+    "LEASE_RENEW": LEASE_RENEW,
+    "TRIM_LOG": TRIM_LOG,
     "WRITE_SNAPSHOT": WRITE_SNAPSHOT,
 }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from service.store import Store, keys
+from service.store import Store, StoreReplyError, keys
 from service.store.codec import entry_id_tuple, parse_event_id
 from service.store.models import ModelLimits, expected_state, get_model, initial_snapshot
 from service.store.snapshot import read_snapshot
@@ -26,6 +26,15 @@ class Owned:
         self.applier = Applier(state, self.outbox, self.fetch, self.record_cut)
         self.start_totals = dict(state.totals)
         self.lag = 0
+        #: log entries no longer in the log (trimmed); the applied entries still in the
+        #: log are ``state.totals["entries"] - trimmed`` (see :meth:`applied_in_log`)
+        self.trimmed = 0
+        #: the last step ran out of time with entries left (they are in ``state.pending``)
+        self.cut_short = False
+
+    def applied_in_log(self) -> int:
+        """How many of the log's entries this model has applied (the rest is its backlog)."""
+        return max(0, self.state.totals["entries"] - self.trimmed)
 
     def record_cut(self, entry_id: bytes) -> None:
         """Keep a group boundary in Redis, for replays (:meth:`Applier.apply`)."""
@@ -44,6 +53,19 @@ class Owned:
 
 def _text(v: Any) -> str:
     return v.decode() if isinstance(v, bytes) else str(v)
+
+
+def trimmed_entries(r: Store, name: str) -> int:
+    """How many entries the model's log has lost to trimming (added minus still there)."""
+    try:
+        info: dict[Any, Any] = r.xinfo_stream(keys.log_key(name))
+    except StoreReplyError:  # no log yet
+        return 0
+    added = info.get("entries-added", info.get(b"entries-added"))
+    length = info.get("length", info.get(b"length"))
+    if added is None or length is None:
+        return 0
+    return max(0, int(added) - int(length))
 
 
 def load_owned(r: Store, name: str, limits: ModelLimits | None = None) -> Owned | None:
@@ -81,4 +103,6 @@ def load_owned(r: Store, name: str, limits: ModelLimits | None = None) -> Owned 
         entry = (last_dead[0][1] or {}).get(b"entry")
         if entry is not None:
             state.dead_done_upto = entry_id_tuple(_text(entry))
-    return Owned(state, r)
+    owned = Owned(state, r)
+    owned.trimmed = trimmed_entries(r, name)
+    return owned

@@ -16,8 +16,9 @@ from typing import Any
 from service import metrics as m
 from service.store import Store, StoreReplyError, keys
 from service.worker.owned import Owned
+from service.worker.state import ModelState
 
-__all__ = ["PUBLISH_EVERY", "RunResult", "publish"]
+__all__ = ["PUBLISH_EVERY", "PublishedMarks", "RunResult", "publish"]
 
 #: How often (seconds) metrics are published and the log lag measured.
 PUBLISH_EVERY = 0.5
@@ -60,6 +61,29 @@ class RunResult:
         owned.start_totals = dict(now)
         if owned.state.name not in self.models:
             self.models.append(owned.state.name)
+
+
+@dataclass(frozen=True)
+class PublishedMarks:
+    """How far a model's counters were published, kept by the worker when it lets the
+    model go: after a reload, the replayed entries count again only beyond these."""
+
+    per_task: dict[str, list[int]]
+    dead: int
+    entries: int
+
+    @classmethod
+    def of(cls, state: ModelState) -> PublishedMarks:
+        """The marks of ``state`` now."""
+        per_task = {name: list(values) for name, values in state.published.items()}
+        return cls(per_task, state.published_dead, state.published_entries)
+
+    def restore(self, state: ModelState) -> None:
+        """Continue publishing ``state`` (freshly loaded) from these marks."""
+        for name, values in self.per_task.items():
+            state.published[name] = list(values)
+        state.published_dead = max(state.published_dead, self.dead)
+        state.published_entries = max(state.published_entries, self.entries)
 
 
 def _log_lags(r: Store, names: list[str]) -> list[Any]:

@@ -45,13 +45,17 @@ def read_logs(
 
 
 def flush(r: Store, owned: Owned, queries_maxlen: int) -> None:
-    """Write the model's label requests, dead letters and outlier alerts in one pipeline."""
+    """Write the model's label requests, dead letters and outlier alerts in one pipeline,
+    with its progress (how many of the log's entries are applied: the API's backlog
+    bound, :data:`service.store.scripts.APPEND_EVENTS`)."""
     st = owned.state
     alerts = outlier_alerts(st)
-    if not owned.outbox and not alerts:
-        return
     name = st.name
     with r.pipeline(transaction=False) as p:
+        p.hset(
+            keys.progress_key(name),
+            mapping={"applied": owned.applied_in_log(), "generation": st.generation},
+        )
         for fields in owned.outbox.requests:
             p.xadd(keys.queries_key(name), fields, maxlen=queries_maxlen, approximate=True)  # type: ignore[arg-type]
         for fields in owned.outbox.dead:

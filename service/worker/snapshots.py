@@ -1,4 +1,13 @@
-"""When the worker snapshots a model, and writing the snapshot under its lease."""
+"""When the worker snapshots a model, writing the snapshot under its lease, and trimming
+the log behind it.
+
+The log is trimmed only here, right after a snapshot: the oldest applied entries
+beyond the ``stream_maxlen`` most recent ones go (kept so that labels can still
+find their events), never an entry the snapshot does not hold. Producers never
+trim, so an appended event is applied (or dead-lettered) before it can leave the
+log. The labels hash (``omtl:{m}:labels``) loses the events trimmed away with
+them. See ``docs/architecture.md``, "The log".
+"""
 
 from __future__ import annotations
 
@@ -7,13 +16,12 @@ import time
 from service.settings import Settings
 from service.store import Store, keys
 from service.store.codec import entry_id_tuple
+from service.store.scripts import TRIM_LOG
 from service.store.snapshot import write_snapshot
+from service.worker.owned import Owned
 from service.worker.state import ModelState
 
-__all__ = ["LABELLED_PRUNE_ABOVE", "snapshot_due", "snapshot_state"]
-
-#: Above this many remembered labelled events, those trimmed from the log are forgotten.
-LABELLED_PRUNE_ABOVE = 50_000
+__all__ = ["snapshot_due", "snapshot_state", "trim_log"]
 
 
 def snapshot_due(state: ModelState, settings: Settings, now: float) -> bool:
@@ -32,16 +40,37 @@ def snapshot_state(r: Store, state: ModelState, owner: str) -> int:
     Raises :class:`service.store.snapshot.SnapshotFenced` (writing nothing) when
     the lease is lost or the model was reconfigured.
     """
-    if len(state.labelled) > LABELLED_PRUNE_ABOVE:
-        first = r.xrange(keys.log_key(state.name), count=1)
-        if first:
-            raw = first[0][0]
-            state.forget_labelled_before(
-                entry_id_tuple(raw.decode() if isinstance(raw, bytes) else str(raw))
-            )
     snap = state.to_snapshot()
     state.version = write_snapshot(r, state.name, snap, owner=owner)
     state.snapshot_created = snap.created
     state.entries_since_snapshot = 0
     state.last_snapshot_at = time.monotonic()
     return state.version
+
+
+def _text(v: bytes | str) -> str:
+    return v.decode() if isinstance(v, bytes) else v
+
+
+def trim_log(r: Store, owned: Owned, keep: int) -> int:
+    """Right after a snapshot of ``owned``: trim its log's applied entries beyond the
+    ``keep`` most recent, and forget the labels of the events trimmed. Returns how
+    many entries were trimmed."""
+    st = owned.state
+    name = st.name
+    deleted, first = TRIM_LOG.run(
+        r,
+        [keys.log_key(name), keys.progress_key(name)],
+        [owned.applied_in_log(), keep, st.generation],
+    )
+    deleted = int(deleted)
+    owned.trimmed += deleted
+    if deleted and first:
+        head = entry_id_tuple(_text(first))
+        gone = [key for key in st.labelled if (key[0], key[1]) < head]
+        if gone:
+            fields = [f"{a}-{b}" if c < 0 else f"{a}-{b}/{c}" for a, b, c in gone]
+            for start in range(0, len(fields), 1000):
+                r.hdel(keys.labels_key(name), *fields[start : start + 1000])
+            st.forget_labelled_before(head)
+    return deleted

@@ -32,20 +32,24 @@ from typing import Any
 from service import metrics as m
 from service.settings import Settings
 from service.store import STORE_UNAVAILABLE, StoreError, connect
+from service.store.connection import SNAPSHOT_REPLY_S
 from service.store.failures import clear_failed, mark_failed
 from service.store.lease import acquire, new_worker_id, release
 from service.store.models import ModelLimits, list_models
 from service.store.snapshot import SnapshotFenced
 from service.worker.blas import single_thread_blas
 from service.worker.owned import Owned, load_owned
-from service.worker.ownership import as_generation, renew_owned
-from service.worker.publishing import PUBLISH_EVERY, RunResult, publish
+from service.worker.ownership import LeaseKeeper, as_generation
+from service.worker.publishing import PUBLISH_EVERY, PublishedMarks, RunResult, publish
 from service.worker.reading import flush, read_logs
-from service.worker.snapshots import snapshot_due, snapshot_state
+from service.worker.snapshots import snapshot_due, snapshot_state, trim_log
 
 __all__ = ["RunResult", "Worker"]
 
 log = logging.getLogger("omtl.worker")
+
+#: Most entries applied between two checks of the step's time budget (``max_step_seconds``).
+STEP_CHUNK_MAX = 500
 
 
 class Worker:
@@ -73,7 +77,9 @@ class Worker:
         self.settings = settings
         self.wanted = list(models) if models is not None else None
         self.id = worker_id or new_worker_id()
-        self.r = connect(settings.redis_url)
+        self.r = connect(
+            settings.redis_url, block_s=settings.block_ms / 1000, reply_s=SNAPSHOT_REPLY_S
+        )
         # raw XREAD replies: the worker reads the flat field lists itself
         self.r.set_response_callback("XREAD", lambda response, **_: response)
         self.owned: dict[str, Owned] = {}
@@ -87,6 +93,17 @@ class Worker:
         self.ttl_ms = settings.lease_ttl_ms
         self.tick = min(0.5, settings.lease_ttl_ms / 3000.0)
         self.result = RunResult()
+        self.keeper = LeaseKeeper(
+            settings.redis_url,
+            self.id,
+            self.ttl_ms,
+            settings.heartbeat_ttl_s,
+            self.tick,
+            settings.lease_stall_s,
+        )
+        #: what was published per model and generation, kept across reloads so that
+        #: replaying entries after a reload never counts them twice
+        self.published: dict[tuple[str, int], PublishedMarks] = {}
 
     # ------------------------------------------------------------ control
     def stop(self, *_: Any) -> None:
@@ -115,8 +132,12 @@ class Worker:
             log.info("model %r loads again", name)
         state = owned.state
         self.served.add(name)
+        marks = self.published.get((name, state.generation))
+        if marks is not None:
+            marks.restore(state)
         self.owned[name] = owned
         self.by_log[owned.log_key.encode()] = owned
+        self.keeper.own(name)
         m.LEASE_OWNER.labels(name, self.id).set(1)
         log.info(
             "worker %s owns model %r from version %d, last id %s",
@@ -146,21 +167,24 @@ class Worker:
         owned = self.owned.pop(name, None)
         if owned is not None:
             self.by_log.pop(owned.log_key.encode(), None)
+            self.keeper.disown(name)
+            self.published[(name, owned.state.generation)] = PublishedMarks.of(owned.state)
             self.result.count(owned)
             m.LEASE_OWNER.labels(name, self.id).set(0)
             log.warning("worker %s dropped model %r: %s", self.id, name, reason)
         if deleted:  # its series would be exported (and alert) forever
             self.broken.pop(name, None)
             self.served.discard(name)
+            for key in [key for key in self.published if key[0] == name]:
+                del self.published[key]
             m.forget_model(name)
 
     def _maintain(self) -> None:
         """Renew leases, heartbeat, follow reconfigurations, acquire free models."""
         names = self.wanted if self.wanted is not None else list_models(self.r)
-        renewals = renew_owned(
-            self.r, list(self.owned), self.id, self.ttl_ms, self.settings.heartbeat_ttl_s
-        )
-        for renewal in renewals:
+        for renewal in self.keeper.take_renewals():
+            if renewal.name not in self.owned:
+                continue
             reason = renewal.verdict(self.owned[renewal.name].state.generation)
             if reason is None:
                 continue
@@ -185,20 +209,27 @@ class Worker:
 
     # ------------------------------------------------------------ applying
     def _apply_reads(
-        self, got: dict[bytes, list[Any]], now_ms: int, generations: list[Any]
+        self,
+        got: dict[bytes, list[Any]],
+        now_ms: int | None,
+        generations: dict[bytes, Any],
     ) -> None:
         """Apply what one read returned (and any held-back entries) for every model.
 
         A model whose config generation changed (or that was deleted) since it was
-        loaded is not applied: the next maintenance tick reloads or drops it.
+        loaded is not applied: the next maintenance tick reloads or drops it. A
+        model not read this time (``generations`` lacks it: its held-back entries
+        fill a read already) applies from what it holds.
         """
         count = self.settings.read_count
-        for (stream, owned), generation in zip(list(self.by_log.items()), generations):
+        for stream, owned in list(self.by_log.items()):
             st = owned.state
             new = got.get(stream)
             if not new and not st.pending:
                 continue
-            if generation is None or as_generation(generation) != st.generation:
+            read = stream in generations
+            generation = generations.get(stream)
+            if read and (generation is None or as_generation(generation) != st.generation):
                 deleted = generation is None
                 self._drop(st.name, "model deleted" if deleted else "reconfigured", deleted)
                 continue
@@ -206,13 +237,46 @@ class Worker:
                 st.read_id = new[-1][0].decode()
             entries = st.pending + new if st.pending and new else (new or st.pending)
             # the read returned everything there was: groups older than now are complete
-            horizon = now_ms if not new or len(new) < count else None
+            complete = read and now_ms is not None and (not new or len(new) < count)
             t0 = time.perf_counter()
-            st.pending = owned.applier.apply(entries, horizon)
+            st.pending = self._apply_bounded(owned, entries, now_ms if complete else None)
             flush(self.r, owned, self.settings.queries_maxlen)
             m.UPDATE_LATENCY.labels(st.name).observe(time.perf_counter() - t0)
             if snapshot_due(st, self.settings, time.monotonic()):
                 self._snapshot(owned)
+
+    def _apply_bounded(self, owned: Owned, entries: list[Any], horizon: int | None) -> list[Any]:
+        """Apply ``entries`` in chunks for at most ``max_step_seconds`` (or until the worker
+        is asked to stop); the entries left (held-back groups, then the unapplied rest)
+        are returned for the next step.
+
+        The first chunk is one entry; each later one at most doubles it, and fits
+        the rest of the budget at the time per entry so far, so a model whose
+        entries take seconds ends its step after one of them (and gets its
+        snapshot), even when the first entries were cheap, while a fast one
+        applies a read in a few calls. Cutting is deterministic: a chunk that is not the last is
+        applied with no horizon, so a group at its end is held back and applied whole
+        with the next chunk, exactly as one call would have formed it.
+        """
+        started = time.perf_counter()
+        budget_end = started + self.settings.max_step_seconds
+        owned.cut_short = False
+        held: list[Any] = []
+        start, size = 0, 1
+        while start < len(entries):
+            chunk = entries[start : start + size]
+            start += len(chunk)
+            last = start >= len(entries)
+            held = owned.applier.apply(held + chunk if held else chunk, horizon if last else None)
+            self.keeper.beat()
+            now = time.perf_counter()
+            if not last and (now >= budget_end or self.stopping):
+                owned.cut_short = True
+                return held + entries[start:]
+            per_entry = (now - started) / start
+            fits = int((budget_end - now) / max(per_entry, 1e-7))
+            size = max(1, min(2 * size, STEP_CHUNK_MAX, fits))
+        return held
 
     def _snapshot(self, owned: Owned) -> bool:
         st = owned.state
@@ -223,6 +287,7 @@ class Worker:
             return False
         self.result.snapshots += 1
         m.SNAPSHOT_VERSION.labels(st.name).set(st.version)
+        trim_log(self.r, owned, self.settings.stream_maxlen)
         return True
 
     # ------------------------------------------------------------ the loop
@@ -240,6 +305,7 @@ class Worker:
         next_maintain = 0.0
         next_publish = 0.0
         block_ms = max(1, min(self.settings.block_ms, int(self.tick * 1000)))
+        self.keeper.start()
         try:
             while not self.stopping:
                 now = time.monotonic()
@@ -259,20 +325,40 @@ class Worker:
                     next_maintain = 0.0
         finally:
             self._shutdown()
+            self.keeper.stop()
             self.result.seconds = time.perf_counter() - started
             self.result.cpu_seconds = time.process_time() - cpu_started
         return self.result
 
     def _step(self, until_idle: bool, block_ms: int) -> bool:
-        """One read and its application; True when an ``until_idle`` run is done."""
+        """One read and its application; True when an ``until_idle`` run is done.
+
+        A model whose last step ran out of time with a read's worth of entries left
+        is not read again until it has applied them: the work of one step stays
+        bounded, however slow the model.
+        """
+        self.keeper.beat()
         if not self.owned:
             if until_idle and self._all_wanted_owned():
                 return True
             time.sleep(min(0.05, self.tick))
             return False
+        count = self.settings.read_count
         pending = any(o.state.pending for o in self.owned.values())
         block: int | None = None if until_idle else (1 if pending else block_ms)
-        got, now_ms, generations = read_logs(self.r, self.by_log, self.settings.read_count, block)
+        # a model cut short by its time budget first applies what it holds; one that only
+        # holds back a group is read, so that the next entries can complete the group
+        reading = {
+            s: o
+            for s, o in self.by_log.items()
+            if not (o.cut_short and len(o.state.pending) >= count)
+        }
+        got: dict[bytes, list[Any]] = {}
+        now_ms: int | None = None
+        generations: dict[bytes, Any] = {}
+        if reading:
+            got, now_ms, listed = read_logs(self.r, reading, count, block)
+            generations = dict(zip(reading, listed, strict=True))
         if not got and not pending:
             if until_idle and self._all_wanted_owned():
                 return True
@@ -318,6 +404,7 @@ class Worker:
             log.error("worker %s could not write its final snapshots: %s", self.id, exc)
         for name in list(self.owned):
             self.result.count(self.owned[name])
+            self.keeper.disown(name)
             m.LEASE_OWNER.labels(name, self.id).set(0)
             with contextlib.suppress(StoreError):  # else the lease expires on its own
                 release(self.r, name, self.id)
@@ -326,4 +413,5 @@ class Worker:
 
     def close(self) -> None:
         """Close the Redis connections."""
+        self.keeper.close()
         self.r.close()

@@ -48,7 +48,7 @@ def test_concurrent_predicts_are_batched_in_arrival_order(
 
 
 def test_the_cached_command_head_packs_like_a_plain_command() -> None:
-    commit = GroupCommit(run_script=None, fast=None, maxlen=100)  # type: ignore[arg-type]
+    commit = GroupCommit(run_script=None, fast=None, max_backlog=100)  # type: ignore[arg-type]
     script_keys = ["omtl:{m}:config", "omtl:{m}:log", "omtl:{m}:snapshot"]
     args: list[Any] = [3, 100, 1, 4, "k", "e", "x32", b"\x00\x01"]
     expected = pack("EVALSHA", APPEND_EVENTS.sha, 3, *script_keys, *args)

@@ -20,7 +20,7 @@ def _messages(text: str) -> list[dict[str, Any]]:
     out = []
     for frame in text.split("\n\n"):
         lines = dict(line.split(": ", 1) for line in frame.splitlines() if not line.startswith(":"))
-        if lines:
+        if "data" in lines:
             out.append({"id": lines["id"], "event": lines["event"], **orjson.loads(lines["data"])})
     return out
 

@@ -214,7 +214,7 @@ def test_the_label_script_reads_what_the_encoders_write(
     entry = rb.xadd(keys.log_key("m"), fields).decode()  # type: ignore[arg-type]
     event = entry if row is None else f"{entry}/{row}"
     label = encode_label(event, 1)
-    args: list[Any] = [entry, -1 if row is None else row, event, label[codec.Y], 1000]
+    args: list[Any] = [entry, -1 if row is None else row, event, label[codec.Y]]
     for item in label.items():
         args.extend(item)
     reply = APPEND_LABEL.run(

@@ -8,11 +8,10 @@ from fastapi import APIRouter, Header, Query
 from fastapi.responses import StreamingResponse
 
 from service.api.deps import ContextDep
-from service.api.errors import NotFound
 from service.api.openapi import ERRORS
 from service.api.schemas import MODEL_NAME_PATTERN
+from service.api.services.appending import view_of
 from service.api.services.queries import label_requests
-from service.store.models import get_model_async
 
 router = APIRouter(tags=["queries"])
 
@@ -39,8 +38,7 @@ async def queries(
     Every subscriber sees every request; reconnecting clients resume with Last-Event-ID.
     """
     name = ctx.model_name(model)
-    if await get_model_async(ctx.redis, name) is None:
-        raise NotFound(f"unknown model {name!r}")
+    await view_of(ctx, name)  # 404 for an unknown model (the cached view: no round trip)
     start = last_event_id or after
     return StreamingResponse(
         label_requests(ctx, name, start, limit, timeout),

@@ -24,9 +24,9 @@ import numpy as np
 
 from service.api.cache import ModelView
 from service.api.context import ApiContext
-from service.api.errors import ApiError, BadInput, NotFound, PayloadTooLarge
+from service.api.errors import ApiError, BadInput, NotFound, PayloadTooLarge, TooBusy
 from service.api.schemas import SparseX
-from service.store.codec import X, encode_batch, encode_event, parse_x_json
+from service.store.codec import FLOAT32_MAX, X, encode_batch, encode_event, parse_x_json
 from service.store.group_commit import AppendReply, Entry
 
 __all__ = [
@@ -45,6 +45,9 @@ __all__ = [
 
 T = TypeVar("T")
 
+#: The Retry-After (seconds) of a 429 for a model whose worker is behind.
+RETRY_AFTER_S = 1
+
 
 class StaleConfiguration(ApiError):
     """The model was reconfigured twice while this request was being validated."""
@@ -60,15 +63,31 @@ def check_count(n: int, ctx: ApiContext) -> None:
 
 
 def to_x(x: list[float] | SparseX, n_features: int, where: str = "x") -> X:
-    """A validated feature vector of the model's dimension (422 with the reason otherwise)."""
+    """A validated feature vector of the model's dimension (422 with the reason otherwise).
+
+    The log stores features as float32: a value beyond float32's range is refused here
+    rather than acknowledged and then dead-lettered as infinite.
+    """
     if isinstance(x, list):
         if len(x) != n_features:
             raise BadInput(f"{where} has dimension {len(x)}, expected {n_features}")
-        return np.array(x, dtype=np.float64)
+        dense = np.array(x, dtype=np.float64)
+        _check_float32(dense, where)
+        return dense
     try:
-        return parse_x_json({"indices": x.indices, "values": x.values}, n_features)
+        parsed = parse_x_json({"indices": x.indices, "values": x.values}, n_features)
     except ValueError as exc:
         raise BadInput(f"{where}: {exc}") from None
+    _check_float32(parsed[1] if isinstance(parsed, tuple) else parsed, where)
+    return parsed
+
+
+def _check_float32(values: np.ndarray, where: str) -> None:
+    if values.size and float(np.abs(values).max()) > FLOAT32_MAX:
+        raise BadInput(
+            f"{where} has a value beyond the float32 range (|v| <= {FLOAT32_MAX:.6g}) "
+            "that the log stores features in"
+        )
 
 
 def check_labels(view: ModelView, ys: Sequence[float | None]) -> None:
@@ -134,8 +153,15 @@ async def finish_append(
     ctx: ApiContext, view: ModelView, pending: Awaitable[AppendReply]
 ) -> AppendReply | None:
     """Await an append: its reply, or None when the configuration changed (nothing was
-    written; the cache is reloaded). 404 when the model is gone."""
+    written; the cache is reloaded). 404 when the model is gone; 429 with Retry-After
+    when the model's backlog is over ``max_backlog`` (nothing was written)."""
     reply = await pending
+    if reply.status == -2:
+        raise TooBusy(
+            f"model {view.name!r} has {reply.backlog} log entries its worker has not applied "
+            f"yet (the bound is {ctx.settings.max_backlog}); nothing was written, retry later",
+            RETRY_AFTER_S,
+        )
     if reply.status == 0:
         ctx.cache.forget(view.name)
         raise NotFound(f"unknown model {view.name!r}")

@@ -1,7 +1,8 @@
 """``POST /label``: accept the label of an event once (see :data:`service.store.scripts.APPEND_LABEL`).
 
 * first label of a known event: recorded and appended to the log, 202 ``accepted``;
-* the same label again (a retry): 202 ``duplicate``, nothing appended;
+* the same label again (a retry, the same number exactly): 202 ``duplicate``,
+  nothing appended;
 * a different label, also against a label the event carried when it was
   appended: 409;
 * an unknown or trimmed event: 404; a label outside the model's kind: 422.
@@ -9,7 +10,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -24,12 +24,6 @@ from service.store.scripts import APPEND_LABEL
 __all__ = ["label"]
 
 
-def _same(existing: float, given: float, regression: bool) -> bool:
-    if regression:
-        return math.isclose(existing, given, rel_tol=1e-6, abs_tol=1e-12)
-    return existing == given
-
-
 async def label(ctx: ApiContext, req: LabelRequest) -> dict[str, Any]:
     """Record ``req.y`` as the label of ``req.event_id`` at most once."""
     name = ctx.model_name(req.model)
@@ -41,7 +35,6 @@ async def label(ctx: ApiContext, req: LabelRequest) -> dict[str, Any]:
     entry, row = split_event_id(req.event_id)
     fields = encode_label(req.event_id, req.y, req.annotator)
     args: list[Any] = [entry, -1 if row is None else row, req.event_id, fields[Y]]
-    args.append(ctx.settings.stream_maxlen)
     for key, value in fields.items():
         args += [key, value]
     reply = await ctx.run_script(
@@ -58,11 +51,14 @@ async def label(ctx: ApiContext, req: LabelRequest) -> dict[str, Any]:
             f"event {req.event_id!r} of model {name!r}: {reply[1].decode()} "
             "(events trimmed from the log can no longer be labelled)"
         )
+    # labels are stored exactly (decimal text, float64, or float32 only when exact),
+    # so a repeated label is the same number, bit for bit
     if status == "inline32":
         existing = float(np.frombuffer(reply[1], dtype="<f4")[0])
-        given = float(np.float32(req.y))
+    elif status == "inline64":
+        existing = float(np.frombuffer(reply[1], dtype="<f8")[0])
     else:
-        existing, given = float(reply[1]), req.y
-    if _same(existing, given, view.regression):
+        existing = float(reply[1])
+    if existing == req.y:
         return {"status": "duplicate", "event_id": req.event_id, "y": req.y}
     raise Conflict(f"event {req.event_id!r} already has the label {existing:g}; refusing {req.y:g}")
