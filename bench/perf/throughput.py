@@ -68,7 +68,7 @@ def _measure_ours(
 ) -> dict[str, Any]:
     entries = []
     for _ in range(reps):
-        entry = run_isolated(name, stream, n, seconds, path, [], timeout=seconds + 20)
+        entry = run_isolated(name, stream, n, seconds, path, [], timeout=10 * seconds + 30)
         if not entry.get("events"):
             return entry  # skipped, failed or out of memory: no point repeating
         entry["per_sec"] = entry["events"] / entry["seconds"]
@@ -171,7 +171,7 @@ def run(
             f"`batch` = `score_and_learn_many` on blocks of {BATCH} rows (passive learners); "
             f"`event` = `decision_one`, `query_one`, `learn_one` per event (sparse rows as "
             f"(indices, values) pairs). Each measurement runs until the stream ends or {seconds:g} s "
-            f"of learner time; peers get {peer_seconds:g} s; each figure is the median of "
+            f"of learner CPU time (`time.process_time`, the denominator of every rate: the host is shared); peers get {peer_seconds:g} s; each figure is the median of "
             f"{reps} such repetitions, each from a fresh learner on the start of the stream. Input conversion for the peers (rows -> VW text lines / River dicts) is timed "
             f"separately and excluded. Ratios > 1 mean ours is faster."
         ),

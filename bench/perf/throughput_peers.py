@@ -154,16 +154,16 @@ def _blocks(
     convert: Callable[[BenchStream, int, int], Any],
     learn: Callable[[Any, int, int], int],
 ) -> PeerResult:
-    """Convert then learn blocks of 250 events until ``n`` events or ``seconds`` of learning."""
+    """Convert then learn blocks of 250 events until ``n`` events or ``seconds`` of learning (CPU time)."""
     spent = converting = 0.0
     done = mistakes = 0
     while done < n and spent < seconds:
         end = min(n, done + 250)
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         block = convert(stream, done, end)
-        t1 = time.perf_counter()
+        t1 = time.process_time()
         mistakes += learn(block, done, end)
-        spent += time.perf_counter() - t1
+        spent += time.process_time() - t1
         converting += t1 - t0
         done = end
     return PeerResult(

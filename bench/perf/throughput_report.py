@@ -66,6 +66,8 @@ def _cell(entry: dict[str, Any] | None, key: str = "per_sec") -> str:
         return "error"
     if "skipped" in entry:
         return "n/a"
+    if not entry.get("events"):
+        return f"< 1 event in {entry.get('seconds', 0.0):.1f} s"
     return _rate(entry[key])
 
 
