@@ -1,7 +1,7 @@
 """Our learners on a benchmark stream: events per second and online mistakes.
 
 Two paths, each measured until the stream or the allowance of CPU time
-(``time.process_time``: the host is shared, wall time measures the other load) ends:
+(``time.thread_time``: the host is shared, wall time measures the other load) ends:
 
 * ``batch``: ``score_and_learn_many`` on blocks of :data:`BATCH` rows (test-then-
   train, equal to the per-event loop by the learner contract); passive learners;
@@ -23,6 +23,7 @@ import resource
 import select
 import signal
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -32,7 +33,7 @@ import learners
 from bench.perf.throughput_streams import BenchStream
 from evaluation.common import kind_switch
 
-__all__ = ["BATCH", "run_isolated", "run_learner"]
+__all__ = ["BATCH", "TimeUp", "call_isolated", "learner_params", "run_isolated", "run_learner"]
 
 #: Rows per ``score_and_learn_many`` call.
 BATCH = 128
@@ -78,7 +79,7 @@ def run_learner(
     X, y, task = stream.X, stream.y, stream.task
     scores = np.empty(n)
     tally = {"done": 0, "queries": 0, "spent": 0.0}
-    started = time.process_time()
+    started = time.thread_time()
     try:
         if path == "batch":
             _batch_path(model, X, y, task, scores, n, seconds, tally)
@@ -91,7 +92,7 @@ def run_learner(
     return {
         "events": done,
         # with nothing done, the CPU time the first block took before the alarm
-        "seconds": tally["spent"] if done else time.process_time() - started,
+        "seconds": tally["spent"] if done else time.thread_time() - started,
         "mistakes": int(wrong[-1]) if done else 0,
         "queries": int(tally["queries"]),
         "mistakes_at": {str(p): int(wrong[p - 1]) for p in prefixes if 0 < p <= done},
@@ -116,9 +117,9 @@ def _batch_path(
     while tally["done"] < n and tally["spent"] < seconds:
         start = int(tally["done"])
         end = min(n, start + size)
-        t0 = time.process_time()
+        t0 = time.thread_time()
         scores[start:end] = model.score_and_learn_many(X[start:end], y[start:end], task[start:end])
-        tally["spent"] += time.process_time() - t0
+        tally["spent"] += time.thread_time() - t0
         tally["done"] = tally["queries"] = end
         size = min(BATCH, size * 2)
 
@@ -147,15 +148,15 @@ def _event_path(
         else:
             rows = list(X[start:end])
         labels, tasks = y[start:end].tolist(), task[start:end].tolist()
-        t0 = time.process_time()
+        t0 = time.thread_time()
         for k, (x, label, t) in enumerate(zip(rows, labels, tasks)):
             scores[start + k] = model.decision_one(x, t)
             if model.query_one(x, t):
                 model.learn_one(x, label, t)
                 tally["queries"] += 1
             tally["done"] = start + k + 1
-            tally["spent"] += time.process_time() - t0
-            t0 = time.process_time()
+            tally["spent"] += time.thread_time() - t0
+            t0 = time.thread_time()
 
 
 def _ring(signum: int, frame: Any) -> None:
@@ -171,7 +172,21 @@ def run_isolated(
     prefixes: list[int],
     timeout: float,
 ) -> dict[str, Any]:
-    """:func:`run_learner` in a forked child (memory limit, CPU-time alarm, wall-clock ``timeout``)."""
+    """:func:`run_learner` in a forked child (see :func:`call_isolated`)."""
+    return call_isolated(
+        lambda: run_learner(name, stream, n, seconds, path, prefixes), seconds, timeout
+    )
+
+
+def call_isolated(
+    measure: Callable[[], dict[str, Any]], seconds: float, timeout: float
+) -> dict[str, Any]:
+    """``measure()`` in a forked child: memory limit, a CPU-time alarm at ``seconds`` plus
+    :data:`ALARM_GRACE` (raising :class:`TimeUp` inside it), and a wall-clock ``timeout``.
+
+    The child inherits the parent's compiled kernels (warm them before forking).
+    Returns the JSON-able dict ``measure`` returned, or ``{"error": ...}``.
+    """
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:  # child
@@ -180,7 +195,7 @@ def run_isolated(
             resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
             signal.signal(signal.SIGPROF, _ring)
             signal.setitimer(signal.ITIMER_PROF, seconds + ALARM_GRACE)
-            out = run_learner(name, stream, n, seconds, path, prefixes)
+            out = measure()
             signal.setitimer(signal.ITIMER_PROF, 0)
         except MemoryError:
             out = {"error": f"out of memory (> {MEMORY_LIMIT // 1024**3} GB)"}
