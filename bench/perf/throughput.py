@@ -221,13 +221,13 @@ def main(argv: list[str] | None = None) -> int:
             with_compile=not (args.quick or args.no_compile_time),
         )
         result["total_seconds"] += time.perf_counter() - started
-    text = markdown(result)
-    print(text)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     stem = "throughput-quick" if args.quick else "throughput"
-    (out / f"{stem}.md").write_text(text)
     (out / f"{stem}.json").write_text(json.dumps(result, indent=1, default=float) + "\n")
+    text = markdown(result)
+    print(text)
+    (out / f"{stem}.md").write_text(text)
     return 0
 
 

@@ -76,9 +76,10 @@ def measure_blocks(
     """``score_and_learn_many`` over the first ``n`` events in blocks of ``block`` rows.
 
     Stops at the end of the stream or once ``seconds`` of CPU time are spent. With
-    ``ramp`` the first block has 8 rows and the size doubles until a full block fits
-    in the time left (so a slow learner is measured at all); without, every block
-    has ``block`` rows. Slicing the stream is outside the timed calls.
+    ``ramp`` the first block has 8 rows and the size doubles up to ``block`` while
+    the doubled block is expected to fit in the time left (so a slow learner is
+    measured at all); without, every block has ``block`` rows. Slicing the stream
+    is outside the timed calls.
     """
     model = _make(name, stream, n)
     spent_in = _time_methods(model)
@@ -96,7 +97,8 @@ def measure_blocks(
             spent += took
             if ramp:
                 rate = (end - done) / took if took > 0 else float("inf")
-                size = block if rate * (seconds - spent) >= block else min(block, 2 * size)
+                if rate * (seconds - spent) >= 2 * size:
+                    size = min(block, 2 * size)
             done = end
     except TimeUp:
         pass  # the block under way when the alarm rang is not counted
