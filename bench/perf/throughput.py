@@ -27,8 +27,15 @@ from typing import Any  # noqa: E402
 
 import learners  # noqa: E402
 from bench import RESULTS  # noqa: E402
+from bench.perf.throughput_compiled_run import run_compiled  # noqa: E402
 from bench.perf.throughput_ours import BATCH, run_isolated  # noqa: E402
-from bench.perf.throughput_peers import peer_versions, run_river, run_vw  # noqa: E402
+from bench.perf.throughput_peers import (  # noqa: E402
+    measure_peer,
+    median_entry,
+    peer_versions,
+    run_river,
+    run_vw,
+)
 from bench.perf.throughput_report import machine, markdown, versions  # noqa: E402
 from bench.perf.throughput_streams import make_stream  # noqa: E402
 
@@ -42,6 +49,12 @@ CONFIGS = (
     (100, 100_000, True, 60_000),
 )
 REFERENCE = "cmtl"
+STREAM_NOTE = (
+    "tasks uniform over K; w_k = w0 + 0.5 u_k (|w0| = 1, u_k ~ N(0, I/d)); y = sign(w_k.x) "
+    "with 5% of labels flipped; dense x ~ N(0, I) scaled to unit norm; sparse: 80-120 "
+    "distinct feature ids out of 100,000 with a Zipf-like skew (rank d u^3), positive "
+    "values, unit norm."
+)
 
 
 def _log(message: str) -> None:
@@ -53,45 +66,17 @@ def _best(paths: dict[str, Any]) -> dict[str, Any] | None:
     return max(ok, key=lambda p: p["per_sec"]) if ok else None
 
 
-def _median(entries: list[dict[str, Any]]) -> dict[str, Any]:
-    """The repetition with the median events per second (the first failure if all failed)."""
-    ok = sorted((e for e in entries if e.get("events")), key=lambda e: e["per_sec"])
-    if not ok:
-        return entries[0]
-    chosen = dict(ok[len(ok) // 2])
-    chosen["reps_per_sec"] = [e["per_sec"] for e in ok]
-    return chosen
-
-
 def _measure_ours(
     name: str, stream: Any, n: int, seconds: float, path: str, reps: int
 ) -> dict[str, Any]:
     entries = []
     for _ in range(reps):
-        entry = run_isolated(name, stream, n, seconds, path, [], timeout=seconds + 20)
+        entry = run_isolated(name, stream, n, seconds, path, [], timeout=10 * seconds + 30)
         if not entry.get("events"):
             return entry  # skipped, failed or out of memory: no point repeating
         entry["per_sec"] = entry["events"] / entry["seconds"]
         entries.append(entry)
-    return _median(entries)
-
-
-def _measure_peer(runner: Any, stream: Any, n: int, seconds: float, reps: int) -> dict[str, Any]:
-    entries = []
-    for _ in range(reps):
-        res = runner(stream, n, seconds)
-        entries.append(
-            {
-                "name": res.name,
-                "events": res.events,
-                "seconds": res.seconds,
-                "per_sec": res.per_sec,
-                "mistakes": res.mistakes,
-                "mistake_rate": res.mistake_rate,
-                "convert_per_sec": res.convert_per_sec,
-            }
-        )
-    return _median(entries)
+    return median_entry(entries)
 
 
 def run(
@@ -110,7 +95,7 @@ def run(
         for key, runner in (("vw", run_vw), ("river", run_river)):
             if available[{"vw": "vowpalwabbit", "river": "river"}[key]] == "missing":
                 continue
-            peers[key] = res = _measure_peer(runner, stream, n, peer_seconds, reps)
+            peers[key] = res = measure_peer(runner, stream, n, peer_seconds, reps)
             _log(
                 f"   {res['name']}: {res['per_sec']:,.0f}/s, mistakes {100 * res['mistake_rate']:.1f}%"
             )
@@ -159,11 +144,10 @@ def run(
             "river": "River Perceptron x K",
         },
         "stream_note": (
-            "tasks uniform over K; w_k = w0 + 0.5 u_k (|w0| = 1, u_k ~ N(0, I/d)); y = sign(w_k.x) "
-            "with 5% of labels flipped; dense x ~ N(0, I) scaled to unit norm; sparse: 80-120 "
-            "distinct feature ids out of 100,000 with a Zipf-like skew (rank d u^3), positive "
-            "values, unit norm. Events per "
-            "stream: " + ", ".join(f"{s['label']}: {s['n']}" for s in streams) + "."
+            STREAM_NOTE
+            + " Events per stream: "
+            + ", ".join(f"{s['label']}: {s['n']}" for s in streams)
+            + "."
         ),
         "method_note": (
             f"Ours: every registered learner with default hyperparameters (learners of both kinds "
@@ -171,7 +155,7 @@ def run(
             f"`batch` = `score_and_learn_many` on blocks of {BATCH} rows (passive learners); "
             f"`event` = `decision_one`, `query_one`, `learn_one` per event (sparse rows as "
             f"(indices, values) pairs). Each measurement runs until the stream ends or {seconds:g} s "
-            f"of learner time; peers get {peer_seconds:g} s; each figure is the median of "
+            f"of learner CPU time (`time.thread_time`, the denominator of every rate: the host is shared); peers get {peer_seconds:g} s; each figure is the median of "
             f"{reps} such repetitions, each from a fresh learner on the start of the stream. Input conversion for the peers (rows -> VW text lines / River dicts) is timed "
             f"separately and excluded. Ratios > 1 mean ours is faster."
         ),
@@ -184,10 +168,26 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=0.25, help="learner time per repetition")
     parser.add_argument("--peer-seconds", type=float, default=1.0, help="peer time per repetition")
+    parser.add_argument(
+        "--compiled-seconds",
+        type=float,
+        default=0.5,
+        help="learner CPU time per repetition in the compiled table",
+    )
     parser.add_argument("--reps", type=int, default=3, help="repetitions (the median is kept)")
     parser.add_argument("--learners", help="comma-separated learners (default: all registered)")
     parser.add_argument("--quick", action="store_true", help="short streams, for a smoke run")
     parser.add_argument("--out", default=str(RESULTS), help="output folder")
+    parser.add_argument(
+        "--tables",
+        default="first,compiled",
+        help="which tables: first (blocks of 128 and per-event calls), compiled (issue 17)",
+    )
+    parser.add_argument(
+        "--no-compile-time",
+        action="store_true",
+        help="skip the compile-time measurement (always skipped with --quick)",
+    )
     args = parser.parse_args(argv)
     names = (
         [n.strip() for n in args.learners.split(",") if n.strip()]
@@ -197,14 +197,37 @@ def main(argv: list[str] | None = None) -> int:
     scale = 0.05 if args.quick else 1.0
     seconds = 0.2 if args.quick else args.seconds
     peer_seconds = 0.3 if args.quick else args.peer_seconds
-    result = run(names, seconds, peer_seconds, scale, 1 if args.quick else args.reps)
-    text = markdown(result)
-    print(text)
+    reps = 1 if args.quick else args.reps
+    tables = {t.strip() for t in args.tables.split(",")}
+    if "first" in tables:
+        result = run(names, seconds, peer_seconds, scale, reps)
+    else:
+        result = {
+            "machine": machine(),
+            "versions": versions(peer_versions()),
+            "learners": names,
+            "streams": [],
+            "stream_note": STREAM_NOTE,
+            "total_seconds": 0.0,
+        }
+    if "compiled" in tables:
+        started = time.perf_counter()
+        result["compiled"] = run_compiled(
+            names,
+            0.1 if args.quick else args.compiled_seconds,
+            peer_seconds,
+            0.05 if args.quick else 1.0,
+            reps,
+            with_compile=not (args.quick or args.no_compile_time),
+        )
+        result["total_seconds"] += time.perf_counter() - started
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     stem = "throughput-quick" if args.quick else "throughput"
-    (out / f"{stem}.md").write_text(text)
     (out / f"{stem}.json").write_text(json.dumps(result, indent=1, default=float) + "\n")
+    text = markdown(result)
+    print(text)
+    (out / f"{stem}.md").write_text(text)
     return 0
 
 

@@ -7,6 +7,9 @@ import os
 import platform
 from typing import Any
 
+from bench.perf.throughput_compiled_report import compiled_markdown
+from bench.perf.throughput_format import cell, rate
+
 __all__ = ["machine", "markdown", "rerender", "versions"]
 
 
@@ -49,26 +52,6 @@ def versions(peers: dict[str, str]) -> dict[str, str]:
     return {"omtl": __version__, "numpy": numpy.__version__, "scipy": scipy.__version__, **peers}
 
 
-def _rate(value: float) -> str:
-    if value != value:  # NaN
-        return "-"
-    if value >= 1e6:
-        return f"{value / 1e6:.2f} M"
-    if value >= 1e3:
-        return f"{value / 1e3:.1f} k"
-    return f"{value:.0f}"
-
-
-def _cell(entry: dict[str, Any] | None, key: str = "per_sec") -> str:
-    if entry is None:
-        return "-"
-    if "error" in entry:
-        return "error"
-    if "skipped" in entry:
-        return "n/a"
-    return _rate(entry[key])
-
-
 def markdown(result: dict[str, Any]) -> str:
     """The results document (see bench/perf/throughput.py for the structure of ``result``)."""
     cols = [s["label"] for s in result["streams"]]
@@ -89,8 +72,19 @@ def markdown(result: dict[str, Any]) -> str:
     out.append("")
     out.append("Streams (guides/perf-anchors.md): " + result["stream_note"])
     out.append("")
-    out.append(result["method_note"])
-    out.append("")
+    if result["streams"]:
+        out.append(result["method_note"])
+        out.append("")
+        out += _first_table(result, cols)
+    if result.get("compiled"):
+        out.append(compiled_markdown(result["compiled"]))
+    out += [f"Total run time: {result['total_seconds']:.0f} s.", ""]
+    return "\n".join(out)
+
+
+def _first_table(result: dict[str, Any], cols: list[str]) -> list[str]:
+    """The per-path table of ``score_and_learn_many`` (blocks of 128) and the per-event calls."""
+    out: list[str] = []
     head = ["method", *cols]
     sep = ["---", *["---:"] * len(cols)]
     out.append("## Events per second")
@@ -101,17 +95,17 @@ def markdown(result: dict[str, Any]) -> str:
         title = result["peer_names"][peer]
         out.append(
             "| "
-            + " | ".join([title, *(_cell(s["peers"].get(peer)) for s in result["streams"])])
+            + " | ".join([title, *(cell(s["peers"].get(peer)) for s in result["streams"])])
             + " |"
         )
         conv = [
-            _rate(s["peers"][peer]["convert_per_sec"]) if peer in s["peers"] else "-"
+            rate(s["peers"][peer]["convert_per_sec"]) if peer in s["peers"] else "-"
             for s in result["streams"]
         ]
         out.append("| " + " | ".join([f"(cost, excluded) row -> {peer} input", *conv]) + " |")
     for name in result["learners"]:
         for path in ("batch", "event"):
-            cells = [_cell(s["ours"].get(name, {}).get(path)) for s in result["streams"]]
+            cells = [cell(s["ours"].get(name, {}).get(path)) for s in result["streams"]]
             if all(c == "n/a" for c in cells):
                 continue
             out.append("| " + " | ".join([f"{name} ({path})", *cells]) + " |")
@@ -171,8 +165,8 @@ def markdown(result: dict[str, Any]) -> str:
     ]
     if errors:
         out += ["", "## Measurements that failed", "", *errors]
-    out += ["", f"Total run time: {result['total_seconds']:.0f} s.", ""]
-    return "\n".join(out)
+    out.append("")
+    return out
 
 
 def rerender(json_path: str, md_path: str) -> None:

@@ -1,0 +1,177 @@
+"""The compiled-path table of the throughput benchmark: what one call of a kernel costs.
+
+Every learner runs through ``score_and_learn_many`` (the compiled sequential
+test-then-train pass) after :func:`learners.warm_kernels`, in a forked child
+(:func:`~bench.perf.throughput_ours.call_isolated`), with the peers (VW, River)
+measured on the same streams in the same run. Measured here:
+
+* :func:`measure_blocks` -- events/s of ``score_and_learn_many`` on blocks of a
+  given size; with the CPU time spent in the OMTL ``A`` update
+  (``_updated_interaction``, Eqs. 3.7-3.10) and in the ELLA task refresh
+  (``_refresh``), timed by wrapping those methods of the instance;
+* :func:`measure_loop` -- a Python loop of ``score_and_learn_one``, of
+  ``predict_one`` + ``learn_one``, or the plain numpy loop (predict, then
+  ``W += y outer(A^{-1} e_t, x)`` on a mistake: the multitask Perceptron, Eq. 3.3).
+
+Every rate is events per second of **CPU time** of the measuring thread
+(``time.thread_time``; the learners and the peers run on it, BLAS pinned to one
+thread): the host is shared, so wall time would measure the other load, and
+``time.process_time`` in a forked child lags by milliseconds.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+import learners
+from bench.perf.throughput_ours import TimeUp, learner_params
+from bench.perf.throughput_streams import BenchStream
+
+__all__ = ["LOOPS", "measure_blocks", "measure_loop"]
+
+#: The Python loops of :func:`measure_loop`.
+LOOPS = ("score_and_learn_one", "predict_one+learn_one", "numpy")
+#: Rows per timed chunk of a Python loop (the clock is read once per chunk).
+LOOP_CHUNK = 1000
+
+
+def _make(name: str, stream: BenchStream, n: int) -> Any:
+    return learners.make(
+        name, n_features=stream.d, n_tasks=stream.n_tasks, seed=0, **learner_params(name, n)
+    )
+
+
+def _time_methods(model: Any) -> dict[str, list[float]]:
+    """Wrap the instance's ``A`` update and task refresh, if it has them: CPU seconds and calls."""
+    spent: dict[str, list[float]] = {}
+    for attr, key in (("_updated_interaction", "a_update"), ("_refresh", "refresh")):
+        method = getattr(model, attr, None)
+        if method is None:
+            continue
+        cell = spent[key] = [0.0, 0.0]
+
+        def timed(*args: Any, _method: Any = method, _cell: list[float] = cell) -> Any:
+            t0 = time.thread_time()
+            try:
+                return _method(*args)
+            finally:
+                _cell[0] += time.thread_time() - t0
+                _cell[1] += 1
+
+        setattr(model, attr, timed)
+    return spent
+
+
+def _mistakes(scores: np.ndarray, y: np.ndarray) -> int:
+    return int(np.sum(np.where(scores >= 0.0, 1.0, -1.0) != y))
+
+
+def measure_blocks(
+    name: str, stream: BenchStream, n: int, block: int, seconds: float, *, ramp: bool
+) -> dict[str, Any]:
+    """``score_and_learn_many`` over the first ``n`` events in blocks of ``block`` rows.
+
+    Stops at the end of the stream or once ``seconds`` of CPU time are spent. With
+    ``ramp`` the first block has 8 rows and the size doubles up to ``block`` while
+    the doubled block is expected to fit in the time left (so a slow learner is
+    measured at all); without, every block has ``block`` rows. Slicing the stream
+    is outside the timed calls.
+    """
+    model = _make(name, stream, n)
+    spent_in = _time_methods(model)
+    X, y, task = stream.X, stream.y, stream.task
+    scores = np.empty(n)
+    done, spent, size = 0, 0.0, (min(8, block) if ramp else block)
+    started = time.thread_time()
+    try:
+        while done < n and spent < seconds:
+            end = min(n, done + size)
+            Xb, yb, tb = X[done:end], y[done:end], task[done:end]
+            t0 = time.thread_time()
+            scores[done:end] = model.score_and_learn_many(Xb, yb, tb)
+            took = time.thread_time() - t0
+            spent += took
+            if ramp:
+                rate = (end - done) / took if took > 0 else float("inf")
+                if rate * (seconds - spent) >= 2 * size:
+                    size = min(block, 2 * size)
+            done = end
+    except TimeUp:
+        pass  # the block under way when the alarm rang is not counted
+    out: dict[str, Any] = {
+        "events": done,
+        "seconds": spent if done else time.thread_time() - started,
+        "mistakes": _mistakes(scores[:done], y[:done]),
+        "block": block,
+    }
+    if done and spent > 0:
+        out["per_sec"] = done / spent
+    for key, (sec, calls) in spent_in.items():
+        out[f"{key}_seconds"], out[f"{key}_calls"] = sec, int(calls)
+    return out
+
+
+def _numpy_step(W: np.ndarray, Ainv: np.ndarray) -> Callable[[np.ndarray, float, int], float]:
+    def step(x: np.ndarray, label: float, t: int) -> float:
+        score = float(W[t] @ x)
+        if (1.0 if score >= 0.0 else -1.0) != label:
+            W[...] += label * np.outer(Ainv[:, t], x)
+        return score
+
+    return step
+
+
+def _learner_step(model: Any, loop: str) -> Callable[[np.ndarray, float, int], float]:
+    if loop == "score_and_learn_one":
+        return model.score_and_learn_one  # type: ignore[no-any-return]
+
+    def step(x: np.ndarray, label: float, t: int) -> float:
+        pred = model.predict_one(x, t)
+        model.learn_one(x, label, t)
+        return 1.0 if pred > 0 else -1.0
+
+    return step
+
+
+def measure_loop(
+    name: str, stream: BenchStream, n: int, loop: str, seconds: float
+) -> dict[str, Any]:
+    """A Python loop over dense rows (one of :data:`LOOPS`) for learner ``name``.
+
+    The ``numpy`` loop uses the learner's initial ``A^{-1}`` (``Ainv_``) if it has
+    one, else the identity (independent Perceptrons).
+    """
+    model = _make(name, stream, n)
+    if loop == "numpy":
+        K, d = stream.n_tasks, stream.d
+        Ainv = np.array(getattr(model, "Ainv_", np.eye(K)), dtype=float)
+        step = _numpy_step(np.zeros((K, d)), Ainv)
+    else:
+        step = _learner_step(model, loop)
+    X, labels, tasks = stream.X, stream.y.tolist(), stream.task.tolist()
+    scores = np.empty(n)
+    done, spent = 0, 0.0
+    try:
+        while done < n and spent < seconds:
+            end = min(n, done + LOOP_CHUNK)
+            rows = list(X[done:end])
+            out = scores[done:end]
+            t0 = time.thread_time()
+            for k, (x, label, t) in enumerate(zip(rows, labels[done:end], tasks[done:end])):
+                out[k] = step(x, label, t)
+            spent += time.thread_time() - t0
+            done = end
+    except TimeUp:
+        pass
+    result: dict[str, Any] = {
+        "events": done,
+        "seconds": spent,
+        "mistakes": _mistakes(scores[:done], stream.y[:done]),
+    }
+    if done and spent > 0:
+        result["per_sec"] = done / spent
+    return result
