@@ -22,6 +22,7 @@ import resource
 import select
 import signal
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -31,7 +32,7 @@ import learners
 from bench.perf.throughput_streams import BenchStream
 from evaluation.common import kind_switch
 
-__all__ = ["BATCH", "run_isolated", "run_learner"]
+__all__ = ["BATCH", "call_isolated", "run_isolated", "run_learner"]
 
 #: Rows per ``score_and_learn_many`` call.
 BATCH = 128
@@ -169,6 +170,22 @@ def run_isolated(
     timeout: float,
 ) -> dict[str, Any]:
     """:func:`run_learner` in a forked child (memory limit, wall-clock ``timeout``)."""
+    return call_isolated(
+        lambda: run_learner(name, stream, n, seconds, path, prefixes),
+        alarm=int(seconds) + ALARM_GRACE,
+        timeout=timeout,
+    )
+
+
+def call_isolated(
+    work: Callable[[], dict[str, Any]], *, alarm: int, timeout: float
+) -> dict[str, Any]:
+    """``work()`` in a forked child with :data:`MEMORY_LIMIT`; its JSON result, or ``error``.
+
+    ``alarm`` seconds after the start the child raises :class:`TimeUp` inside
+    ``work`` (which may catch it and return a partial result); after ``timeout``
+    seconds of wall clock the child is killed.
+    """
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:  # child
@@ -176,11 +193,13 @@ def run_isolated(
         try:
             resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
             signal.signal(signal.SIGALRM, _ring)
-            signal.alarm(int(seconds) + ALARM_GRACE)
-            out = run_learner(name, stream, n, seconds, path, prefixes)
+            signal.alarm(alarm)
+            out = work()
             signal.alarm(0)
         except MemoryError:
             out = {"error": f"out of memory (> {MEMORY_LIMIT // 1024**3} GB)"}
+        except TimeUp:
+            out = {"error": f"over the time limit ({alarm} s)"}
         except Exception as exc:
             out = {"error": f"{type(exc).__name__}: {exc}"[:200]}
         data = json.dumps(out).encode()
