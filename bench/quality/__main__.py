@@ -152,13 +152,11 @@ def _merge(files: list[Path], out: Path, stem: str) -> int:
     docs = [json.loads(f.read_text()) for f in files]
     doc = docs[0]
     doc["meta"]["command"] = " ; ".join(d["meta"]["command"] for d in docs)
-    doc["online"] = [s for d in docs for s in d.get("online", [])]
-    doc["labels"] = [s for d in docs for s in d.get("labels", [])]
-    for d in docs[1:]:
-        doc["meta"]["active_learners"] = (
-            d["meta"]["active_learners"] or doc["meta"]["active_learners"]
-        )
-        doc["meta"]["label_runs"] = d["meta"]["label_runs"]
+    # one entry per stream (the first file's wins), in the order of STREAMS / LABEL_DATASETS
+    online = {s["stream"]: s for d in reversed(docs) for s in d.get("online", [])}
+    labels = {s["dataset"]: s for d in reversed(docs) for s in d.get("labels", [])}
+    doc["online"] = [online[name] for name in STREAMS if name in online]
+    doc["labels"] = [labels[name] for name in LABEL_DATASETS if name in labels]
     out.mkdir(parents=True, exist_ok=True)
     _write(doc, out, stem, plots=True)
     print(f"wrote {out / stem}.{{md,json}} and the plots", file=sys.stderr)
