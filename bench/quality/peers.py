@@ -208,21 +208,35 @@ def run_online(config: PeerConfig, rows: PeerRows, order: np.ndarray) -> np.ndar
 
 
 def train_then_test(
-    config: PeerConfig, rows: PeerRows, train: np.ndarray, test: np.ndarray, budget: int
-) -> tuple[int, np.ndarray]:
-    """Learn ``train`` in order until ``budget`` labels are used; (labels used, test scores).
+    config: PeerConfig,
+    rows: PeerRows,
+    train: np.ndarray,
+    test: np.ndarray,
+    budgets: list[int],
+) -> list[tuple[int, np.ndarray]]:
+    """One pass over ``train``; (labels used, test scores) when the labels reach each budget.
 
-    Passive configurations use every row they see, so the model is the one
-    trained on the first ``budget`` rows (a random sample when ``train`` is
-    shuffled); ``--active`` ones see rows until they have queried ``budget``.
+    Passive configurations use every row they see, so the model at budget ``B``
+    is the one trained on the first ``B`` rows (a random sample when ``train``
+    is shuffled); ``--active`` ones see rows until they have queried ``B``. A
+    budget the pass never reaches gets the final model and its label count.
     """
     peer = make_peer(config, rows)
+    marks = sorted(set(budgets))
+    found: dict[int, tuple[int, np.ndarray]] = {}
     used = 0
+
+    def test_scores() -> np.ndarray:
+        return np.array([peer.score(j) for j in test.tolist()])
+
     try:
         for i in train.tolist():
-            if used >= budget:
+            if len(found) == len(marks):
                 break
             used += peer.learn(i)[1]
-        return used, np.array([peer.score(j) for j in test.tolist()])
+            if used == marks[len(found)]:
+                found[used] = (used, test_scores())
+        final = (used, test_scores()) if len(found) < len(marks) else None
+        return [found.get(b) or final for b in budgets]  # type: ignore[misc]
     finally:
         peer.close()

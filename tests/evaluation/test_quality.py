@@ -8,12 +8,13 @@ import numpy as np
 import pytest
 
 from bench.perf.throughput_streams import make_stream
-from bench.quality.labels import crossing
+from bench.quality.labels import crossing, our_points
 from bench.quality.online import OnlineSettings, run_stream
 from bench.quality.ours import learner_grid
 from bench.quality.peers import PeerConfig, PeerRows, run_online, train_then_test
 from bench.quality.stats import mean_ci, paired_difference
 from bench.quality.streams import StreamSpec, event_orders, tuning_order
+from evaluation.common import LearnerSetup, RowSource, accuracy_figures, score_rows, stream_pass
 from evaluation.dataset import Dataset
 
 pytest.importorskip("vowpalwabbit", reason="VW is a bench extra (pip install vowpalwabbit)")
@@ -57,12 +58,15 @@ def test_vw_scores_come_before_learning_and_budgets_cap_the_labels() -> None:
     assert scores[0] == 0.0  # nothing learned before the first event
     assert (np.where(scores >= 0, 1.0, -1.0) != data.y).mean() < 0.4
     train, test = order[:300], order[300:]
-    used, test_scores = train_then_test(
-        PeerConfig("vw", "copy", "logistic", 0.5), rows, train, test, 40
+    (used, at_40), (used_all, _) = train_then_test(
+        PeerConfig("vw", "copy", "logistic", 0.5), rows, train, test, [40, 1000]
     )
-    assert used == 40 and test_scores.shape == (100,)
+    assert used == 40 and at_40.shape == (100,)
+    assert used_all == 300  # a budget the pass never reaches: the final model
+    alone = train_then_test(PeerConfig("vw", "copy", "logistic", 0.5), rows, train, test, [40])
+    np.testing.assert_allclose(alone[0][1], at_40)  # reading at 40 does not disturb the pass
     active = PeerConfig("vw", "q", "logistic", 0.5, mellowness=1e-3)
-    used_active, _ = train_then_test(active, rows, train, test, 300)
+    ((used_active, _),) = train_then_test(active, rows, train, test, [300])
     assert 0 < used_active < 300  # --active skips labels it is sure of
 
 
@@ -94,6 +98,20 @@ def test_one_stream_measures_every_system_on_the_same_orders() -> None:
     expected = np.mean(np.subtract(entry["default"]["rates"], best["rates"]))
     assert diff["mean"] == pytest.approx(expected)
     assert all(0.0 <= r <= 1.0 for v in systems.values() for r in v["rates"])
+
+
+def test_active_learner_read_at_budgets_equals_a_pass_stopped_there() -> None:
+    data = _tiny()
+    source = RowSource(data)
+    setup = LearnerSetup.create(data, "peer", {}, budget=None)
+    train, test = np.arange(300), np.arange(300, 400)
+    at_20, at_5000 = our_points(setup, source, train, test, [20, 5000], seed=3)
+    assert at_20["labels"] == 20 and 20 < at_5000["labels"] <= 300
+    model = setup.build(seed=3, rounds=300)
+    consumed = stream_pass(model, source, train, budget=20).consumed
+    assert consumed.sum() == 20
+    expected = accuracy_figures(score_rows(model, source, test), data.y[test])
+    assert at_20["accuracy"] == expected["accuracy"] and at_20["auc"] == expected["auc"]
 
 
 def test_crossing_is_the_smallest_budget_reaching_the_target() -> None:
