@@ -229,6 +229,7 @@ def plot_labels(datasets: list[dict[str, Any]], path: Path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullFormatter, ScalarFormatter
 
     fig, axes = plt.subplots(len(datasets), 2, figsize=(11, 4 * len(datasets)), squeeze=False)
     for row, d in zip(axes, datasets):
@@ -248,6 +249,8 @@ def plot_labels(datasets: list[dict[str, Any]], path: Path) -> None:
                 d["vw_all_labels_auc"] if metric == "auc" else math.nan, color="grey", lw=0.8
             )
             ax.set_xscale("log")
+            ax.xaxis.set_major_formatter(ScalarFormatter())
+            ax.xaxis.set_minor_formatter(NullFormatter())
             ax.set_xlabel("labels used")
             ax.set_ylabel(f"test {metric}")
             ax.set_title(f"{d['dataset']}: {metric}")
