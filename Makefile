@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: install run test lint format bench clean
+.PHONY: install warm run test lint format bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -15,12 +15,16 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+## compile the learners' numba kernels once into the cache (a no-op when it is warm)
+warm: install
+	$(PY) -c "import learners; learners.warm_kernels()"
+
 ## run the whole service on one machine (embedded Redis unless REDIS_URL is set)
-run: install
+run: warm
 	$(VENV)/bin/omtl up
 
 ## the full test suite (real Redis servers are started by the tests themselves)
-test: install
+test: warm
 	$(PY) -m pytest -n 2 --dist loadgroup -q
 
 lint: install

@@ -24,7 +24,7 @@ Contents
   Automatic choices are reported under ``auto_params``.
 * :class:`RowSource` — the dataset's rows as canonical :class:`~learners.inputs.Vec`
   objects, built once.
-* :func:`stream_pass` — one predict-then-learn pass (algorithms.md Sec. 0): the
+* :func:`stream_pass` — one predict-then-learn pass (docs/algorithms.md Sec. 0): the
   score is taken before ``query_one``/``learn_one``; a mistake is counted on every
   round; the label is consumed only when ``query_one`` says so and the budget is
   not spent. Passive learners use ``score_and_learn_many`` in chunks (equal by
@@ -319,7 +319,7 @@ def score_rows(model: Learner, rows: RowSource, indices: np.ndarray) -> np.ndarr
 
 # --------------------------------------------------------------- run metrics
 def predictions(scores: np.ndarray) -> np.ndarray:
-    """``SGN(score)`` with ties -> +1 (algorithms.md Sec. 0)."""
+    """``SGN(score)`` with ties -> +1 (docs/algorithms.md Sec. 0)."""
     return np.where(scores >= 0.0, 1.0, -1.0)
 
 

@@ -2,7 +2,7 @@
 
 Every loader takes a :class:`~evaluation.params.DatasetParams` and returns
 a :class:`~evaluation.dataset.Dataset`. Classification labels are mapped
-to {-1, +1} (algorithms.md Sec. 0: ``y <- 2y - 1``). None of the real sets ships
+to {-1, +1} (docs/algorithms.md Sec. 0: ``y <- 2y - 1``). None of the real sets ships
 a fixed train/test split except ``school`` (the ten published 75/25 splits), so
 each gets the split its paper uses, drawn afresh per run (``draw_split``);
 ``train=`` / ``test=`` override it (a count per task, or a fraction when < 1).

@@ -22,7 +22,7 @@ def synthetic_saha(p: DatasetParams) -> Dataset:
     ``w1, w3 ~ N(0, I)``; ``w3`` is then made exactly uncorrelated with ``w1`` (its
     centred part is orthogonalised against ``w1``'s, so ``corrcoef(w1, w3) = 0``,
     the sense of saha2011 Table 2). ``x ~ N(0, I)`` (unstated in the paper,
-    algorithms.md Sec. 2.9), ``y = SGN(w^T x)``, ``n`` points per task (100).
+    docs/algorithms.md Sec. 2.9), ``y = SGN(w^T x)``, ``n`` points per task (100).
     Split per run: the 3n points are mixed in random task order and ``train``
     of them (default 2n = 200) train, the rest (100) test.
     """
@@ -64,7 +64,7 @@ def synthetic_rom(p: DatasetParams) -> Dataset:
     (``eps2`` = 0.09) for i = 2..4, and the outlier ``w5 = w4 + mu``,
     ``mu ~ N(0, delta2 I)``, ``delta2`` in {0.09, 1.00, 12.25} (default 12.25).
     ``x ~ N(0, I)``, ``y = SGN(w^T x)``, ``n`` = 1000 points per task (unstated in
-    the paper: algorithms.md Sec. 5.5). Split per run: half of each task trains.
+    the paper: docs/algorithms.md Sec. 5.5). Split per run: half of each task trains.
     """
     delta2 = p.get_float("delta2", 12.25, positive=True)
     eps2 = p.get_float("eps2", 0.09, positive=True)
@@ -107,7 +107,7 @@ def synthetic_ella(p: DatasetParams) -> Dataset:
     components); ``theta = L s``; ``X ~ N(0, I)`` with a bias 1 appended as the
     13th feature (its weight is 0); ``y = X theta + N(0, noise^2)`` (noise 1).
     ``n`` = 100 rows per task. Split per run: half of each task trains
-    (ruvolo2014's 50/50 per task, algorithms.md Sec. 4.9).
+    (ruvolo2014's 50/50 per task, docs/algorithms.md Sec. 4.9).
     """
     tasks = p.get_int("tasks", 100, minimum=1)
     n = p.get_int("n", 100, minimum=2)

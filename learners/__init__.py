@@ -1,4 +1,4 @@
-"""Online multitask learners: pure mathematics on numpy and scipy.
+"""Online multitask learners: pure mathematics on numpy, scipy and numba.
 
 Use :func:`make` to build a learner by its registry name and :func:`available`
 to list them::
@@ -9,12 +9,22 @@ to list them::
     >>> model.predict_one(np.array([1.0, 0.0, 0.5]), task=1)
     1
 
-The package never imports :mod:`service`.
+Learners with compiled kernels compile them at first use (numba, cached on
+disk); call :func:`warm_kernels` once at start-up so that no call compiles.
+Optional capabilities are declared by class flags (``is_active``,
+``reports_query_probability``, ``reports_outliers``; see :mod:`learners.base`)
+and reached through :func:`query_probability_reporter` and
+:func:`outlier_reporter`. The package never imports :mod:`service`.
 """
 
 from __future__ import annotations
 
-from learners.base import (
+from learners.compile_cache import use_source_keyed_cache
+
+# Before any kernel is defined: numba picks a kernel's cache directory then.
+use_source_keyed_cache()
+
+from learners.base import (  # noqa: E402
     Learner,
     LearnerInfo,
     OutlierReporter,
@@ -23,8 +33,9 @@ from learners.base import (
     outlier_reporter,
     query_probability_reporter,
 )
-from learners.inputs import Vec, as_vector
-from learners.registry import available, from_state_dict, get, make, register
+from learners.inputs import Vec, as_vector  # noqa: E402
+from learners.kernels import warm_kernels  # noqa: E402
+from learners.registry import available, from_state_dict, get, make, register  # noqa: E402
 
 __all__ = [
     "Learner",
@@ -41,4 +52,5 @@ __all__ = [
     "outlier_reporter",
     "query_probability_reporter",
     "register",
+    "warm_kernels",
 ]

@@ -6,7 +6,7 @@ only writes its mathematics:
 
 * validation of ``x`` (:func:`learners.inputs.as_vector`), of the task index and
   of the label, done *before* any state changes, so bad input changes nothing;
-* the optional input preprocessing of algorithms.md Sec. 0 (``append_bias``,
+* the optional input preprocessing of docs/algorithms.md Sec. 0 (``append_bias``,
   ``l2_normalize``);
 * hyperparameter resolution and validation against the class's ``params``;
 * the seeded random generator (``numpy.random.PCG64``) from which every random
@@ -136,12 +136,12 @@ class LearnerInfo:
 
 
 APPEND_BIAS = Param(
-    "append_bias", False, "Append a constant 1 feature to x (algorithms.md Sec. 0).", boolean
+    "append_bias", False, "Append a constant 1 feature to x (docs/algorithms.md Sec. 0).", boolean
 )
 L2_NORMALIZE = Param(
     "l2_normalize",
     False,
-    "Scale x to unit L2 norm, after the bias is appended (algorithms.md Sec. 0).",
+    "Scale x to unit L2 norm, after the bias is appended (docs/algorithms.md Sec. 0).",
     boolean,
 )
 BUDGET = Param(
@@ -182,6 +182,9 @@ class Learner:
     reports_query_probability: ClassVar[bool] = False
     #: True when the class has ``outlier_scores()`` and ``outlier_tasks()`` (:class:`OutlierReporter`).
     reports_outliers: ClassVar[bool] = False
+    #: The numpy reference implementation of a learner that runs on compiled kernels
+    #: (same parameters and state layout); :mod:`learners.checks.kernels` compares them.
+    reference_class: ClassVar[type[Learner] | None] = None
     #: Hyperparameter sets the conformance suite runs this learner with.
     conformance_params: ClassVar[tuple[dict[str, Any], ...]] = ({},)
     #: Attribute names holding the learned state (arrays or plain scalars).
@@ -242,6 +245,20 @@ class Learner:
     def info(cls) -> LearnerInfo:
         """Registry description of this learner class."""
         return LearnerInfo(cls.name, cls.summary, cls.paper, cls.params, cls.kind, cls.active)
+
+    @classmethod
+    def state_bytes(cls, n_features: int, n_tasks: int, **params: Any) -> int:
+        """An upper estimate of the bytes of the arrays of :meth:`state_dict`.
+
+        Computed from the shape alone, before anything is allocated, so that a
+        caller can refuse a model too large for its memory budget. The default
+        covers the common shapes: two ``K x (d + 1)`` weight matrices, six
+        ``K x K`` matrices (interaction matrix, its inverse, accumulators) and a
+        few length-K and length-d vectors, in float64. Families whose state
+        has another shape override it.
+        """
+        d, k = int(n_features) + 1, int(n_tasks)
+        return 8 * (2 * k * d + 6 * k * k + 4 * k + 2 * d)
 
     def __repr__(self) -> str:
         shown = ", ".join(
@@ -473,8 +490,11 @@ class Learner:
                 v = v.scaled(1.0 / np.sqrt(n2))
         return v
 
-    def _prepare_batch(self, X: Any, y: Any, task: Any) -> tuple[Batch, np.ndarray, np.ndarray]:
-        batch = Batch.from_input(X, self._n_features)
+    def _prepare_batch(
+        self, X: Any, y: Any, task: Any, *, check_finite: bool = True
+    ) -> tuple[Batch, np.ndarray, np.ndarray]:
+        """Validate a batch; ``check_finite=False``: see :meth:`Batch.from_input`."""
+        batch = Batch.from_input(X, self._n_features, check_finite=check_finite)
         n = batch.n
         labels = np.asarray(y, dtype=np.float64).reshape(-1)
         if labels.shape[0] != n:

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from learners.kernels import all_finite
 from learners.params import strict_int
 
 FloatArray = np.ndarray
@@ -120,11 +121,16 @@ def _finish(idx: IntArray, val: FloatArray, dim: int) -> Vec:
 
 
 def _check_finite(val: FloatArray) -> None:
-    # A finite sum of squares proves every element finite (NaN and inf propagate; the
-    # dot product is the cheapest reduction numpy has); only when it is not finite (bad
-    # values, or a harmless overflow) check element by element.
+    # Small vectors: a finite sum of squares proves every element finite (NaN and inf
+    # propagate; only when it is not finite, bad values or a harmless overflow, check
+    # element by element). Large batches: a compiled single pass, because a multithreaded
+    # BLAS dot can be slow on a busy machine.
     flat = val.reshape(-1)
-    if not math.isfinite(flat.dot(flat)) and not np.isfinite(val).all():
+    if flat.shape[0] > 4096 and flat.flags.c_contiguous and flat.dtype == np.float64:
+        finite = all_finite(flat)
+    else:
+        finite = math.isfinite(flat.dot(flat)) or bool(np.isfinite(val).all())
+    if not finite:
         raise ValueError("x contains NaN or infinite values")
 
 
@@ -148,6 +154,28 @@ def _from_pair(indices: Any, values: Any, dim: int) -> Vec:
             val = np.add.reduceat(val, start)
             idx = uniq
     return _finish(idx, val.copy(), dim)
+
+
+def _from_csr_row(row: Any, dim: int) -> Vec:
+    """A validated 1 x ``dim`` CSR row, read from its own arrays (no scipy conversion).
+
+    A row in canonical format (sorted, unique indices) of float64 values needs only
+    its two end indices checked, the finiteness test and a copy; any other row
+    goes through the general ``(indices, values)`` path.
+    """
+    idx, val = row.indices, row.data
+    if not (val.dtype == np.float64 and row.has_canonical_format):
+        return _from_pair(idx, val, dim)
+    n = idx.shape[0]
+    if n and (idx[0] < 0 or idx[n - 1] >= dim):
+        raise ValueError(f"x index out of range: indices must lie in [0, {dim})")
+    _check_finite(val)
+    idx, val = idx.astype(np.int64), val.copy()
+    if n == dim:
+        return Vec(None, val, dim)
+    if val.all():
+        return Vec(idx, val, dim)
+    return _finish(idx, val, dim)
 
 
 def as_vector(x: Any, dim: int) -> Vec:
@@ -175,8 +203,7 @@ def as_vector(x: Any, dim: int) -> Vec:
             raise ValueError(f"sparse x must be a single 1 x {dim} row, got shape {x.shape}")
         if x.shape[1] != dim:
             raise ValueError(f"x has dimension {x.shape[1]}, expected {dim}")
-        row = sp.csr_matrix(x)
-        return _from_pair(row.indices, row.data, dim)
+        return _from_csr_row(x if x.format == "csr" else x.tocsr(), dim)
     if isinstance(x, tuple) and len(x) == 2:
         return _from_pair(x[0], x[1], dim)
     if isinstance(x, dict) and set(x) == {"indices", "values"}:
@@ -245,22 +272,30 @@ class Batch:
         self.n = int(dense.shape[0] if dense is not None else csr.shape[0])  # type: ignore[union-attr]
 
     @classmethod
-    def from_input(cls, X: Any, dim: int) -> Batch:
-        """Validate ``X`` (2-D array, sparse matrix, or a sequence of single vectors)."""
+    def from_input(cls, X: Any, dim: int, *, check_finite: bool = True) -> Batch:
+        """Validate ``X`` (2-D array, sparse matrix, or a sequence of single vectors).
+
+        ``check_finite=False`` skips the NaN/inf check of a 2-D array, for a caller
+        that detects non-finite rows itself and undoes their effect.
+        """
         if sp.issparse(X):
             if X.ndim != 2 or X.shape[1] != dim:
                 raise ValueError(f"X must have {dim} columns, got shape {X.shape}")
-            csr = sp.csr_matrix(X, dtype=np.float64, copy=True)
-            csr.sum_duplicates()
-            csr.eliminate_zeros()
-            csr.sort_indices()
+            csr = X if type(X) is sp.csr_matrix and X.dtype == np.float64 else None
+            if csr is None or not (csr.has_canonical_format and csr.data.all()):
+                # Canonicalise a copy: sorted unique indices, no explicit zeros.
+                csr = sp.csr_matrix(X, dtype=np.float64, copy=True)
+                csr.sum_duplicates()
+                csr.eliminate_zeros()
+                csr.sort_indices()
             _check_finite(csr.data)
             return cls(None, csr, dim)
         if isinstance(X, np.ndarray):
             if X.ndim != 2 or X.shape[1] != dim:
                 raise ValueError(f"X must be 2-D with {dim} columns, got shape {X.shape}")
             arr = np.asarray(X, dtype=np.float64)
-            _check_finite(arr)
+            if check_finite:
+                _check_finite(arr)
             return cls(arr, None, dim)
         rows = [as_vector(r, dim) for r in X]
         return cls.from_vecs(rows, dim)
@@ -281,6 +316,9 @@ class Batch:
 
     def preprocessed(self, bias: bool, normalize: bool) -> Batch:
         """Apply the learner's ``append_bias`` / ``l2_normalize`` preprocessing."""
+        if self.csr is not None and not self.csr.has_sorted_indices:
+            # Kernels and rows() read a row's non-zeros in column order.
+            return Batch(None, self.csr.sorted_indices(), self.dim).preprocessed(bias, normalize)
         if not (bias or normalize):
             return self
         if self.dense is not None:
@@ -300,6 +338,9 @@ class Batch:
             n2 = np.asarray(csr.multiply(csr).sum(axis=1)).ravel()
             scale = np.where(n2 > 0.0, 1.0 / np.sqrt(np.where(n2 > 0.0, n2, 1.0)), 1.0)
             csr = sp.csr_matrix(sp.diags(scale) @ csr)
+        if not csr.has_sorted_indices:
+            # Sparse products may leave rows unsorted; kernels and rows() read them in order.
+            csr = csr.sorted_indices()
         return Batch(None, csr, csr.shape[1])
 
     def rows(self) -> list[Vec]:
@@ -308,6 +349,9 @@ class Batch:
             return [canonical_row(r, self.dim) for r in self.dense]
         csr = self.csr
         assert csr is not None
+        if not csr.has_sorted_indices:
+            # A full row becomes a dense Vec: its values must be in column order.
+            csr = csr.sorted_indices()
         out = []
         for i in range(self.n):
             s, e = csr.indptr[i], csr.indptr[i + 1]

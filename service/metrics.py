@@ -8,7 +8,10 @@ stream with many task names cannot blow up the number of series.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from prometheus_client import Counter, Gauge, Histogram
+from prometheus_client.metrics import MetricWrapperBase
 
 __all__ = [
     "DEAD_LETTERS",
@@ -18,6 +21,8 @@ __all__ = [
     "LABEL_REQUESTS",
     "LEASE_OWNER",
     "LOG_LAG",
+    "MODEL_FAILED",
+    "MODEL_HEALTHY",
     "ONLINE_MISTAKES",
     "OTHER_TASK",
     "OUTLIER_TASK",
@@ -27,6 +32,8 @@ __all__ = [
     "SNAPSHOT_VERSION",
     "UPDATE_LATENCY",
     "WORKER_ENTRIES",
+    "forget_model",
+    "model_series",
     "task_label",
 ]
 
@@ -92,6 +99,61 @@ HTTP_REQUESTS = Counter(
 WORKER_ENTRIES = Counter(
     "omtl_worker_entries_total", "Log entries applied by the worker (any kind).", ["model"]
 )
+
+MODEL_FAILED = Gauge(
+    "omtl_model_failed",
+    "1 while the worker cannot load the model (its state or configuration is invalid; "
+    "the reason is in GET /models/{m} and the log), retried every 30 s.",
+    ["model"],
+)
+MODEL_HEALTHY = Gauge(
+    "omtl_model_healthy",
+    "API view of each model at the last /health/models: 1 when a worker heartbeat is fresh "
+    "and the model is not failed, else 0.",
+    ["model"],
+)
+
+#: Every metric with a ``model`` label: the series of a deleted model are removed from these.
+_PER_MODEL: tuple[MetricWrapperBase, ...] = (
+    EVENTS,
+    LABELS,
+    LABEL_REQUESTS,
+    ONLINE_MISTAKES,
+    PREDICT_REQUESTS,
+    PREDICT_LATENCY,
+    UPDATE_LATENCY,
+    LOG_LAG,
+    SNAPSHOT_AGE,
+    SNAPSHOT_VERSION,
+    DEAD_LETTERS,
+    LEASE_OWNER,
+    OUTLIER_TASK,
+    WORKER_ENTRIES,
+    MODEL_FAILED,
+    MODEL_HEALTHY,
+)
+
+
+def _label_sets(metric: MetricWrapperBase, model: str) -> list[Sequence[str]]:
+    position = metric._labelnames.index("model")
+    with metric._lock:
+        return [labels for labels in metric._metrics if labels[position] == model]
+
+
+def model_series(model: str) -> int:
+    """How many labelled children (series families) the metrics hold for ``model``."""
+    return sum(len(_label_sets(metric, model)) for metric in _PER_MODEL)
+
+
+def forget_model(model: str) -> int:
+    """Remove every series of ``model`` (a deleted model's lag or lease gauges would
+    otherwise be exported, and alerts fire, forever); returns how many were removed."""
+    removed = 0
+    for metric in _PER_MODEL:
+        for labels in _label_sets(metric, model):
+            metric.remove(*labels)
+            removed += 1
+    return removed
 
 
 def task_label(name: str, seen: set[str], cap: int = 50) -> str:

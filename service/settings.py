@@ -69,6 +69,25 @@ class Settings(BaseSettings):
     heartbeat_ttl_s: int = Field(default=10, ge=1, description="Lifetime of a heartbeat.")
     read_count: int = Field(default=500, ge=1, description="Log entries per XREAD.")
     block_ms: int = Field(default=1000, ge=0, description="XREAD BLOCK timeout.")
+    redis_timeout_s: float = Field(
+        default=5.0,
+        gt=0,
+        description="The API's hot-path Redis connection gives up connecting, or waiting for "
+        "a reply, after this many seconds (the request gets a 503; the next one reconnects).",
+    )
+    max_model_bytes: int = Field(
+        default=256 * 1024**2,
+        ge=1,
+        description="Memory budget of one model: the most bytes of learner state (estimated "
+        "from its shape: K x d weights, K x K matrices, buffers) a model may have.",
+    )
+    max_tasks: int = Field(default=1000, ge=1, description="Most tasks one model may have.")
+    model_retry_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="Seconds before a worker tries again to load a failed model (one whose "
+        "configuration or snapshot cannot be loaded).",
+    )
     task_label_cap: int = Field(
         default=50, ge=1, description="Task names beyond this share the metric label 'other'."
     )

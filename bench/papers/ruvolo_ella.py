@@ -16,7 +16,7 @@ ELLA's ``lambda`` on L) with ``--grid-runs`` trials drawn from a *different* see
 the reported trials, and reports the chosen values; without it every method uses
 ``--k`` and ``--lam``.
 
-``--ella-icml`` runs ``ella`` in the ICML-2013 / MATLAB form of algorithms.md Sec. 8
+``--ella-icml`` runs ``ella`` in the ICML-2013 / MATLAB form of docs/algorithms.md Sec. 8
 #12 (``ridge_form='icml'``): its ``lambda`` (grid or ``--lam``) is then ELLA's
 ``lambda`` on ``||L||_F`` only, and the base learner keeps the MATLAB ridge
 ``e^-5`` (``D_t = (X^T X + ridge I') / n_t``, bias free). The other three methods
@@ -96,7 +96,7 @@ GRID_LAM = tuple(float(np.exp(e)) for e in range(-5, 6))
 #: First dataset seed of the tuning trials with --regenerate (reported trials use 0, 1, ...).
 TUNING_DATA_SEED = 1000
 MU = float(np.exp(-5))
-#: The base learner's ridge of the ELLA MATLAB code (algorithms.md Sec. 4.3 defaults).
+#: The base learner's ridge of the ELLA MATLAB code (docs/algorithms.md Sec. 4.3 defaults).
 MATLAB_RIDGE = float(np.exp(-5))
 MATRICES = (
     "relation_matrix",

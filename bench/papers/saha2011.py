@@ -18,7 +18,7 @@ Protocol
   over runs). Pass: corr(1,2) < -0.5 and |corr(3,1)|, |corr(3,2)| <= 0.3.
 * **Seven-method tables** (Tables 3-5): ``synthetic-saha``, ``landmine`` and
   ``sentiment4``, 10 runs, seed 0, EPOCH = 0.5 (the default). Every learner
-  appends a bias feature and L2-normalises x (algorithms.md Sec. 0 default for
+  appends a bias feature and L2-normalises x (docs/algorithms.md Sec. 0 default for
   the Perceptron family). Passive: stl, ipl, cmtl, batchopt, omtl-cov,
   omtl-logdet, omtl-vonneumann. Active: ``selective-sampling`` with base
   stl/ipl/cmtl and fixed b = 1, batchopt with fixed b = 1 (``sampling_b``), and

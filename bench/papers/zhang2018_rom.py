@@ -246,7 +246,7 @@ def markdown(
         "the paper's algorithm. The paper's two unexplained COML rows are both shown.",
         "",
         "Absolute levels are not comparable with the paper's: it does not state the number of "
-        "rows per task, the x distribution or label noise (algorithms.md Sec. 5.5); with the "
+        "rows per task, the x distribution or label noise (docs/algorithms.md Sec. 5.5); with the "
         "generator's n = 1000 rows per task in d = 100 every learner, the Perceptron included "
         "(20% here against 14%), makes more mistakes than in the paper. Compare orderings.",
         "",

@@ -40,6 +40,10 @@ class DrainResult:
     fill_per_sec: float
     worker_per_sec: float
     raw_per_sec: float
+    #: CPU time of the worker process per event (steadier than the rate on a busy machine)
+    worker_cpu_us: float = 0.0
+    #: CPU time of the raw client per event (the Redis server's CPU is in neither figure)
+    raw_cpu_us: float = 0.0
 
     @property
     def ratio(self) -> float:
@@ -107,7 +111,9 @@ def measure_drain(
     raw_key = f"bench:{{{model}}}:raw"
     r.delete(raw_key)
     _fill(r, raw_key, entries)
+    raw_cpu = time.process_time()
     raw_seconds = _raw_drain(r, raw_key, settings.read_count, len(entries))
+    raw_cpu = time.process_time() - raw_cpu
     r.delete(raw_key)
     r.close()
     return DrainResult(
@@ -116,4 +122,6 @@ def measure_drain(
         fill_per_sec=stream.n / fill,
         worker_per_sec=worker_rate,
         raw_per_sec=stream.n / raw_seconds,
+        worker_cpu_us=1e6 * result.cpu_seconds / stream.n,
+        raw_cpu_us=1e6 * raw_cpu / stream.n,
     )

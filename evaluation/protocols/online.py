@@ -2,7 +2,7 @@
 
 Each run shuffles every row of the dataset (the order depends only on
 ``(seed, run)``), and the learner predicts each row before it may learn it
-(algorithms.md Sec. 0). Reported per run, overall and per task:
+(docs/algorithms.md Sec. 0). Reported per run, overall and per task:
 
 * classification: ``mistakes`` and ``mistake_rate`` (saha2011 Table 5, zhang2018's
   cumulative error rate), the progressive ``auc`` of the scores, ``queries``

@@ -3,7 +3,7 @@
 Per run: the dataset's split (fixed, or the paper's split drawn afresh from
 ``(seed, run)``), a random order of the training rows, one predict-then-learn
 pass over them (online mistakes counted on every round, labels consumed only
-when the learner queries them and the budget allows: algorithms.md Sec. 0), then
+when the learner queries them and the budget allows: docs/algorithms.md Sec. 0), then
 the final model scores the test rows (saha2011 Table 3, xu2018 Table 1).
 Reported overall and per task:
 

@@ -5,7 +5,7 @@ order of the row-by-row reference (:class:`learners.active.selective.SelectiveSa
 with ``_decision``, ``_query`` and ``_learn``), at a cost linear in the batch
 and independent of the mistake rate. Per row ``(x, y, k)``:
 
-1. the score ``p`` is the base learner's decision (algorithms.md Sec. 6);
+1. the score ``p`` is the base learner's decision (docs/algorithms.md Sec. 6);
 2. active pass only: unless the query budget is spent, one uniform ``u`` is
    consumed and the label is asked for when ``u < b_t / (b_t + |p|)``
    (Cesa-Bianchi, Gentile & Zaniboni 2006, Fig. 1; ``b_t`` fixed or DOGMA's
@@ -19,7 +19,7 @@ and independent of the mistake rate. Per row ``(x, y, k)``:
      ``pooled`` one shared vector, ``stl`` / ``pt-global``);
    * :data:`B_FAMILY`: the multitask Perceptron in its shared + per-task form,
      ``p = (<x, v_k> + beta <x, s>) / (1 + b)``, ``v_k += y x``, ``s += y x``
-     (``cmtl`` with the b-family matrix, saha2011 Eq. 2.2, algorithms.md Sec. 1.2);
+     (``cmtl`` with the b-family matrix, saha2011 Eq. 2.2, docs/algorithms.md Sec. 1.2);
    * :data:`MATRIX`: ``W += y outer(A^{-1}[:, k], x)`` (``cmtl`` with a graph or SPD A).
 
 Rows come dense (a C-ordered 2-D array) or CSR (``indptr``, ``indices``,
@@ -43,6 +43,7 @@ import numpy as np
 from numba import njit
 
 from learners.inputs import Batch, Vec
+from learners.kernels import register_warmup
 
 __all__ = [
     "B_FAMILY",
@@ -114,7 +115,7 @@ def kernel_rows(batch: Batch, bias: bool = False, normalize: bool = False) -> Ke
     """The batch in the form the kernels read, with the preprocessing they still apply.
 
     ``bias`` / ``normalize`` ask the kernel to append the constant 1 and to scale each
-    row to unit norm as it reads it (algorithms.md Sec. 0), which costs no pass over
+    row to unit norm as it reads it (docs/algorithms.md Sec. 0), which costs no pass over
     the batch; give them False for a batch that is already preprocessed.
     """
     if batch.dense is not None:
@@ -344,6 +345,7 @@ def selective_pass(
     return drawn, asked, mistakes
 
 
+@register_warmup
 def warm() -> None:
     """Compile this module's kernels (dense and CSR rows) on tiny inputs."""
     for rows in warm_rows():

@@ -1,6 +1,6 @@
 """Selective sampling (Cesa-Bianchi, Gentile & Zaniboni 2006) around any margin learner.
 
-The rule (algorithms.md Sec. 6; the active rule of saha2011 Sec. 4 and the
+The rule (docs/algorithms.md Sec. 6; the active rule of saha2011 Sec. 4 and the
 "Independent" baseline of AMLC): with ``p = margin(x, task)`` the base learner's
 signed score, draw ``Z ~ Bernoulli(b / (b + |p|))`` from the learner's own
 seeded generator; ask for the label when ``Z = 1``. What happens with the label
@@ -24,7 +24,7 @@ wrap, with which hyperparameters) and declares its own ``params`` (use
 
     @register
     class Independent(SelectiveSampling):
-        \"\"\"Per-task selective-sampling Perceptron (algorithms.md Sec. 3.2).\"\"\"
+        \"\"\"Per-task selective-sampling Perceptron (docs/algorithms.md Sec. 3.2).\"\"\"
 
         name = "independent"
         summary = "..."
@@ -125,7 +125,7 @@ SAMPLING_B = Param(
 ADAPTIVE_B = Param(
     "adaptive_b",
     False,
-    "Scale b per task as b * R^2 * sqrt(1 + updates) (DOGMA's adaptive rule, algorithms.md Sec. 6).",
+    "Scale b per task as b * R^2 * sqrt(1 + updates) (DOGMA's adaptive rule, docs/algorithms.md Sec. 6).",
     boolean,
 )
 
@@ -177,7 +177,7 @@ def _keeps_the_rule(cls: type[SelectiveSampling]) -> bool:
 
 @register
 class SelectiveSampling(ActiveLearner):
-    """Selective sampling: query with probability ``b / (b + |margin|)`` (algorithms.md Sec. 6).
+    """Selective sampling: query with probability ``b / (b + |margin|)`` (docs/algorithms.md Sec. 6).
 
     Wraps a passive margin learner of the registry (``base``, default ``ipl``;
     its hyperparameters in ``base_params``). Per round: ``p = margin`` of the
@@ -253,6 +253,17 @@ class SelectiveSampling(ActiveLearner):
             )
         base_cls._resolve_params(base_params)
 
+    @classmethod
+    def state_bytes(cls, n_features: int, n_tasks: int, **params: Any) -> int:
+        """The base learner's state on ``d + 1`` features and two length-K vectors
+        (a subclass without a ``base`` hyperparameter wraps ``ipl``)."""
+        hyper = cls._resolve_params(params)
+        base_params = json.loads(hyper.get("base_params", "{}"))
+        base = get(str(hyper.get("base", "ipl"))).state_bytes(
+            int(n_features) + 1, n_tasks, **base_params
+        )
+        return base + 16 * int(n_tasks)
+
     # ------------------------------------------------------------ extension points
     def _base_spec(self) -> tuple[str, dict[str, Any]]:
         """The base learner's registry name and hyperparameters (override in subclasses)."""
@@ -279,6 +290,10 @@ class SelectiveSampling(ActiveLearner):
     # ------------------------------------------------------------ learner hooks
     def _init_state(self) -> None:
         name, params = self._base_spec()
+        # The wrapper preprocesses x once; a base whose own preprocessing defaults on
+        # (the adaptive learners append a bias) must not apply it a second time.
+        known = {p.name for p in get(name).params}
+        params = {**params, **{p: False for p in ("append_bias", "l2_normalize") if p in known}}
         base = make(name, n_features=self.dim, n_tasks=self.n_tasks, seed=self.seed, **params)
         _check_base_class(type(base))
         if base.is_active:

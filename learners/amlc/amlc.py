@@ -49,7 +49,7 @@ class ActiveMultitaskCommittees(PerTaskPerceptrons):
     :meth:`task_weights` returns ``tau W`` (line 19), whose row k gives the same
     score. :meth:`relation_matrix` returns tau, row-stochastic.
 
-    Resolutions of the paper's gaps (algorithms.md Sec. 3.5 and Sec. 8):
+    Resolutions of the paper's gaps (docs/algorithms.md Sec. 3.5 and Sec. 8):
 
     * all losses 0 (``lambda = 0``, formula undefined): the tau update is skipped;
     * the sharing test compares the peer's sign with the true label y
@@ -59,7 +59,7 @@ class ActiveMultitaskCommittees(PerTaskPerceptrons):
       (every peer errs exactly when the committee does), so AMLC behaves as one
       selective-sampling Perceptron trained on every queried example of every
       task (Sec. 3.3, "identical tasks");
-    * ``SGN(0) = +1`` (algorithms.md Sec. 0);
+    * ``SGN(0) = +1`` (docs/algorithms.md Sec. 0);
     * the similarity test ``tau_km >= tau_kk`` is taken with a relative tolerance
       (``similarity_rtol``, 1e-9): the K margins of equal rows of W, computed by
       BLAS, can differ in the last bit, which would otherwise make committee
@@ -114,7 +114,7 @@ class ActiveMultitaskCommittees(PerTaskPerceptrons):
             "share_test",
             "label",
             "Share with peer m when SGN(f_m) differs from 'label' (the true y; authors' code, "
-            "algorithms.md resolution #7) or from 'prediction' (the committee's y_hat; the "
+            "docs/algorithms.md resolution #7) or from 'prediction' (the committee's y_hat; the "
             "paper's text). faithful='code' requires 'label'.",
             one_of("label", "prediction"),
         ),

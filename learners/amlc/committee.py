@@ -5,7 +5,7 @@ Two shapes of tau appear in xu2018:
 * the AMLC **committee** (Algorithm 1): row k weighs *all* K tasks, the task
   itself included, and sums to 1 (the authors' code keeps the sum at K, see
   :mod:`learners.amlc.amlc`);
-* the PEER **peer weights** (Murugesan & Carbonell 2017; algorithms.md Sec. 3.3):
+* the PEER **peer weights** (Murugesan & Carbonell 2017; docs/algorithms.md Sec. 3.3):
   row k weighs the K - 1 *other* tasks and sums to 1; the diagonal is 0.
 
 Both are updated by the exponential-weights rule of xu2018 Alg. 1, line 12:
@@ -41,7 +41,7 @@ def committee_update(
     ``tau_km <- tau_km exp(-C l_km / lambda) / Z`` with ``lambda = sum_m l_km``
     and ``Z`` chosen so the row sums to ``row_sum``. The paper's formula is
     undefined when every loss is 0; then the row is returned unchanged
-    (algorithms.md Sec. 8, resolution #8, which is also what the authors' code
+    (docs/algorithms.md Sec. 8, resolution #8, which is also what the authors' code
     does). Tasks with zero loss keep their weight before renormalisation.
     """
     total = float(losses.sum())
@@ -77,7 +77,7 @@ def uniform_peer_weights(n_tasks: int) -> np.ndarray:
 
 
 def peer_update(row: np.ndarray, losses: np.ndarray, task: int) -> np.ndarray:
-    """PEER's peer-weight update on a queried mistake (algorithms.md Sec. 3.3, step 4).
+    """PEER's peer-weight update on a queried mistake (docs/algorithms.md Sec. 3.3, step 4).
 
     Over the peers ``m != task``: ``tau_km <- tau_km exp(-l_km / lambda)`` with
     ``lambda = sum_{m != k} l_km`` (``lambda = 1`` when that sum is 0, as in

@@ -5,11 +5,11 @@ all keep one Perceptron weight vector per task and draw their query decisions
 from the learner's seeded generator. This module holds what they share:
 
 * the preprocessing of the authors' code (append a bias 1, then L2-normalise;
-  algorithms.md Sec. 3 "Common"), on by default;
+  docs/algorithms.md Sec. 3 "Common"), on by default;
 * :class:`PerTaskPerceptrons`, the ``W`` (K x d) state with run-time task growth;
-* the sign conventions (algorithms.md Sec. 0: ``SGN(0) = +1`` by default) and
+* the sign conventions (docs/algorithms.md Sec. 0: ``SGN(0) = +1`` by default) and
   the Bernoulli query rule ``b / (b + |margin|)`` of selective sampling
-  (Cesa-Bianchi, Gentile & Zaniboni 2006; algorithms.md Sec. 6).
+  (Cesa-Bianchi, Gentile & Zaniboni 2006; docs/algorithms.md Sec. 6).
 """
 
 from __future__ import annotations
@@ -35,14 +35,14 @@ __all__ = [
 
 XU2018 = "Xu, Tang, Jebara. Active Multitask Learning with Committees. 2018"
 
-#: ``append_bias`` on by default, as in the AMLC and PEER code (algorithms.md Sec. 3).
+#: ``append_bias`` on by default, as in the AMLC and PEER code (docs/algorithms.md Sec. 3).
 APPEND_BIAS_ON = dataclasses.replace(APPEND_BIAS, default=True)
-#: ``l2_normalize`` on by default, as in the AMLC and PEER code (algorithms.md Sec. 3).
+#: ``l2_normalize`` on by default, as in the AMLC and PEER code (docs/algorithms.md Sec. 3).
 L2_NORMALIZE_ON = dataclasses.replace(L2_NORMALIZE, default=True)
 
 
 def sgn(score: float, tie: float = 1.0) -> float:
-    """``SGN(score)`` in {-1, +1}, with ``SGN(0) = tie`` (algorithms.md Sec. 0)."""
+    """``SGN(score)`` in {-1, +1}, with ``SGN(0) = tie`` (docs/algorithms.md Sec. 0)."""
     if score > 0.0:
         return 1.0
     if score < 0.0:

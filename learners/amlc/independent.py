@@ -1,4 +1,4 @@
-"""The "Independent" baseline of xu2018 (Sec. 4.2; algorithms.md Sec. 3.2)."""
+"""The "Independent" baseline of xu2018 (Sec. 4.2; docs/algorithms.md Sec. 3.2)."""
 
 from __future__ import annotations
 

@@ -30,6 +30,7 @@ from learners.active.kernels import (
     warm_call,
     warm_rows,
 )
+from learners.kernels import register_warmup
 
 __all__ = ["amlc_pass", "peer_pass", "warm"]
 
@@ -128,7 +129,7 @@ def peer_pass(
     bq: float,
     shares: bool,
 ) -> tuple[int, int]:  # pragma: no cover - compiled
-    """PEER / PEER+Share rounds (algorithms.md Sec. 3.3-3.4; see :class:`learners.amlc.PeerLearning`).
+    """PEER / PEER+Share rounds (docs/algorithms.md Sec. 3.3-3.4; see :class:`learners.amlc.PeerLearning`).
 
     Per row of task k: ``f = W x``; score ``f_k``. Active pass: ``P`` when
     ``u < b / (b + |f_k|)``; then ``f_peer = tau_k . f`` and ``Q`` when
@@ -195,6 +196,7 @@ def peer_pass(
     return drawn, asked
 
 
+@register_warmup
 def warm() -> None:
     """Compile this module's kernels (dense and CSR rows) on tiny inputs."""
     for rows in warm_rows():

@@ -32,7 +32,7 @@ MURUGESAN2017 = "Murugesan, Carbonell. Active Learning from Peers. NIPS 2017"
 class PeerLearning(PerTaskPerceptrons):
     """PEER: ask the peer tasks before the oracle (Murugesan & Carbonell 2017, "PEERsum").
 
-    Round ``(x, k)`` with all margins ``f_m = <x, w_m>`` (algorithms.md Sec. 3.3):
+    Round ``(x, k)`` with all margins ``f_m = <x, w_m>`` (docs/algorithms.md Sec. 3.3):
 
     1. :meth:`query_one` draws ``P ~ Bernoulli(b / (b + |f_k|))``; ``P = 0``
        (the task is confident): no query, nothing changes;
@@ -140,7 +140,7 @@ class PeerLearning(PerTaskPerceptrons):
 
 @register
 class PeerShare(PeerLearning):
-    """PEER+Share: PEER plus xu2018's data sharing (Sec. 3.2; algorithms.md Sec. 3.4).
+    """PEER+Share: PEER plus xu2018's data sharing (Sec. 3.2; docs/algorithms.md Sec. 3.4).
 
     After every oracle query of task k (own update included), every peer ``j``
     whose sign on x disagrees with the label gets ``w_j += y x``; a peer with

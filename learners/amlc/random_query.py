@@ -1,4 +1,4 @@
-"""The "Random" baseline of xu2018 (Sec. 4.2; algorithms.md Sec. 3.1)."""
+"""The "Random" baseline of xu2018 (Sec. 4.2; docs/algorithms.md Sec. 3.1)."""
 
 from __future__ import annotations
 

@@ -11,6 +11,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from learners.base import Learner, outlier_reporter, query_probability_reporter
+from learners.checks.kernels import check_kernel_matches_reference
 from learners.checks.streams import Stream, related_tasks
 
 __all__ = ["ALL_CHECKS", "Factory", "yield_checks"]
@@ -347,6 +348,7 @@ def check_declared_capabilities(make: Factory) -> None:
 
 ALL_CHECKS: tuple[Check, ...] = (
     check_declared_capabilities,
+    check_kernel_matches_reference,
     check_task_weights,
     check_score_and_learn_one,
     check_info,

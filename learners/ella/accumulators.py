@@ -1,4 +1,4 @@
-"""ELLA's accumulators and basis updates (Ruvolo & Eaton 2013; algorithms.md Sec. 4.3, 4.7).
+"""ELLA's accumulators and basis updates (Ruvolo & Eaton 2013; docs/algorithms.md Sec. 4.3, 4.7).
 
 With ``vec(L)`` stacking the columns of ``L`` (block ``j`` is column ``j``), ELLA keeps
 
@@ -93,7 +93,7 @@ def eq7_objective(
     """ruvolo2014 Eq. (7) with the L1 relaxation: ``sum_t ||theta_t - L s_t||^2_{D_t} / n_t + mu ||s_t||_1``.
 
     This is the quality the Dual Update tests the ELLA-SVD step against
-    (algorithms.md Sec. 4.8 and Sec. 8 #13).
+    (docs/algorithms.md Sec. 4.8 and Sec. 8 #13).
     """
     R = thetas - S @ L.T
     fit = np.einsum("ti,tij,tj->t", R, Ds, R) / np.maximum(n, 1)

@@ -10,13 +10,13 @@ return the matrix of Eq. (7),
   ``D = ridge I + (1/(2n)) sum_i p_i (1 - p_i) x_i x_i^T``, ``theta`` by Newton's
   method with step halving.
 
-Putting ``ridge`` inside ``D`` is the AAAI-2014 form (algorithms.md Sec. 4.1); it
+Putting ``ridge`` inside ``D`` is the AAAI-2014 form (docs/algorithms.md Sec. 4.1); it
 keeps ``D`` positive definite, which the GSVD step needs. With ``n = 0`` the fit
 is ``theta = 0, D = ridge I``.
 
 ``ridge`` may also be a vector ``p`` (one weight per coordinate): the penalty is then
 ``theta^T diag(p) theta`` and ``D = diag(p) + Hessian ...``. :func:`icml_ridge` builds
-the vector of the ICML-2013 / MATLAB form (algorithms.md Sec. 4.1, Sec. 8 #12), where
+the vector of the ICML-2013 / MATLAB form (docs/algorithms.md Sec. 4.1, Sec. 8 #12), where
 ``D`` is half the Hessian of the whole fitting objective with a ridge that scales as
 ``1/n`` and leaves the bias free: ``D = (X^T X + ridge I') / n`` (linear) and
 ``D = (1/(2n)) (sum_i p_i (1 - p_i) x_i x_i^T + ridge I')`` (logistic).
@@ -36,7 +36,7 @@ Ridge = float | np.ndarray
 
 
 def icml_ridge(ridge: float, d: int, n: int, logistic: bool, free_bias: bool) -> np.ndarray:
-    """The per-coordinate penalty of the ICML / MATLAB form (algorithms.md Sec. 4.1).
+    """The per-coordinate penalty of the ICML / MATLAB form (docs/algorithms.md Sec. 4.1).
 
     ``ridge / n`` (linear) or ``ridge / (2n)`` (logistic) on every coordinate, 0 on the
     last one (the bias) when ``free_bias``; so ``D`` is ``(X^T X + ridge I') / n`` or

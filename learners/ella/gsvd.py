@@ -1,4 +1,4 @@
-"""The GSVD atom update of ruvolo2014 Eqs. (8)-(10) (algorithms.md Sec. 4.5).
+"""The GSVD atom update of ruvolo2014 Eqs. (8)-(10) (docs/algorithms.md Sec. 4.5).
 
 For atom ``j`` and the tasks ``A = {t : s_j^(t) != 0}`` with residuals
 ``e_t = theta_t - sum_{r != j} s_r^(t) l_r`` (columns of ``E``, d x |A|), the pair

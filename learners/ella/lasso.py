@@ -1,4 +1,4 @@
-"""The sparse-coding step of ruvolo2014 Eq. (11) (L1 relaxation, algorithms.md Sec. 4.2).
+"""The sparse-coding step of ruvolo2014 Eq. (11) (L1 relaxation, docs/algorithms.md Sec. 4.2).
 
 ``s = argmin_s ||theta - L s||^2_D + mu ||s||_1``.
 

@@ -1,4 +1,4 @@
-"""The streaming learner shared by the ELLA family (ruvolo2014; algorithms.md Sec. 4).
+"""The streaming learner shared by the ELLA family (ruvolo2014; docs/algorithms.md Sec. 4).
 
 Every task ``t`` keeps what its single-task fit needs, so ``(theta_t, D_t)`` can be
 refreshed whenever new examples arrive:
@@ -55,6 +55,7 @@ from learners.ella.accumulators import (
 from learners.ella.base_learners import Ridge, fit_linear, fit_logistic, icml_ridge
 from learners.ella.gsvd import atom_weights, gsvd_rank_one
 from learners.ella.lasso import sparse_code, sparse_codes
+from learners.ella.limits import check_state_size
 from learners.inputs import Batch, Vec, check_task
 from learners.params import boolean, non_negative, one_of, positive, positive_int
 
@@ -94,7 +95,7 @@ COMMON_PARAMS: tuple[Param, ...] = (
     Param(
         "ridge_form",
         "aaai",
-        "Base-learner ridge (algorithms.md Sec. 8 #12): 'aaai' (ruvolo2014 Eq. 7: ridge "
+        "Base-learner ridge (docs/algorithms.md Sec. 8 #12): 'aaai' (ruvolo2014 Eq. 7: ridge "
         "||theta||^2 in the fit, D = ridge I + Hessian) or 'icml' (ELLA 2013 / MATLAB: "
         "D = (X^T X + ridge I') / n, ridge / n on theta, bias free with append_bias or "
         "last_is_bias).",
@@ -130,7 +131,7 @@ COMMON_PARAMS: tuple[Param, ...] = (
         "init_first_k",
         False,
         "Copy the models of the first k new tasks into the columns of L, with one-hot codes "
-        "(the ELLA MATLAB code's initializeWithFirstKTasks, algorithms.md Sec. 4.3 step 4).",
+        "(the ELLA MATLAB code's initializeWithFirstKTasks, docs/algorithms.md Sec. 4.3 step 4).",
         boolean,
     ),
     L2_NORMALIZE,
@@ -173,6 +174,17 @@ class BasisLearner(Learner):
     def _label_kind(self) -> str:
         return "regression" if self.hyper["base_learner"] == "linear" else "classification"
 
+    @classmethod
+    def state_bytes(cls, n_features: int, n_tasks: int, **params: Any) -> int:
+        """ELLA's state: ``L`` (d x k), ``S``, ``theta``, the per-task ``D_t`` and
+        ``X^T X`` (K x d x d), the accumulators ``A`` ((dk)^2) and ``b``, and the
+        logistic base learner's example buffers (K x buffer_size x d)."""
+        hyper = cls._resolve_params(params)
+        d, K, k = int(n_features) + int(bool(hyper["append_bias"])), int(n_tasks), int(hyper["k"])
+        B = int(hyper["buffer_size"]) if hyper["base_learner"] == "logistic" else 0
+        floats = d * k + K * k + 2 * K * d + 2 * K * d * d + (d * k) ** 2 + d * k + K * B * (d + 1)
+        return 8 * floats + 17 * K
+
     @property
     def k(self) -> int:
         """Number of basis columns."""
@@ -181,8 +193,21 @@ class BasisLearner(Learner):
     def _buffer_rows(self) -> int:
         return int(self.hyper["buffer_size"]) if self.label_kind == "classification" else 0
 
+    def _check_size(self, n_tasks: int) -> None:
+        """Refuse a state too large to hold (:mod:`learners.ella.limits`), before allocating it."""
+        check_state_size(
+            self.name,
+            dim=self.dim,
+            k=self.k,
+            n_tasks=n_tasks,
+            buffer_rows=self._buffer_rows(),
+            linear=self.label_kind == "regression",
+            accumulators=self.uses_accumulators,
+        )
+
     def _init_state(self) -> None:
         d, k, K = self.dim, self.k, self.n_tasks
+        self._check_size(K)
         self.L_ = self._random_columns(k)
         self.S_ = np.zeros((K, k))
         self.theta_ = np.zeros((K, d))
@@ -190,9 +215,12 @@ class BasisLearner(Learner):
         self.count_ = np.zeros(K, dtype=np.int64)
         self.pending_ = np.zeros(K, dtype=np.int64)
         self.used_ = np.zeros(K, dtype=bool)
-        self.A_ = np.zeros((d * k, d * k))
-        self.b_ = np.zeros(d * k)
-        self.xtx_ = np.zeros((K, d, d))
+        # Arrays a variant never reads are kept empty: A and b without accumulators,
+        # X^T X with the logistic base learner (it keeps a buffer instead).
+        dk = d * k if self.uses_accumulators else 0
+        self.A_ = np.zeros((dk, dk))
+        self.b_ = np.zeros(dk)
+        self.xtx_ = np.zeros((K, self._xtx_dim(), self._xtx_dim()))
         self.xty_ = np.zeros((K, d))
         B = self._buffer_rows()
         self.bufx_ = np.zeros((K, B, d))
@@ -203,15 +231,19 @@ class BasisLearner(Learner):
         cols = self.rng.standard_normal((self.dim, m))
         return cols / np.linalg.norm(cols, axis=0, keepdims=True)
 
+    def _xtx_dim(self) -> int:
+        return self.dim if self.label_kind == "regression" else 0
+
     def _add_task(self) -> None:
-        d, k, B = self.dim, self.k, self._buffer_rows()
+        self._check_size(self.n_tasks + 1)
+        d, k, B, m = self.dim, self.k, self._buffer_rows(), self._xtx_dim()
         self.S_ = np.vstack([self.S_, np.zeros((1, k))])
         self.theta_ = np.vstack([self.theta_, np.zeros((1, d))])
         self.D_ = np.concatenate([self.D_, np.zeros((1, d, d))])
         self.count_ = np.append(self.count_, 0)
         self.pending_ = np.append(self.pending_, 0)
         self.used_ = np.append(self.used_, False)
-        self.xtx_ = np.concatenate([self.xtx_, np.zeros((1, d, d))])
+        self.xtx_ = np.concatenate([self.xtx_, np.zeros((1, m, m))])
         self.xty_ = np.vstack([self.xty_, np.zeros((1, d))])
         self.bufx_ = np.concatenate([self.bufx_, np.zeros((1, B, d))])
         self.bufy_ = np.vstack([self.bufy_, np.zeros((1, B))])
@@ -236,7 +268,7 @@ class BasisLearner(Learner):
         return R
 
     def objective(self) -> float:
-        """Eq. (7) (L1 form, algorithms.md Sec. 8 #13) over the tasks that shaped the basis."""
+        """Eq. (7) (L1 form, docs/algorithms.md Sec. 8 #13) over the tasks that shaped the basis."""
         u = self.used_
         return eq7_objective(
             self.L_, self.S_[u], self.theta_[u], self.D_[u], self.count_[u], self.hyper["mu"]
@@ -354,7 +386,7 @@ class BasisLearner(Learner):
         self._update_basis(task)
 
     def _redraw_zero_columns(self) -> None:
-        """Redraw all-zero basis columns (algorithms.md Sec. 4.3 step 3, squared-norm test)."""
+        """Redraw all-zero basis columns (docs/algorithms.md Sec. 4.3 step 3, squared-norm test)."""
         zero = np.flatnonzero(np.sum(self.L_ * self.L_, axis=0) < ZERO_COLUMN)
         if zero.size:
             self.L_[:, zero] = self._random_columns(zero.size)
@@ -411,7 +443,7 @@ class BasisLearner(Learner):
         return int(self.used_.sum())
 
     def _ella_step(self) -> None:
-        """ELLA's exact L step (algorithms.md Sec. 4.3 step 6)."""
+        """ELLA's exact L step (docs/algorithms.md Sec. 4.3 step 6)."""
         self.L_ = solve_basis(self.A_, self.b_, self._n_used(), self.hyper["lam"], self.dim, self.k)
 
     def _incremental_step(self, task: int) -> None:

@@ -1,4 +1,4 @@
-"""The registered ELLA-family learners: one basis step each (ruvolo2014; algorithms.md Sec. 4).
+"""The registered ELLA-family learners: one basis step each (ruvolo2014; docs/algorithms.md Sec. 4).
 
 All share :class:`~learners.ella.model.BasisLearner` (statistics, refresh schedule,
 Lasso codes, accumulators); they differ only in what a refresh of task ``t`` does
@@ -38,7 +38,7 @@ class Ella(BasisLearner):
     2.0
 
     ``ridge_form='icml'`` gives the ICML / MATLAB form of the base learner
-    (algorithms.md Sec. 8 #12): ``lam`` acts on ``||L||_F`` only and the small
+    (docs/algorithms.md Sec. 8 #12): ``lam`` acts on ``||L||_F`` only and the small
     ``ridge`` of the single-task fit enters ``D_t`` divided by ``n_t``, bias free.
     It is not the default: on linearly separable classification streams its
     ``ridge / (2 n_t)`` lets the logistic fit run off (``D_t`` -> 0) and the codes
@@ -87,7 +87,7 @@ class EllaSvd(BasisLearner):
 @register
 class EllaDual(BasisLearner):
     """ELLA Dual Update (ruvolo2014): the ELLA-SVD step, undone when it worsens Eq. (7)
-    (L1 form, algorithms.md Sec. 8 #13), then the ELLA Incremental step.
+    (L1 form, docs/algorithms.md Sec. 8 #13), then the ELLA Incremental step.
 
     ``svd_kept_`` and ``svd_undone_`` count how often the SVD step was kept or undone.
     """

@@ -20,8 +20,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from learners.base import APPEND_BIAS, L2_NORMALIZE, Param, one_of
+from learners.base import APPEND_BIAS, L2_NORMALIZE, Param
 from learners.multiview.contract import TASK_DIMS, MultiviewLearner
+from learners.params import one_of
 from learners.perceptron.multitask import CAVALLANTI2010, is_mistake
 from learners.registry import register
 

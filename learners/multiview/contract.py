@@ -50,7 +50,7 @@ import scipy.sparse as sp
 from learners.base import Learner, Param
 from learners.inputs import Batch, Vec, as_vector, check_label, check_task
 
-__all__ = ["TASK_DIMS", "MultiviewLearner", "positive_int", "task_dims"]
+__all__ = ["TASK_DIMS", "MultiviewLearner", "task_dims"]
 
 
 def task_dims(v: Any) -> tuple[int, ...] | None:
@@ -65,13 +65,6 @@ def task_dims(v: Any) -> tuple[int, ...] | None:
     if arr.min() < 1:
         raise ValueError(f"dimensions must be >= 1, got {v!r}")
     return tuple(int(a) for a in arr)
-
-
-def positive_int(v: Any) -> int:
-    """An integer >= 1."""
-    if isinstance(v, bool) or float(v) != int(float(v)) or int(float(v)) < 1:
-        raise ValueError(f"must be an integer >= 1, got {v!r}")
-    return int(float(v))
 
 
 TASK_DIMS = Param(
@@ -291,8 +284,10 @@ class MultiviewLearner(Learner):
     def _learn(self, x: Vec, y: float, task: int) -> None:
         self._learn_views(self._lone_vec(x, task), y, task)
 
-    def _prepare_batch(self, X: Any, y: Any, task: Any) -> tuple[Batch, np.ndarray, np.ndarray]:
-        batch, labels, tasks = super()._prepare_batch(X, y, task)
+    def _prepare_batch(
+        self, X: Any, y: Any, task: Any, *, check_finite: bool = True
+    ) -> tuple[Batch, np.ndarray, np.ndarray]:
+        batch, labels, tasks = super()._prepare_batch(X, y, task, check_finite=check_finite)
         if tasks.shape[0] and not np.all(self.dims_[tasks] == self._n_features):
             raise ValueError(
                 "a batch of interleaved rows may only hold tasks of dimension n_features; "

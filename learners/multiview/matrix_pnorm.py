@@ -35,9 +35,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from learners.base import APPEND_BIAS, L2_NORMALIZE, Param, one_of, optional
+from learners.base import APPEND_BIAS, L2_NORMALIZE, Param
 from learners.inputs import check_label
-from learners.multiview.contract import MultiviewLearner, positive_int
+from learners.multiview.contract import MultiviewLearner
+from learners.params import one_of, optional, positive_int
 from learners.perceptron.multitask import CAVALLANTI2010, is_mistake
 from learners.registry import register
 

@@ -47,8 +47,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from learners.base import APPEND_BIAS, L2_NORMALIZE, Param, non_negative, one_of
+from learners.base import APPEND_BIAS, L2_NORMALIZE, Param
 from learners.multiview.contract import TASK_DIMS, MultiviewLearner
+from learners.params import non_negative, one_of
 from learners.perceptron.multitask import CAVALLANTI2010, is_mistake
 from learners.registry import register
 
@@ -126,6 +127,20 @@ class MMPerc(MultiviewLearner):
     _Z: np.ndarray
     _Q: np.ndarray
     _a: np.ndarray
+
+    @classmethod
+    def state_bytes(cls, n_features: int, n_tasks: int, **params: Any) -> int:
+        """The primal form's D x D inverse and v, D = sum of the task dimensions
+        (each with its bias slot); the dual form's buffers at their first capacity
+        of 16 mistakes, which grow with the number of mistakes (O(m D + m^2))."""
+        given = list(params.get("task_dims") or ())[: int(n_tasks)]
+        dims = given + [int(n_features)] * (int(n_tasks) - len(given))
+        D = sum(dims) + int(n_tasks)
+        form = params.get("form", "auto")
+        if form == "primal" or (form == "auto" and D <= AUTO_PRIMAL_MAX_DIM):
+            return 8 * (D * D + D + int(n_tasks))
+        m = 16
+        return 8 * (D + m * D + m * m + m + int(n_tasks))
 
     # ----------------------------------------------------------- state
     def _init_views_state(self) -> None:

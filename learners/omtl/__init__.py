@@ -5,7 +5,11 @@
 * :mod:`learners.omtl.updates` — the A updates of Eqs. (3.7)-(3.10) and the
   incremental Gram matrix, as pure functions;
 * :mod:`learners.omtl.learners` — ``omtl-logdet``, ``omtl-vonneumann``,
-  ``omtl-cov`` and ``batchopt`` (Algorithm 1, with the Sec. 4 active variant).
+  ``omtl-cov`` and ``batchopt`` (Algorithm 1, with the Sec. 4 active variant);
+* :mod:`learners.omtl.kernels` — the compiled weight pass (numba); ``warm()``
+  compiles it;
+* :mod:`learners.omtl.compiled` — what the compiled paths of the OMTL, ROM and
+  ELLA families share (kernel rows, row primitives, :class:`CompiledLearner`).
 """
 
 from __future__ import annotations

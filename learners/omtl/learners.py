@@ -1,11 +1,11 @@
 """Online task-relationship learners of saha2011: OMTLLOG, OMTLVON, OMTLCOV and BATCHOPT.
 
-All four follow saha2011 Algorithm 1 (algorithms.md Sec. 2.1):
+All four follow saha2011 Algorithm 1 (docs/algorithms.md Sec. 2.1):
 
 * ``A`` starts at ``I/K`` (so ``A^{-1} = K I``: K independent Perceptrons whose
   steps are ``K y x``, sign-identical to ``ipl``);
 * on a mistake of task ``i_t`` every task moves by ``y (A^{-1})_{j, i_t} x``
-  (Eq. 3.3, the (j, i_t) entry of the matrix inverse, algorithms.md Sec. 2.4);
+  (Eq. 3.3, the (j, i_t) entry of the matrix inverse, docs/algorithms.md Sec. 2.4);
 * from round ``EPOCH`` on (the priming period, Sec. 3.2), every mistake is
   followed by an update of A: Eq. (3.7) LogDet, (3.8) von Neumann, (3.9)
   covariance or (3.10) batch optimum (:mod:`learners.omtl.updates`).
@@ -22,7 +22,7 @@ active learner it is one ``query_one`` call instead (whether or not the label is
 then asked for, and however late the label arrives), so ``expected_rounds`` is
 the stream length in both modes.
 
-**Active variant** (Sec. 4, algorithms.md Sec. 2.7): with ``active=True``,
+**Active variant** (Sec. 4, docs/algorithms.md Sec. 2.7): with ``active=True``,
 ``query_one`` asks for the label with probability ``b / (b + |r|)``, ``r`` the
 margin of the current task, ``b = sum_j |A_{i_t, j}|`` (row of the current A),
 or the fixed ``sampling_b`` when given (the rule of the paper's baselines;
@@ -44,8 +44,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from learners.base import APPEND_BIAS, BUDGET, L2_NORMALIZE, Learner, Param
+from learners.base import APPEND_BIAS, BUDGET, L2_NORMALIZE, Param
 from learners.inputs import Batch, Vec
+from learners.omtl.compiled import CompiledLearner, KernelRows, vec_dot
+from learners.omtl.kernels import weight_pass
 from learners.omtl.updates import (
     batchopt_update,
     covariance_update,
@@ -64,8 +66,11 @@ from learners.params import (
     positive,
     positive_int,
 )
-from learners.perceptron.multitask import SAHA2011, MatrixPerceptron
+from learners.perceptron.multitask import SAHA2011, MatrixPerceptron, MistakeDriven
 from learners.registry import register
+
+#: ``a_from`` for a learner whose priming never ends: no round reaches it.
+_NEVER = 1 << 62
 
 __all__ = ["BatchOptimal", "OMTLCovariance", "OMTLLogDet", "OMTLVonNeumann", "TaskRelationships"]
 
@@ -94,7 +99,7 @@ EPOCH_ROUNDS = Param(
 NORMALIZE_TRACE = Param(
     "normalize_trace",
     True,
-    "Rescale A to unit trace after every A update (algorithms.md Sec. 2.5; Eqs. 3.7-3.9 do not "
+    "Rescale A to unit trace after every A update (docs/algorithms.md Sec. 2.5; Eqs. 3.7-3.9 do not "
     "preserve the trace themselves).",
     boolean,
 )
@@ -109,7 +114,7 @@ RIDGE = Param(
     "ridge",
     1e-6,
     "Ridge eps = ridge * tr(A)/K added to the covariance (3.9) and batch-optimal (3.10) "
-    "matrices before inverting (algorithms.md Sec. 2.5).",
+    "matrices before inverting (docs/algorithms.md Sec. 2.5).",
     non_negative,
 )
 EIG_FLOOR = Param(
@@ -129,7 +134,7 @@ COV_IS_A_INVERSE = Param(
     "cov_is_A_inverse",
     False,
     "Use the covariance-like matrix as A^{-1} (the learning rates, scaled to mean diagonal K) "
-    "instead of as A (literal Eqs. 3.9/3.10); algorithms.md Sec. 8, item 1.",
+    "instead of as A (literal Eqs. 3.9/3.10); docs/algorithms.md Sec. 8, item 1.",
     boolean,
 )
 
@@ -148,7 +153,7 @@ ETA_SCALE = Param(
     "eta_scale",
     "trace",
     "How eta meets the Gram matrix in Eqs. 3.7/3.8: 'trace' uses eta / tr(W^T W) (scale-free, "
-    "algorithms.md Sec. 2.3) and 'absolute' the literal eta. With 'absolute' the step of A grows "
+    "docs/algorithms.md Sec. 2.3) and 'absolute' the literal eta. With 'absolute' the step of A grows "
     "with the weights, which grow with A^{-1}: the feedback makes W overflow on long streams.",
     one_of("trace", "absolute"),
 )
@@ -178,7 +183,7 @@ _SHARED = (
 )
 
 
-class TaskRelationships(MatrixPerceptron):
+class TaskRelationships(CompiledLearner, MatrixPerceptron):
     """Shared machinery of saha2011 Algorithm 1 (see the module docstring).
 
     Subclasses implement :meth:`_updated_interaction`, which returns the new
@@ -255,10 +260,14 @@ class TaskRelationships(MatrixPerceptron):
         b = float(np.abs(self.A_[task]).sum()) if fixed is None else float(fixed)
         return bool(self.rng.random() < b / (b + margin))
 
-    def _learn(self, x: Vec, y: float, task: int) -> None:
+    def _decision(self, x: Vec, task: int) -> float:
+        return vec_dot(x, self.W_[task])
+
+    def _learn_reference(self, x: Vec, y: float, task: int) -> None:
+        """The numpy round (Algorithm 1 lines 4-16), the reference of the kernels."""
         if not self.is_active:
             self.n_rounds_ += 1
-        super()._learn(x, y, task)
+        MatrixPerceptron._learn(self, x, y, task)
 
     # ------------------------------------------------ Algorithm 1, lines 9-16
     def _after_mistake(self, x: Vec, y: float, task: int) -> None:
@@ -293,11 +302,47 @@ class TaskRelationships(MatrixPerceptron):
         return eta / tr if tr > 0.0 else 0.0
 
     # ------------------------------------------------------------- batches
-    def _score_and_learn_batch(self, batch: Batch, y: np.ndarray, tasks: np.ndarray) -> np.ndarray:
-        """The exact Gram-kernel batch path while A stays fixed; row by row otherwise."""
+    def _kernel(
+        self, rows: KernelRows, y: np.ndarray, tasks: np.ndarray, scores: np.ndarray
+    ) -> None:
+        """Run the weight-pass kernel (:mod:`learners.omtl.kernels`), stopping for every A update.
+
+        At a stop the kernel has applied the mistake's weight update (Eq. 3.3) and, when
+        A is fed the weights after it (``a_update_uses='post'``), its Gram tracking;
+        then A is updated (Eqs. 3.7-3.10) here, or for ``'pre'`` the reference tail
+        :meth:`_after_mistake` runs (A from the Gram matrix before the mistake).
+        """
+        post = self.hyper["a_update_uses"] == "post"
+        start = self.epoch_round
+        a_from = _NEVER if start is None else start
+        step = 0 if self.is_active else 1
+        counters = np.array([self.n_rounds_, self.n_mistakes_, 0], dtype=np.int64)
+        i = 0
+        while i < y.shape[0]:
+            counters[2] = 0
+            self.W_, self.Ainv_ = np.ascontiguousarray(self.W_), np.ascontiguousarray(self.Ainv_)
+            self.G_, self.colsum_ = (
+                np.ascontiguousarray(self.G_),
+                np.ascontiguousarray(self.colsum_),
+            )
+            i = weight_pass(
+                rows, y, tasks, i, self.W_, self.Ainv_, self.G_, self.colsum_, counters, step,
+                a_from, post, scores,
+            )  # fmt: skip
+            self.n_rounds_, self.n_mistakes_ = int(counters[0]), int(counters[1])
+            if counters[2] and post:
+                self.A_, self.Ainv_ = self._updated_interaction()
+                self.n_a_updates_ += 1
+            elif counters[2]:
+                self._after_mistake(rows.vec(i - 1), float(y[i - 1]), int(tasks[i - 1]))
+
+    def _score_and_learn_batch_reference(
+        self, batch: Batch, y: np.ndarray, tasks: np.ndarray
+    ) -> np.ndarray:
+        """The numpy batch path: the Gram-matrix solver while A stays fixed, else row by row."""
         if batch.dense is None or batch.n < 2 or not self._a_fixed_for(batch.n):
-            return Learner._score_and_learn_batch(self, batch, y, tasks)
-        scores = super()._score_and_learn_batch(batch, y, tasks)
+            return CompiledLearner._score_and_learn_batch_reference(self, batch, y, tasks)
+        scores = MistakeDriven._score_and_learn_batch(self, batch, y, tasks)
         if not self.is_active:
             self.n_rounds_ += batch.n
         return scores

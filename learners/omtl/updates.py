@@ -1,6 +1,6 @@
 """The interaction-matrix updates of saha2011 (Eqs. 3.7-3.10) as pure functions.
 
-Notation (algorithms.md Sec. 2.3): ``W`` holds the task weight vectors as rows,
+Notation (docs/algorithms.md Sec. 2.3): ``W`` holds the task weight vectors as rows,
 shape (K, d) — the transpose of the paper's d x K matrix — so the paper's Gram
 matrix ``W_s^T W_s`` is our ``G = W W^T``, shape (K, K), symmetric PSD, and
 ``sym(G) = G``. Every update returns the pair ``(A, A^{-1})``: the learners need
@@ -8,14 +8,14 @@ matrix ``W_s^T W_s`` is our ``G = W W^T``, shape (K, K), symmetric PSD, and
 and :meth:`relation_matrix`, and computing both from one eigendecomposition keeps
 them consistent.
 
-Trace: ``normalize`` rescales ``A`` to unit trace after the update (algorithms.md
+Trace: ``normalize`` rescales ``A`` to unit trace after the update (docs/algorithms.md
 Sec. 2.5: Eqs. 3.7 and 3.9 do not preserve the unit trace the paper claims, and
 Eq. 3.8 preserves it only with Tsuda et al.'s normalisation). Ridge: the
 covariance (3.9) and batch-optimal (3.10) matrices are singular whenever
 ``rank(W) < K``; ``A + eps I`` with ``eps = ridge * max(tr(A)/K, 1e-12)`` is
-added before inverting (algorithms.md Sec. 2.5).
+added before inverting (docs/algorithms.md Sec. 2.5).
 
-The Gram matrix is kept incrementally (algorithms.md Sec. 2.8): a weight update
+The Gram matrix is kept incrementally (docs/algorithms.md Sec. 2.8): a weight update
 ``W' = W + c x^T`` changes it by rank-two terms computed from ``u = W x``, so an
 A update costs O(K nnz(x) + K^3), never O(K^2 d).
 """
@@ -101,7 +101,7 @@ def covariance_from_gram(G: np.ndarray, colsum: np.ndarray, n_rows: int) -> np.n
     """``cov(W)`` of saha2011 Eq. (3.9) from ``G = W W^T`` and the row sums of W.
 
     The d coordinates are the observations and the K tasks the variables
-    (``np.cov(W_paper, rowvar=False)``, algorithms.md Sec. 2.3):
+    (``np.cov(W_paper, rowvar=False)``, docs/algorithms.md Sec. 2.3):
     ``C = (G - s s^T / d) / (d - 1)`` with ``s_k = sum_f W[k, f]``. Shape (K, K).
     For d = 1 the divisor is 1.
     """
@@ -110,7 +110,7 @@ def covariance_from_gram(G: np.ndarray, colsum: np.ndarray, n_rows: int) -> np.n
 
 
 def ridged(M: np.ndarray, ridge: float) -> np.ndarray:
-    """``M + eps I`` with ``eps = ridge * max(tr(M)/K, 1e-12)`` (algorithms.md Sec. 2.5)."""
+    """``M + eps I`` with ``eps = ridge * max(tr(M)/K, 1e-12)`` (docs/algorithms.md Sec. 2.5)."""
     K = M.shape[0]
     eps = ridge * max(float(np.trace(M)) / K, 1e-12)
     return M + eps * np.eye(K)
@@ -122,7 +122,7 @@ def logdet_update(
 ) -> tuple[np.ndarray, np.ndarray]:
     """OMTLLOG, saha2011 Eq. (3.7): ``A_s = (A_{s-1}^{-1} + eta sym(G))^{-1}``.
 
-    Works on ``A^{-1}`` directly (algorithms.md Sec. 2.3): ``A^{-1} += eta G``
+    Works on ``A^{-1}`` directly (docs/algorithms.md Sec. 2.3): ``A^{-1} += eta G``
     stays positive definite because G is PSD. The eigenvalues of the new
     ``A^{-1}`` are floored at ``floor`` times the largest.
 
@@ -169,7 +169,7 @@ def vonneumann_log_step(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Eq. (3.8) in the log domain: from ``L = log A_{s-1}`` to ``log A_s``, ``A_s``, ``A_s^{-1}``.
 
-    The stable recipe of algorithms.md Sec. 2.3: ``M = L - eta G = Q diag(mu) Q^T``
+    The stable recipe of docs/algorithms.md Sec. 2.3: ``M = L - eta G = Q diag(mu) Q^T``
     and ``A_s = Q diag(exp(mu - max mu)) Q^T`` — shifting by the largest
     eigenvalue cannot overflow, and the shifted exponents are clipped at
     ``log(floor)``, so the condition number of ``A_s`` is at most ``1/floor``.
@@ -222,7 +222,7 @@ def covariance_update(
 ) -> tuple[np.ndarray, np.ndarray]:
     """OMTLCOV, saha2011 Eq. (3.9): ``A_s = cov(W_{s-1})``.
 
-    Literal reading (default, algorithms.md Sec. 2.5 and Sec. 8 item 1): A is the
+    Literal reading (default, docs/algorithms.md Sec. 2.5 and Sec. 8 item 1): A is the
     ridged covariance (unit trace with ``normalize``) and the learning rates are
     the entries of its inverse. With ``as_inverse`` the ridged covariance is used
     as ``A^{-1}`` instead (scaled to mean diagonal K with ``normalize``, the rate

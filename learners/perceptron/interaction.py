@@ -1,4 +1,4 @@
-"""Interaction matrices of the multitask Perceptron (algorithms.md Sec. 1.2).
+"""Interaction matrices of the multitask Perceptron (docs/algorithms.md Sec. 1.2).
 
 The multitask Perceptron (Cavallanti, Cesa-Bianchi & Gentile 2010, Fig. 1;
 saha2011 Eq. 2.2) updates every task j on a mistake of task i by
@@ -40,7 +40,7 @@ def b_family_inverse(n_tasks: int, b: float) -> np.ndarray:
 
 
 def graph_matrix(adjacency: Any, scale: float = 1.0) -> np.ndarray:
-    """``A = I + c L`` with L the Laplacian of a weighted task graph (algorithms.md Sec. 1.2).
+    """``A = I + c L`` with L the Laplacian of a weighted task graph (docs/algorithms.md Sec. 1.2).
 
     ``adjacency`` must be a symmetric ``K x K`` matrix of non-negative weights;
     its diagonal is ignored. The result is positive definite (eigenvalues >= 1).
@@ -81,7 +81,7 @@ def spd_inverse(A: np.ndarray) -> np.ndarray:
 
 
 class Interaction:
-    """How the interaction matrix A of a multitask Perceptron is given (algorithms.md Sec. 1.2).
+    """How the interaction matrix A of a multitask Perceptron is given (docs/algorithms.md Sec. 1.2).
 
     Two forms, chosen once from the ``cmtl`` hyperparameters by :func:`interaction_from_params`:
     :class:`BFamily` (A follows the number of tasks K) and :class:`GivenMatrix` (a task
@@ -134,7 +134,7 @@ class BFamily(Interaction):
         return b_family_matrix(Ainv.shape[0], self.b_for(Ainv.shape[0]))
 
     def inverse_sqrt(self, Ainv: np.ndarray) -> np.ndarray:
-        """Closed form ``(I - J)/sqrt(1 + b) + J`` with ``J = 1 1^T / K`` (algorithms.md Sec. 1.2)."""
+        """Closed form ``(I - J)/sqrt(1 + b) + J`` with ``J = 1 1^T / K`` (docs/algorithms.md Sec. 1.2)."""
         K = Ainv.shape[0]
         J = np.full((K, K), 1.0 / K)
         return (np.eye(K) - J) / math.sqrt(1.0 + self.b_for(K)) + J

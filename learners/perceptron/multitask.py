@@ -7,9 +7,15 @@
   Fig. 1) in the form of saha2011 Eq. (2.2): on a mistake of task ``i``,
   ``w_j <- w_j + y (A^{-1})_{j,i} x`` for every task j.
 
-All of them are mistake-driven, so their batch path
-(:meth:`~learners.base.Learner.score_and_learn_many`) uses the exact Gram-matrix
-kernel of :mod:`learners.perceptron.batch`.
+This module is the numpy **reference** of these learners (the ``*Reference``
+classes): it defines their mathematics, and the registered learners of
+:mod:`learners.perceptron.linear` run the same rules on compiled kernels and
+are checked against it (:mod:`learners.checks.kernels`). ``cmtl`` itself,
+:class:`MultitaskPerceptron`, is registered here: it holds the parameters and
+picks the layout class. The reference batch path
+(:meth:`~learners.base.Learner.score_and_learn_many`) of the mistake-driven
+learners is the exact Gram-matrix kernel of :mod:`learners.perceptron.batch`,
+which the OMTL learners (:class:`MatrixPerceptron`) still use.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from learners.params import non_negative, optional, positive, square_matrix
 from learners.perceptron.batch import sequential_mistakes
 from learners.perceptron.interaction import (
     BFamily,
+    GivenMatrix,
     Interaction,
     b_family_matrix,
     check_spd,
@@ -35,14 +42,13 @@ from learners.perceptron.interaction import (
 from learners.registry import register
 
 __all__ = [
-    "BFamilyMultitaskPerceptron",
-    "GlobalPerceptron",
-    "IndependentPerceptrons",
-    "MatrixMultitaskPerceptron",
+    "BFamilyMultitaskPerceptronReference",
+    "IndependentPerceptronsReference",
+    "MatrixMultitaskPerceptronReference",
     "MatrixPerceptron",
     "MistakeDriven",
     "MultitaskPerceptron",
-    "PooledPerceptron",
+    "PooledPerceptronReference",
     "add_rows",
     "is_mistake",
 ]
@@ -137,11 +143,10 @@ class MistakeDriven(Learner):
         raise NotImplementedError
 
 
-@register
-class IndependentPerceptrons(MistakeDriven):
+class IndependentPerceptronsReference(MistakeDriven):
     """K independent Perceptrons, one per task (saha2011 Table 1, "IPL").
 
-    Equivalent to the multitask Perceptron with ``A = I`` (algorithms.md Sec. 1.2,
+    Equivalent to the multitask Perceptron with ``A = I`` (docs/algorithms.md Sec. 1.2,
     b = 0). Update O(nnz), prediction O(nnz).
 
     Attributes
@@ -189,8 +194,7 @@ class IndependentPerceptrons(MistakeDriven):
         add_rows(self.W_, tasks, yX)
 
 
-@register
-class PooledPerceptron(MistakeDriven):
+class PooledPerceptronReference(MistakeDriven):
     """One Perceptron pooled over all tasks; the task index is ignored (saha2011 "STL").
 
     Attributes
@@ -206,6 +210,11 @@ class PooledPerceptron(MistakeDriven):
     paper = SAHA2011
     params = (APPEND_BIAS, L2_NORMALIZE)
     state_fields = ("w_", "n_mistakes_")
+
+    @classmethod
+    def state_bytes(cls, n_features: int, n_tasks: int, **params: Any) -> int:
+        """One shared weight vector of length ``d (+1)``, whatever the number of tasks."""
+        return 8 * 2 * (int(n_features) + 1)
 
     def _init_state(self) -> None:
         self.w_ = np.zeros(self.dim)
@@ -236,18 +245,6 @@ class PooledPerceptron(MistakeDriven):
 
     def _batch_update(self, yX: np.ndarray, tasks: np.ndarray) -> None:
         self.w_ += yX.sum(axis=0)
-
-
-@register
-class GlobalPerceptron(PooledPerceptron):
-    """PT-global: one Perceptron for all tasks, the baseline of zhang2018 (Table I).
-
-    The same algorithm as ``stl``, listed under the name the ROM paper uses.
-    """
-
-    name = "pt-global"
-    summary = "PT-global: one Perceptron for all tasks (zhang2018 baseline)"
-    paper = ZHANG2018
 
 
 class MatrixPerceptron(MistakeDriven):
@@ -323,7 +320,7 @@ class MultitaskPerceptron(MistakeDriven):
       ``b = K`` gives ``A^{-1} = (I + 1 1^T)/(K+1)`` (saha2011 Sec. 2). When ``b``
       is left at None it tracks the current K, so :meth:`add_task` keeps ``b = K``;
     * a **task graph**: ``A = I + c L`` for the Laplacian L of the weighted
-      adjacency matrix ``graph`` (algorithms.md Sec. 1.2);
+      adjacency matrix ``graph`` (docs/algorithms.md Sec. 1.2);
     * any symmetric positive definite matrix ``A``.
 
     The registry name ``cmtl`` is this class; building it (directly, through
@@ -374,6 +371,8 @@ class MultitaskPerceptron(MistakeDriven):
     )
 
     interaction: Interaction
+    #: The interaction form a layout class runs (None: the factory, any form).
+    interaction_form: ClassVar[type[Interaction] | None] = None
 
     def __new__(cls, **kwargs: Any) -> MultitaskPerceptron:
         if cls is MultitaskPerceptron:
@@ -383,7 +382,17 @@ class MultitaskPerceptron(MistakeDriven):
 
     @classmethod
     def layout_for(cls, params: Mapping[str, Any]) -> type[MultitaskPerceptron]:
-        """The class that runs ``cmtl`` with the (resolved) hyperparameters ``params``."""
+        """The class that runs ``cmtl`` with the (resolved) hyperparameters ``params``.
+
+        :class:`~learners.perceptron.linear.BFamilyMultitaskPerceptron` for the
+        b-family, :class:`~learners.perceptron.linear.MatrixMultitaskPerceptron` for a
+        graph or a matrix (both compiled; their numpy references are below).
+        """
+        from learners.perceptron.linear import (
+            BFamilyMultitaskPerceptron,
+            MatrixMultitaskPerceptron,
+        )
+
         form = interaction_from_params(params)
         return (
             BFamilyMultitaskPerceptron if isinstance(form, BFamily) else MatrixMultitaskPerceptron
@@ -396,7 +405,8 @@ class MultitaskPerceptron(MistakeDriven):
             raise ValueError("give at most one of b, graph and A")
         if params["graph"] is not None:
             graph_matrix(params["graph"], params["graph_scale"])  # validates the graph
-        if cls is not MultitaskPerceptron and cls.layout_for(params) is not cls:
+        form = cls.interaction_form
+        if form is not None and not isinstance(interaction_from_params(params), form):
             raise ValueError(f"these parameters are run by {cls.layout_for(params).__name__}")
 
     def interaction_matrix(self) -> np.ndarray:
@@ -407,11 +417,11 @@ class MultitaskPerceptron(MistakeDriven):
         return self.interaction_matrix()
 
 
-class BFamilyMultitaskPerceptron(MultitaskPerceptron):
+class BFamilyMultitaskPerceptronReference(MultitaskPerceptron):
     """``cmtl`` with the b-family matrix, in the O(nnz) shared + per-task form.
 
     ``A_b^{-1} = (I + (b/K) 1 1^T)/(1+b)``, so with per-task Perceptron sums
-    ``V`` and their total ``s``, ``w_i = (v_i + (b/K) s)/(1+b)`` (algorithms.md
+    ``V`` and their total ``s``, ``w_i = (v_i + (b/K) s)/(1+b)`` (docs/algorithms.md
     Sec. 1.2, "O(nnz) trick"): an update and a prediction both cost O(nnz(x)).
 
     Attributes
@@ -425,6 +435,7 @@ class BFamilyMultitaskPerceptron(MultitaskPerceptron):
     """
 
     state_fields: ClassVar[tuple[str, ...]] = ("V_", "s_", "n_mistakes_")
+    interaction_form = BFamily
     interaction: BFamily
 
     def _init_state(self) -> None:
@@ -473,23 +484,16 @@ class BFamilyMultitaskPerceptron(MultitaskPerceptron):
         self.s_ += yX.sum(axis=0)
 
 
-class MatrixMultitaskPerceptron(MultitaskPerceptron, MatrixPerceptron):
+class MatrixMultitaskPerceptronReference(MultitaskPerceptron, MatrixPerceptron):
     """``cmtl`` with a task graph or an explicit SPD ``A``: keeps ``W`` and ``A^{-1}``.
 
     A mistake of task ``i`` applies ``W += y * outer(A^{-1}[:, i], x)`` (saha2011
-    Eq. 2.2), O(K nnz); see :class:`MatrixPerceptron`.
-
-    Attributes
-    ----------
-    W_ : ndarray, shape (K, d)
-        Task weight vectors (rows).
-    Ainv_ : ndarray, shape (K, K)
-        Inverse of the interaction matrix.
-    n_mistakes_ : int
-        Number of updates made.
+    Eq. 2.2), O(K nnz); the attributes ``W_``, ``Ainv_`` and ``n_mistakes_`` are
+    those of :class:`MatrixPerceptron`.
     """
 
     state_fields: ClassVar[tuple[str, ...]] = ("W_", "Ainv_", "n_mistakes_")
+    interaction_form = GivenMatrix
 
     def _init_state(self) -> None:
         self.interaction = interaction_from_params(self.hyper)

@@ -1,7 +1,7 @@
 """Passive-Aggressive baselines of zhang2018 (Table I): PA-individual and PA-global.
 
 Crammer, Dekel, Keshet, Shalev-Shwartz & Singer (2006), in the conventions of
-LIBOL's ``PA.m``, ``PA1.m``, ``PA2.m`` (algorithms.md Sec. 5.6): with
+LIBOL's ``PA.m``, ``PA1.m``, ``PA2.m`` (docs/algorithms.md Sec. 5.6): with
 ``f = w^T x`` and the hinge loss ``l = max(0, 1 - y f)``, when ``l > 0`` the
 weights move by ``w <- w + tau y x`` with
 
@@ -13,23 +13,26 @@ The prediction is ``+1`` iff ``f >= 0``. A zero vector (``||x|| = 0``) cannot
 change ``w`` whatever ``tau`` is, so it is skipped (LIBOL's ``tau = 1`` there
 has no effect either). ROM does not say which variant it ran, so the default is
 PA-I with LIBOL's ``C = 1`` [A].
+
+These classes are the numpy reference; the registered ``pa-individual`` and
+``pa-global`` of :mod:`learners.perceptron.linear` run the same steps on the
+compiled kernel of :mod:`learners.perceptron.kernels`.
 """
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
 from learners.base import APPEND_BIAS, L2_NORMALIZE, Learner, Param
 from learners.inputs import Vec
 from learners.params import one_of, positive
-from learners.registry import register
 
 __all__ = [
     "PassiveAggressive",
-    "PassiveAggressiveGlobal",
-    "PassiveAggressiveIndividual",
+    "PassiveAggressiveGlobalReference",
+    "PassiveAggressiveIndividualReference",
     "step_size",
 ]
 
@@ -92,8 +95,7 @@ class PassiveAggressive(Learner):
         self.n_updates_ += 1
 
 
-@register
-class PassiveAggressiveIndividual(PassiveAggressive):
+class PassiveAggressiveIndividualReference(PassiveAggressive):
     """PA-individual: one Passive-Aggressive learner per task (zhang2018 baseline).
 
     Task k keeps its own ``w_k`` and takes the step of Crammer et al. (2006)
@@ -129,8 +131,7 @@ class PassiveAggressiveIndividual(PassiveAggressive):
         return self.W_.copy()
 
 
-@register
-class PassiveAggressiveGlobal(PassiveAggressive):
+class PassiveAggressiveGlobalReference(PassiveAggressive):
     """PA-global: one Passive-Aggressive learner for all tasks (zhang2018 baseline).
 
     The task index is ignored; every example takes the step of Crammer et al.
@@ -148,6 +149,11 @@ class PassiveAggressiveGlobal(PassiveAggressive):
     summary = "PA-global: one Passive-Aggressive learner (PA, PA-I, PA-II) for all tasks"
     paper = f"{ZHANG2018} (baseline); {CRAMMER2006}"
     state_fields = ("w_", "n_updates_")
+
+    @classmethod
+    def state_bytes(cls, n_features: int, n_tasks: int, **params: Any) -> int:
+        """One shared weight vector of length ``d (+1)``, whatever the number of tasks."""
+        return 8 * 2 * (int(n_features) + 1)
 
     def _init_state(self) -> None:
         self.w_ = np.zeros(self.dim)

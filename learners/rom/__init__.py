@@ -3,7 +3,10 @@
 * ``rom-pgd``: ROM with proximal gradient descent (Algorithm 1, Eqs. 6-10);
 * ``rom-rda``: ROM with regularized dual averaging (Algorithm 2, Eqs. 14-22);
 * ``coml``: collaborative online multitask learning (Li et al. 2014), a
-  reconstruction (algorithms.md Sec. 5.6, [R]).
+  reconstruction (docs/algorithms.md Sec. 5.6, [R]).
+
+Their test-then-train passes are compiled (:mod:`learners.rom.kernels`,
+``warm()`` compiles them); the numpy rounds stay as ``_learn_reference``.
 
 Every task predicts with ``w_i = u + p_i + q_i`` (shared, individual and
 outlier parts). The group-lasso penalty on the columns of ``Q`` keeps ``q_i``

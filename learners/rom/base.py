@@ -1,11 +1,11 @@
 """What the ROM learners share: hinge subgradient, outlier reporting, relation matrix.
 
-Gradients (algorithms.md Sec. 5.1): ``u``, ``p_i`` and ``q_i`` enter the margin
+Gradients (docs/algorithms.md Sec. 5.1): ``u``, ``p_i`` and ``q_i`` enter the margin
 of task i identically, so the hinge loss ``f = [1 - y w_i.x]_+`` has one
 subgradient for all three blocks, ``g = -y x`` when ``f > 0`` and 0 otherwise
 (0 at the kink).
 
-Outlier tasks (algorithms.md Sec. 5.4): the group lasso ``gamma ||Q||_{2,1}``
+Outlier tasks (docs/algorithms.md Sec. 5.4): the group lasso ``gamma ||Q||_{2,1}``
 zeroes whole columns of ``Q``; a task whose ``q_i`` is non-zero keeps
 information the shared model cannot explain. ``outlier_scores()`` returns
 ``||q_i||_2`` per task and ``outlier_tasks()`` the tasks flagged by the rule
@@ -40,7 +40,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from learners.base import Learner, Param
+from learners.base import Param
+from learners.omtl.compiled import CompiledLearner
 from learners.params import non_negative, one_of, positive
 
 __all__ = [
@@ -60,7 +61,7 @@ OUTLIER_THRESHOLD = Param(
     "outlier_threshold",
     0.0,
     "A task is an outlier when ||q_i||_2 exceeds this; 0 is the exact-zero test of the group "
-    "lasso (algorithms.md Sec. 5.4).",
+    "lasso (docs/algorithms.md Sec. 5.4).",
     non_negative,
 )
 OUTLIER_RULE = Param(
@@ -111,7 +112,7 @@ def relative_outliers(scores: np.ndarray, factor: float, threshold: float = 0.0)
     return [int(k) for k in np.flatnonzero(flagged)]
 
 
-class RobustMultitask(Learner):
+class RobustMultitask(CompiledLearner):
     """Base of learners with an outlier part ``q_i`` per task (``w_i = u + p_i + q_i``).
 
     Subclasses implement :meth:`_outlier_norms` (``||q_i||_2`` per task) and

@@ -1,6 +1,6 @@
 """COML: collaborative online multitask learning (Li, Hoi, Chang, Liu, Jain; TKDE 2014).
 
-A **reconstruction** ([R], algorithms.md Sec. 5.6): the paper's body was not
+A **reconstruction** ([R], docs/algorithms.md Sec. 5.6): the paper's body was not
 retrievable. What zhang2018 says of it ("constructs a global center for all
 tasks, and on each round the global model is leveraged by each individual task
 to form its collaborative updating rule") is realised as a global PA-I model
@@ -12,22 +12,24 @@ from __future__ import annotations
 
 import numpy as np
 
-from learners.base import APPEND_BIAS, L2_NORMALIZE, Learner, Param
+from learners.base import APPEND_BIAS, L2_NORMALIZE, Param
 from learners.inputs import Vec
+from learners.omtl.compiled import CompiledLearner, KernelRows, vec_dot
 from learners.params import non_negative, positive
 from learners.registry import register
+from learners.rom.kernels import coml_pass
 from learners.rom.scaled import add_scaled, rescale
 
 __all__ = ["CollaborativeMultitask"]
 
 LI2014 = (
     "Li, Hoi, Chang, Liu, Jain. Collaborative Online Multitask Learning. IEEE TKDE 26(8), 2014 "
-    "(reconstruction, algorithms.md Sec. 5.6 [R])"
+    "(reconstruction, docs/algorithms.md Sec. 5.6 [R])"
 )
 
 
 @register
-class CollaborativeMultitask(Learner):
+class CollaborativeMultitask(CompiledLearner):
     """COML [R]: per-task PA-I models pulled towards a global PA-I model.
 
     On an event ``(x, y)`` of task ``k`` (hinge loss ``l(w) = [1 - y w.x]_+``):
@@ -35,7 +37,7 @@ class CollaborativeMultitask(Learner):
     1. global model, PA-I on every event:
        ``u <- u + min(C, l(u)/||x||^2) y x``;
     2. task k, ``w_k <- argmin_w 1/2 ||w - w_k||^2 + nu/2 ||w - u||^2 + C l(w)``,
-       whose solution (algorithms.md Sec. 5.6, derived) is, with
+       whose solution (docs/algorithms.md Sec. 5.6, derived) is, with
        ``c = (w_k + nu u)/(1 + nu)``:
        ``w_k <- c + tau y x / (1 + nu)``, ``tau = min(C, (1 + nu) l(c)/||x||^2)``.
 
@@ -87,17 +89,25 @@ class CollaborativeMultitask(Learner):
         self.b_ = np.zeros(self.n_tasks)
 
     def _decision(self, x: Vec, task: int) -> float:
-        return float(self.b_[task]) * x.dot(self.u_) + float(self.v_scale_[task]) * x.dot(
-            self.V_[task]
+        return float(self.b_[task]) * vec_dot(x, self.u_) + float(self.v_scale_[task]) * vec_dot(
+            x, self.V_[task]
         )
 
-    def _learn(self, x: Vec, y: float, task: int) -> None:
+    def _kernel(
+        self, rows: KernelRows, y: np.ndarray, tasks: np.ndarray, scores: np.ndarray
+    ) -> None:
+        """The compiled pass (:func:`learners.rom.kernels.coml_pass`)."""
+        C, nu = float(self.hyper["C"]), float(self.hyper["nu"])
+        coml_pass(rows, y, tasks, self.u_, self.V_, self.v_scale_, self.b_, C, nu, scores)
+
+    def _learn_reference(self, x: Vec, y: float, task: int) -> None:
+        """The numpy event (steps 1 and 2 above), the reference of the kernel."""
         sq = x.sqnorm()
         if sq == 0.0:
             return  # x = 0: every step leaves w.x = 0; nothing to learn
         C, nu = self.hyper["C"], self.hyper["nu"]
         # 1. global PA-I step; the tasks' own vectors absorb -b_j * delta.
-        loss_u = max(0.0, 1.0 - y * x.dot(self.u_))
+        loss_u = max(0.0, 1.0 - y * vec_dot(x, self.u_))
         if loss_u > 0.0:
             step = min(C, loss_u / sq) * y
             x.add_to(self.u_, step)

@@ -1,6 +1,6 @@
 """ROM-PGD: robust online multitask learning by proximal gradient descent.
 
-zhang2018 Algorithm 1, in the per-event form of algorithms.md Sec. 5 for our
+zhang2018 Algorithm 1, in the per-event form of docs/algorithms.md Sec. 5 for our
 one-task-per-event stream.
 """
 
@@ -12,9 +12,11 @@ import numpy as np
 
 from learners.base import APPEND_BIAS, L2_NORMALIZE, Param
 from learners.inputs import Vec
+from learners.omtl.compiled import KernelRows, vec_dot
 from learners.params import non_negative, positive
 from learners.registry import register
 from learners.rom.base import OUTLIER_PARAMS, ZHANG2018, RobustMultitask, hinge_active
+from learners.rom.kernels import clear_row, note_support, pgd_pass
 from learners.rom.prox import shrink_factor
 from learners.rom.scaled import add_scaled, rescale, scaled_dense
 
@@ -45,7 +47,7 @@ class RobustPGD(RobustMultitask):
     which only the present task has an instance: absent tasks contribute zero
     gradient (their ``p``, ``q`` do not move) and the sum in Eq. 6 has the present
     task's gradient only, keeping the ``eta/m`` and ``alpha eta / m`` factors with
-    ``m = K`` (algorithms.md Sec. 5.5). Differences from synchronous rounds: the
+    ``m = K`` (docs/algorithms.md Sec. 5.5). Differences from synchronous rounds: the
     shrink of ``u`` is applied per event, so K events shrink ``u`` by
     ``(1 + alpha eta / K)^-K ~ exp(-alpha eta)`` where one paper round shrinks it by
     ``1 / (1 + alpha eta / m)`` (our ``alpha`` plays the role of the paper's
@@ -62,7 +64,7 @@ class RobustPGD(RobustMultitask):
     or wholly (O(d)) when those are more than d/4 or unknown (after a state restore).
 
     **Outlier tasks.** ``outlier_scores()`` is ``||q_i||_2``. Note
-    (algorithms.md Sec. 5.4): from ``q_i = 0`` one step gives ``||q_hat|| =
+    (docs/algorithms.md Sec. 5.4): from ``q_i = 0`` one step gives ``||q_hat|| =
     eta ||x||``, so ``q_i`` can only leave zero on an event with ``||x|| > gamma``,
     and every later step shrinks it by ``eta gamma`` again: ``q_i`` is either
     always zero (``gamma`` above the input norms) or holds about the last few
@@ -121,22 +123,39 @@ class RobustPGD(RobustMultitask):
         self.q_scale_ = np.ones(K)
         self.q_sqnorm_ = np.zeros(K)
         self.n_updates_ = 0
-        self._q_support: list[list[np.ndarray] | None] = [[] for _ in range(K)]
-        self._q_support_size = [0] * K
+        # Where each Q_[k] may be non-zero (entries written since it was last zero), while
+        # that is at most dim // 4 entries; count -1: unknown (clear the whole row).
+        self._q_support_idx = np.zeros((K, d // 4), dtype=np.int64)
+        self._q_support_n = np.zeros(K, dtype=np.int64)
 
     def _parts(self, x: Vec, task: int) -> tuple[float, float, float]:
-        """``(u.x, p_i.x, q_i.x)``, O(nnz)."""
+        """``(u.x, p_i.x, q_i.x)``, O(nnz), summed as the kernel sums them."""
         return (
-            self.u_scale_ * x.dot(self.u_),
-            float(self.p_scale_[task]) * x.dot(self.P_[task]),
-            float(self.q_scale_[task]) * x.dot(self.Q_[task]),
+            self.u_scale_ * vec_dot(x, self.u_),
+            float(self.p_scale_[task]) * vec_dot(x, self.P_[task]),
+            float(self.q_scale_[task]) * vec_dot(x, self.Q_[task]),
         )
 
     def _decision(self, x: Vec, task: int) -> float:
         ux, px, qx = self._parts(x, task)
         return ux + px + qx
 
-    def _learn(self, x: Vec, y: float, task: int) -> None:
+    def _kernel(
+        self, rows: KernelRows, y: np.ndarray, tasks: np.ndarray, scores: np.ndarray
+    ) -> None:
+        """The compiled pass (:func:`learners.rom.kernels.pgd_pass`)."""
+        h = self.hyper
+        u_scale = np.array([self.u_scale_])
+        counts = np.array([self.n_updates_], dtype=np.int64)
+        hyper = np.array([h["eta"], h["alpha"], h["beta"], h["gamma"], float(self.n_tasks)])
+        pgd_pass(
+            rows, y, tasks, self.u_, self.P_, self.Q_, u_scale, self.p_scale_, self.q_scale_,
+            self.q_sqnorm_, self._q_support_idx, self._q_support_n, hyper, counts, scores,
+        )  # fmt: skip
+        self.u_scale_, self.n_updates_ = float(u_scale[0]), int(counts[0])
+
+    def _learn_reference(self, x: Vec, y: float, task: int) -> None:
+        """The numpy round of Algorithm 1, the reference of the kernel."""
         eta, m = self.hyper["eta"], self.n_tasks
         ux, px, qx = self._parts(x, task)
         if hinge_active(ux + px + qx, y):
@@ -164,40 +183,19 @@ class RobustPGD(RobustMultitask):
         factor = shrink_factor(norm_hat, self.hyper["eta"] * self.hyper["gamma"])
         if factor == 0.0:
             if self.q_sqnorm_[task] > 0.0:
-                self._clear_outlier(task)
+                clear_row(self.Q_, task, self._q_support_idx, self._q_support_n)
             self.q_scale_[task] = 1.0
             self.q_sqnorm_[task] = 0.0
             return
         add_scaled(x, self.Q_[task], float(self.q_scale_[task]), step)
-        self._note_support(x, task)
+        note_support(x.idx, x.nnz, task, self._q_support_idx, self._q_support_n)
         self.q_scale_[task] = rescale(self.Q_[task], float(self.q_scale_[task]), factor)
         self.q_sqnorm_[task] = (factor * norm_hat) ** 2
 
-    def _note_support(self, x: Vec, task: int) -> None:
-        """Remember where ``Q_[task]`` may be non-zero, while that is cheaper than all of it."""
-        support = self._q_support[task]
-        if support is None:
-            return
-        self._q_support_size[task] += x.nnz
-        if x.idx is None or self._q_support_size[task] > self.dim // 4:
-            self._q_support[task] = None
-        else:
-            support.append(x.idx)
-
-    def _clear_outlier(self, task: int) -> None:
-        """Set ``Q_[task]`` to zero: only the remembered entries (O(nnz) amortised), else all."""
-        support = self._q_support[task]
-        if support is None:
-            self.Q_[task] = 0.0
-        else:
-            for idx in support:
-                self.Q_[task, idx] = 0.0
-        self._q_support[task] = []
-        self._q_support_size[task] = 0
-
     def _set_state(self, state: Any) -> None:
         super()._set_state(state)
-        self._q_support = [None] * self.n_tasks  # unknown support: clear whole rows
+        self._q_support_idx = np.zeros((self.n_tasks, self.dim // 4), dtype=np.int64)
+        self._q_support_n = np.full(self.n_tasks, -1, dtype=np.int64)  # unknown: whole rows
 
     def _add_task(self) -> None:
         d = self.dim
@@ -206,8 +204,8 @@ class RobustPGD(RobustMultitask):
         self.p_scale_ = np.append(self.p_scale_, 1.0)
         self.q_scale_ = np.append(self.q_scale_, 1.0)
         self.q_sqnorm_ = np.append(self.q_sqnorm_, 0.0)
-        self._q_support.append([])
-        self._q_support_size.append(0)
+        self._q_support_idx = np.vstack([self._q_support_idx, np.zeros((1, d // 4), np.int64)])
+        self._q_support_n = np.append(self._q_support_n, 0)
 
     def shared_weights(self) -> np.ndarray:
         """The shared part ``u``, shape ``(dim,)``."""

@@ -1,6 +1,6 @@
 """ROM-RDA: robust online multitask learning by regularized dual averaging.
 
-zhang2018 Algorithm 2 in the unnormalised-sum form of algorithms.md Sec. 5.3,
+zhang2018 Algorithm 2 in the unnormalised-sum form of docs/algorithms.md Sec. 5.3,
 adapted to our one-task-per-event stream.
 """
 
@@ -10,9 +10,11 @@ import numpy as np
 
 from learners.base import APPEND_BIAS, L2_NORMALIZE, Param
 from learners.inputs import Vec
+from learners.omtl.compiled import KernelRows, vec_dot
 from learners.params import non_negative, positive
 from learners.registry import register
 from learners.rom.base import OUTLIER_PARAMS, ZHANG2018, RobustMultitask, hinge_active
+from learners.rom.kernels import rda_pass
 from learners.rom.prox import shrink_factor
 
 __all__ = ["RobustRDA"]
@@ -23,7 +25,7 @@ class RobustRDA(RobustMultitask):
     """ROM-RDA (zhang2018 Algorithm 2): ``w_i = u + p_i + q_i`` from averaged subgradients.
 
     The three blocks share one hinge subgradient per event (``g = -y x`` when
-    ``y w_i . x < 1``, else 0; algorithms.md Sec. 5.1), so the dual averages of
+    ``y w_i . x < 1``, else 0; docs/algorithms.md Sec. 5.1), so the dual averages of
     Eqs. 15 and 16 coincide, ``g_bar_p^i = g_bar_q^i``. We keep the unnormalised
     sums (``g_bar = G / t``): ``G_u = sum of all g`` (Eq. 14) and ``G_i = sum of
     task i's g`` (Eqs. 15, 16), and compute the closed forms with
@@ -60,7 +62,7 @@ class RobustRDA(RobustMultitask):
     **Outlier tasks.** ``||q_i|| = max(0, ||G_i|| - gamma t) / theta_t``: task i
     is flagged while the norm of its averaged subgradient ``||G_i|| / t`` exceeds
     ``gamma``. Since the averages accumulate, this is the more meaningful
-    detector of the two ROM variants (algorithms.md Sec. 5.4). The averaged
+    detector of the two ROM variants (docs/algorithms.md Sec. 5.4). The averaged
     subgradient also carries the noise of the summed inputs, of order
     ``sqrt(updates_i) * ||x|| / t``, so ``gamma`` must sit above that floor for
     the related tasks to keep ``q_i = 0``.
@@ -137,9 +139,21 @@ class RobustRDA(RobustMultitask):
 
     def _decision(self, x: Vec, task: int) -> float:
         a_u, a_p, a_q = self._coefficients(task)
-        return -(a_u * x.dot(self.Gu_) + (a_p + a_q) * x.dot(self.G_[task]))
+        return -(a_u * vec_dot(x, self.Gu_) + (a_p + a_q) * vec_dot(x, self.G_[task]))
 
-    def _learn(self, x: Vec, y: float, task: int) -> None:
+    def _kernel(
+        self, rows: KernelRows, y: np.ndarray, tasks: np.ndarray, scores: np.ndarray
+    ) -> None:
+        """The compiled pass (:func:`learners.rom.kernels.rda_pass`)."""
+        h = self.hyper
+        clock = np.array([self.t_])
+        counts = np.array([self.n_updates_], dtype=np.int64)
+        hyper = np.array([h["kappa"], h["alpha"], h["beta"], h["gamma"], float(self.n_tasks)])
+        rda_pass(rows, y, tasks, self.Gu_, self.G_, self.G_sqnorm_, clock, hyper, counts, scores)
+        self.t_, self.n_updates_ = float(clock[0]), int(counts[0])
+
+    def _learn_reference(self, x: Vec, y: float, task: int) -> None:
+        """The numpy round (Eqs. 14-22), the reference of the kernel."""
         if hinge_active(self._decision(x, task), y):
             # g = -y x enters G_u (Eq. 14) and G_i (Eqs. 15, 16).
             gx = x.dot(self.G_[task])

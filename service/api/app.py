@@ -3,7 +3,8 @@
 ``uvicorn.run("service.api.app:create_app", factory=True)`` serves it. Nothing
 happens at import time: the lifespan connects to Redis, creates the default
 model from the settings when it does not exist, and closes the connections on
-shutdown.
+shutdown. The lifespan also warms the learner kernels (numba) before the app
+serves, so that no request pays a compilation.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import lru_cache
@@ -18,6 +20,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
+import learners
 from service import __version__, metrics
 from service.api import openapi
 from service.api.context import ApiContext
@@ -37,6 +40,15 @@ DESCRIPTION = """\
 Online multitask learning: predictions from the latest snapshot of each model,
 labels joined to earlier events by event id, label requests for annotators.
 """
+
+
+def _warm_kernels() -> None:
+    """Compile (or load from numba's cache) every learner kernel, so no request compiles."""
+    start = time.perf_counter()
+    families = learners.warm_kernels()
+    log.info(
+        "learner kernels ready in %.2f s (%d warm-ups)", time.perf_counter() - start, len(families)
+    )
 
 
 async def _ensure_default_model(settings: Settings) -> None:
@@ -81,6 +93,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             if ctx.fast is not None:
                 await asyncio.wait_for(ctx.fast.call("PING"), timeout=10)
             await _ensure_default_model(settings)
+            await asyncio.to_thread(_warm_kernels)
             # Everything allocated so far (imported modules, the app, the clients) lives as
             # long as the process: kept out of the collector, a full collection costs
             # microseconds instead of pausing every request in flight for milliseconds.

@@ -10,24 +10,45 @@ Concurrent requests that see the same new version share one reload.
 Unseen tasks are scored as the worker will first see them
 (:meth:`service.store.snapshot.Snapshot.learner_for_task`): in the learner's next free
 slot, else in a task added to a copy of the learner. The copy is made once per
-view and reused for every unseen task name.
+view and reused for every unseen task name, and only when the model's
+:class:`~service.store.models.ModelLimits` allow one more task (else
+:class:`~service.store.models.ModelTooLarge`, a 409).
+
+Views are keyed by the configuration ``generation``, which is also the model's
+incarnation id: a model deleted and created again under the same name is never
+served from its predecessor's view or snapshot.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from learners import Learner
-from service.store import AsyncStore, keys
-from service.store.models import ModelConfig, get_model_async, initial_snapshot
+from service.api.errors import ModelFailed
+from service.store import STORE_UNAVAILABLE, AsyncStore, StoreReplyError, keys
+from service.store.models import (
+    ModelConfig,
+    ModelLimits,
+    expected_state,
+    get_model_async,
+    initial_snapshot,
+)
 from service.store.snapshot import Snapshot, read_snapshot_async
 
-__all__ = ["ModelCache", "ModelView"]
+__all__ = ["FAILED_RETRY_S", "ModelCache", "ModelView"]
+
+log = logging.getLogger("omtl.api")
+
+#: Seconds a model that could not be loaded is answered from memory (503) before the
+#: cache tries again, so a corrupt snapshot is not decoded on every request.
+FAILED_RETRY_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -38,13 +59,20 @@ class ModelView:
     config: ModelConfig
     snapshot: Snapshot
     task_index: dict[str, int]
+    limits: ModelLimits = field(default_factory=ModelLimits)
     _fresh: dict[str, tuple[Learner, int]] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def build(cls, name: str, config: ModelConfig, snapshot: Snapshot) -> ModelView:
+    def build(
+        cls,
+        name: str,
+        config: ModelConfig,
+        snapshot: Snapshot,
+        limits: ModelLimits | None = None,
+    ) -> ModelView:
         """A view over ``snapshot`` (use :func:`initial_snapshot` when there is none)."""
         index = {t: i for i, t in enumerate(snapshot.task_names)}
-        return cls(name, config, snapshot, index)
+        return cls(name, config, snapshot, index, limits or ModelLimits())
 
     @property
     def version(self) -> int:
@@ -73,10 +101,23 @@ class ModelView:
             return self.snapshot.learner.decision_one(x, idx)
         fresh = self._fresh.get("")
         if fresh is None:
+            self.admit((task,))
             fresh = self.snapshot.learner_for_task(task)
             self._fresh[""] = fresh
         learner, slot = fresh
         return learner.decision_one(x, slot)
+
+    def admit(self, tasks: Sequence[str]) -> None:
+        """Raise :class:`~service.store.models.ModelTooLarge` (a 409) when the task names
+        the model has not seen among ``tasks`` would take it over its limits; called
+        before anything is appended."""
+        index = self.task_index
+        if all(t in index for t in tasks):
+            return
+        k = len(self.snapshot.task_names) + len({t for t in tasks if t not in index})
+        if k > self.snapshot.learner.n_tasks:
+            cfg = self.config
+            self.limits.check(cfg.learner, cfg.n_features, k, cfg.params)
 
     def label(self, score: float) -> float:
         """The predicted label of a score: +1/-1 (ties +1), or the score for regression."""
@@ -97,10 +138,13 @@ class ModelView:
 class ModelCache:
     """Views of every model this process has served, refreshed on demand."""
 
-    def __init__(self, redis: AsyncStore) -> None:
+    def __init__(self, redis: AsyncStore, limits: ModelLimits | None = None) -> None:
         self._redis = redis
+        self._limits = limits or ModelLimits()
         self._views: dict[str, ModelView] = {}
         self._loading: dict[str, asyncio.Task[ModelView | None]] = {}
+        #: models that could not be loaded -> (monotonic time of the next try, reason)
+        self._failed: dict[str, tuple[float, str]] = {}
 
     def cached(self, name: str) -> ModelView | None:
         """The current view of ``name`` without asking Redis."""
@@ -109,6 +153,7 @@ class ModelCache:
     def forget(self, name: str) -> None:
         """Drop the view of ``name`` (after a delete or reconfiguration)."""
         self._views.pop(name, None)
+        self._failed.pop(name, None)
 
     async def get(self, name: str) -> ModelView | None:
         """The cached view, or a freshly loaded one; None for an unknown model."""
@@ -123,10 +168,13 @@ class ModelCache:
             p.hget(keys.config_key(name), "generation")
             p.hget(keys.snapshot_key(name), "version")
             generation, version = await p.execute()
-        if generation is None:
-            self.forget(name)
-            return None
-        return await self.at(name, int(generation), int(version or 0))
+        if generation is None:  # no model, or a config without a generation (reported)
+            return await self.reload(name)
+        try:
+            numbers = int(generation), int(version or 0)
+        except ValueError:  # a corrupt config or snapshot: the reload reports it
+            return await self.reload(name)
+        return await self.at(name, *numbers)
 
     def cached_at(self, name: str, generation: int, version: int) -> ModelView | None:
         """The cached view if it is at ``generation`` and at least ``version``, else None."""
@@ -140,7 +188,15 @@ class ModelCache:
         return self.cached_at(name, generation, version) or await self.reload(name)
 
     async def reload(self, name: str) -> ModelView | None:
-        """Load the configuration and snapshot of ``name``; concurrent callers share one load."""
+        """Load the configuration and snapshot of ``name``; concurrent callers share one load.
+
+        Raises :class:`~service.api.errors.ModelFailed` (503) when they cannot be
+        loaded (malformed, foreign or over the limits); the failure is remembered
+        for :data:`FAILED_RETRY_S`.
+        """
+        failed = self._failed.get(name)
+        if failed is not None and failed[0] > time.monotonic():
+            raise ModelFailed(name, failed[1])
         task = self._loading.get(name)
         if task is None:
             task = asyncio.ensure_future(self._load(name))
@@ -149,15 +205,30 @@ class ModelCache:
         return await asyncio.shield(task)
 
     async def _load(self, name: str) -> ModelView | None:
+        try:
+            return await self._load_view(name)
+        except STORE_UNAVAILABLE:
+            raise
+        except (ValueError, StoreReplyError, MemoryError) as exc:
+            reason = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
+            log.error("model %r cannot be loaded: %s", name, reason)
+            self._views.pop(name, None)
+            self._failed[name] = (time.monotonic() + FAILED_RETRY_S, reason)
+            raise ModelFailed(name, reason) from None
+
+    async def _load_view(self, name: str) -> ModelView | None:
         config = await get_model_async(self._redis, name)
         if config is None:
             self.forget(name)
             return None
-        snapshot = await read_snapshot_async(self._redis, name)
+        limits = self._limits
+        limits.check(config.learner, config.n_features, max(1, len(config.tasks)), config.params)
+        snapshot = await read_snapshot_async(self._redis, name, expected_state(config, limits))
+        self._failed.pop(name, None)
         if snapshot is None or snapshot.generation != config.generation:
             version = 0 if snapshot is None else snapshot.version
             snapshot = initial_snapshot(name, config)
             snapshot.version = version
-        view = ModelView.build(name, config, snapshot)
+        view = ModelView.build(name, config, snapshot, self._limits)
         self._views[name] = view
         return view

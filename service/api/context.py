@@ -19,6 +19,7 @@ from service.api.cache import ModelCache
 from service.settings import Settings
 from service.store import AsyncStore, connect_async
 from service.store.group_commit import GroupCommit
+from service.store.models import ModelLimits
 from service.store.resp import RespConnection
 from service.store.scripts import LuaScript
 
@@ -50,8 +51,8 @@ class ApiContext:
         return cls(
             settings=settings,
             redis=client,
-            cache=ModelCache(client),
-            fast=RespConnection(settings.redis_url)
+            cache=ModelCache(client, ModelLimits.from_settings(settings)),
+            fast=RespConnection(settings.redis_url, settings.redis_timeout_s)
             if settings.redis_url.startswith("redis://")
             else None,
         )

@@ -14,6 +14,7 @@ from starlette.responses import Response
 
 from service.api.jsonio import json_response
 from service.store import STORE_UNAVAILABLE
+from service.store.models import ModelTooLarge
 
 log = logging.getLogger("omtl.api")
 
@@ -21,6 +22,7 @@ __all__ = [
     "ApiError",
     "BadInput",
     "Conflict",
+    "ModelFailed",
     "NotFound",
     "PayloadTooLarge",
     "install_handlers",
@@ -49,6 +51,16 @@ class Conflict(ApiError):
     status_code = 409
 
 
+class ModelFailed(ApiError):
+    """The model's configuration or snapshot in Redis cannot be loaded (503 with the reason)."""
+
+    status_code = 503
+
+    def __init__(self, name: str, reason: str) -> None:
+        super().__init__(f"model {name!r} is failed: {reason}")
+        self.reason = reason
+
+
 class PayloadTooLarge(ApiError):
     """The body exceeds ``max_body_bytes`` or the batch ``max_batch_items``."""
 
@@ -66,6 +78,10 @@ async def _api_error(request: Request, exc: Exception) -> Response:
     return json_response({"detail": exc.message}, status_code=exc.status_code)
 
 
+async def _too_large(request: Request, exc: Exception) -> Response:
+    return json_response({"detail": str(exc)}, status_code=409)
+
+
 async def _redis_unavailable(request: Request, exc: Exception) -> Response:
     log.warning("Redis unavailable during %s %s: %s", request.method, request.url.path, exc)
     return json_response(
@@ -75,7 +91,9 @@ async def _redis_unavailable(request: Request, exc: Exception) -> Response:
 
 
 def install_handlers(app: FastAPI) -> None:
-    """Register the handlers: :class:`ApiError` -> its status; Redis unreachable -> 503."""
+    """Register the handlers: :class:`ApiError` -> its status; a model that may not
+    grow by a task (:class:`ModelTooLarge`) -> 409; Redis unreachable -> 503."""
     app.add_exception_handler(ApiError, _api_error)
+    app.add_exception_handler(ModelTooLarge, _too_large)
     for error in STORE_UNAVAILABLE:
         app.add_exception_handler(error, _redis_unavailable)

@@ -4,6 +4,14 @@
 of model A (or B); :func:`install` adds the models' JSON schemas to the
 document's components, so ``/docs`` shows exactly the models the server
 validates with.
+
+Error bodies are documented as they are answered: ``{"detail": "message"}``
+(:class:`ErrorBody`) for 404, 409, 413 and 503, and for 422 either that or
+FastAPI's list of validation issues (:class:`UnprocessableBody`): a body that
+is not JSON (including invalid UTF-8) or does not fit the request model lists
+every problem, a body that parses but does not fit the model (dimension, NaN,
+label kind, learner) gives one message. :func:`install` also replaces
+FastAPI's default 422 schema (``HTTPValidationError``) by that one.
 """
 
 from __future__ import annotations
@@ -12,34 +20,67 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from pydantic.json_schema import models_json_schema
 
-__all__ = ["ERRORS", "LABEL_ERRORS", "ErrorBody", "install", "raw_body"]
+__all__ = [
+    "ERRORS",
+    "LABEL_ERRORS",
+    "ErrorBody",
+    "UnprocessableBody",
+    "ValidationIssue",
+    "install",
+    "raw_body",
+]
 
 _REF = "#/components/schemas/{model}"
 _DOCUMENTED: list[type[BaseModel]] = []
 
 
 class ErrorBody(BaseModel):
-    """Every 4xx answer: what was wrong."""
+    """A 404, 409, 413 or 503 answer (and some 422s): what was wrong."""
 
     detail: str
+
+
+class ValidationIssue(BaseModel):
+    """One problem of a body that is not JSON or does not fit the request model."""
+
+    type: str = Field(description="e.g. 'json_invalid', 'missing', 'string_type'.")
+    loc: list[str | int] = Field(description="Where: ['body', field, ...].")
+    msg: str
+    input: Any = None
+
+
+class UnprocessableBody(BaseModel):
+    """A 422 answer: one message, or the list of every validation issue."""
+
+    detail: str | list[ValidationIssue]
+
+
+_DOCUMENTED.append(UnprocessableBody)
 
 
 def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
     text = {
         404: "Unknown model, or unknown / expired event.",
-        409: "Conflict (e.g. a different label for an already labelled event).",
+        409: "Conflict (e.g. a different label for an already labelled event, or a task "
+        "beyond the model's limits).",
         413: "Body larger than max_body_bytes, or more items than max_batch_items.",
-        422: "Invalid body: wrong types, wrong dimension, label outside the model's kind.",
+        422: "Invalid body: not JSON or not UTF-8, wrong types (a list of issues); wrong "
+        "dimension, label outside the model's kind, invalid learner, over the model's "
+        "limits (a message).",
+        503: "Redis is unavailable, or the model is failed (its state cannot be loaded).",
     }
-    return {c: {"model": ErrorBody, "description": text[c]} for c in codes}
+    return {
+        c: {"model": UnprocessableBody if c == 422 else ErrorBody, "description": text[c]}
+        for c in codes
+    }
 
 
 #: Common error documentation of the write endpoints.
-ERRORS = _errors(404, 413, 422)
-LABEL_ERRORS = _errors(404, 409, 413, 422)
+ERRORS = _errors(404, 409, 413, 422, 503)
+LABEL_ERRORS = ERRORS
 
 
 def raw_body(*models: type[BaseModel]) -> dict[str, Any]:
@@ -48,6 +89,20 @@ def raw_body(*models: type[BaseModel]) -> dict[str, Any]:
     refs = [{"$ref": _REF.format(model=m.__name__)} for m in models]
     schema = refs[0] if len(refs) == 1 else {"oneOf": refs}
     return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
+
+
+def _one_422_schema(doc: dict[str, Any]) -> None:
+    """Every 422 of the document refers to :class:`UnprocessableBody` (FastAPI adds its
+    own ``HTTPValidationError`` to routes with parameters)."""
+    ref = {"$ref": _REF.format(model=UnprocessableBody.__name__)}
+    for operations in doc.get("paths", {}).values():
+        for operation in operations.values():
+            answer = operation.get("responses", {}).get("422")
+            if answer is not None:
+                answer["content"] = {"application/json": {"schema": ref}}
+    schemas = doc["components"]["schemas"]
+    for name in ("HTTPValidationError", "ValidationError"):
+        schemas.pop(name, None)
 
 
 def install(app: FastAPI) -> None:
@@ -66,6 +121,7 @@ def install(app: FastAPI) -> None:
         schemas = doc.setdefault("components", {}).setdefault("schemas", {})
         for name, schema in defs.get("$defs", {}).items():
             schemas.setdefault(name, schema)
+        _one_422_schema(doc)
         app.openapi_schema = doc
         return doc
 

@@ -179,7 +179,10 @@ class ModelInfo(BaseModel):
     seed: int
     kind: str
     tasks: list[str] = Field(description="Task names the model has seen, in index order.")
-    generation: int = Field(description="Bumped by every reconfiguration (PUT).")
+    generation: int = Field(
+        description="Incarnation id: new for every creation of the name, bumped by every "
+        "reconfiguration (PUT)."
+    )
     created: float = Field(description="Time of the current configuration (epoch seconds).")
     version: int = Field(description="Latest snapshot version (0: none yet).")
     snapshot_age_seconds: float | None
@@ -188,6 +191,13 @@ class ModelInfo(BaseModel):
         description="Totals over tasks (events, labels, mistakes, queries, predictions) "
         "and stream lengths (log_entries, label_requests_pending, dead_letters)."
     )
+    status: Literal["ok", "failed"] = Field(
+        default="ok",
+        description="'failed' while the model's configuration or snapshot cannot be loaded "
+        "(the worker retries it every OMTL_MODEL_RETRY_S seconds); the other fields then "
+        "show what could be read.",
+    )
+    failure: str | None = Field(default=None, description="Why the model is failed.")
 
 
 class TaskStats(BaseModel):

@@ -3,9 +3,12 @@
 * ``omtl up`` runs everything on one machine: without ``REDIS_URL`` it starts
   the embedded server on ``<data dir>/redis`` (append-only persistence, a lock
   on the directory), creates the default model if it is missing, starts a
-  worker in a child process and serves the API (uvicorn) in this process. Ctrl-C
-  or SIGTERM stops the API, then the worker (which drains and snapshots), then
-  the server (which fsyncs its append-only file).
+  worker in a child process and serves the API (uvicorn) in this process. The
+  worker and the embedded server are supervised: either one that dies is
+  started again (the server on the same port and data directory, so the API and
+  the worker reconnect by themselves). Ctrl-C or SIGTERM stops the API, then the
+  worker (which drains and snapshots), then the server (which fsyncs its
+  append-only file).
 * ``omtl api`` serves the API alone, ``omtl worker`` runs a worker alone; both
   need ``REDIS_URL`` (for compose and Kubernetes).
 """
@@ -20,12 +23,16 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis
 
 from service.settings import Settings, get_settings
+
+if TYPE_CHECKING:
+    from service.embedded_redis import EmbeddedRedis
 
 __all__ = ["register", "run_api", "run_up", "run_worker"]
 
@@ -148,28 +155,68 @@ def _start_worker(settings: Settings) -> subprocess.Popen[bytes]:
     )
 
 
-class _WorkerSupervisor:
-    """Runs the worker child process and starts it again if it dies unexpectedly."""
+class _Supervisor:
+    """Watches a child process every second and starts it again if it dies unexpectedly.
 
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        self.proc = _start_worker(settings)
+    ``poll`` returns the child's exit code (None while it runs), ``restart``
+    starts it again, ``stop`` stops it for good (after the watching stopped).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        poll: Callable[[], int | None],
+        restart: Callable[[], None],
+        stop: Callable[[], object],
+    ) -> None:
+        self.name = name
+        self._poll, self._restart, self._stop = poll, restart, stop
+        self.restarts = 0
         self.stopping = threading.Event()
-        self.thread = threading.Thread(target=self._watch, name="worker-supervisor", daemon=True)
+        self.thread = threading.Thread(target=self._watch, name=f"{name}-supervisor", daemon=True)
         self.thread.start()
 
     def _watch(self) -> None:
         while not self.stopping.wait(1.0):
-            code = self.proc.poll()
-            if code is not None and not self.stopping.is_set():
-                log.warning("the worker exited with code %s; starting it again", code)
-                self.proc = _start_worker(self.settings)
+            code = self._poll()
+            if code is None or self.stopping.is_set():
+                continue
+            log.warning("the %s exited with code %s; starting it again", self.name, code)
+            try:
+                self._restart()
+            except Exception as exc:  # tried again on the next tick
+                log.error("cannot start the %s again: %s", self.name, exc)
+                continue
+            self.restarts += 1
 
     def stop(self) -> None:
-        """Stop watching, then stop the worker (SIGTERM: it drains and snapshots)."""
+        """Stop watching, then stop the child."""
         self.stopping.set()
         self.thread.join(timeout=5)
-        _stop_worker(self.proc)
+        self._stop()
+
+
+def _supervise_worker(settings: Settings) -> _Supervisor:
+    """The worker child, restarted when it dies; stopped with SIGTERM (drain, snapshot)."""
+    holder = [_start_worker(settings)]
+
+    def restart() -> None:
+        holder[0] = _start_worker(settings)
+
+    return _Supervisor("worker", lambda: holder[0].poll(), restart, lambda: _stop_worker(holder[0]))
+
+
+def _supervise_server(server: EmbeddedRedis) -> _Supervisor:
+    """The embedded server, restarted on its port and data directory when it dies."""
+
+    def poll() -> int | None:
+        return None if server.proc is None else server.proc.poll()
+
+    def restart() -> None:
+        server.stop()  # reaps the dead process and releases the directory lock
+        server.start()
+
+    return _Supervisor("embedded server", poll, restart, server.stop)
 
 
 def _stop_worker(proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
@@ -209,7 +256,8 @@ def run_up(args: argparse.Namespace) -> int:
     settings = _settings(args)
     _logging(settings)
     server: EmbeddedRedis | None = None
-    worker: _WorkerSupervisor | None = None
+    server_watch: _Supervisor | None = None
+    worker: _Supervisor | None = None
     # SIGTERM behaves like Ctrl-C: uvicorn shuts down, then the finally block runs
     previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
@@ -221,6 +269,7 @@ def run_up(args: argparse.Namespace) -> int:
                 print(f"omtl up: {exc}", file=sys.stderr)
                 return 1
             settings = settings.model_copy(update={"redis_url": server.url})
+            server_watch = _supervise_server(server)
         url = str(settings.redis_url)
         client = redis.Redis.from_url(url)
         try:
@@ -230,7 +279,7 @@ def run_up(args: argparse.Namespace) -> int:
             return 1
         finally:
             client.close()
-        worker = _WorkerSupervisor(settings)
+        worker = _supervise_worker(settings)
         print(_banner(settings, url, server is not None), flush=True)
         _serve_api(settings)
         return 0
@@ -240,5 +289,7 @@ def run_up(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGTERM, previous)
         if worker is not None:
             worker.stop()
-        if server is not None:
+        if server_watch is not None:
+            server_watch.stop()
+        elif server is not None:
             server.stop()

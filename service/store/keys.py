@@ -5,7 +5,9 @@ from __future__ import annotations
 __all__ = [
     "alerts_key",
     "config_key",
+    "cuts_key",
     "dead_key",
+    "failed_key",
     "heartbeat_key",
     "labels_key",
     "lease_key",
@@ -46,6 +48,12 @@ def labels_key(m: str) -> str:
     return f"omtl:{{{m}}}:labels"
 
 
+def cuts_key(m: str) -> str:
+    """Set: ids of log entries that start a new group of labelled events because the
+    entries of the same millisecond before them were applied when a read ended."""
+    return f"omtl:{{{m}}}:cuts"
+
+
 def dead_key(m: str) -> str:
     """Stream: entries that could not be applied, with the reason."""
     return f"omtl:{{{m}}}:dead"
@@ -54,6 +62,12 @@ def dead_key(m: str) -> str:
 def alerts_key(m: str) -> str:
     """Stream: outlier / inlier task alerts."""
     return f"omtl:{{{m}}}:alerts"
+
+
+def failed_key(m: str) -> str:
+    """Hash: why the worker cannot load the model (``reason``, ``since``, ``worker``);
+    absent while the model loads."""
+    return f"omtl:{{{m}}}:failed"
 
 
 def lease_key(m: str) -> str:

@@ -10,12 +10,19 @@ replies are matched to callers in order by a FIFO of futures and parsed by
 
 It serves ``redis://`` URLs (with optional password and database); for other
 URLs (TLS, unix sockets) the API uses ``redis.asyncio`` instead.
+
+Timeouts: connecting gives up after ``timeout`` seconds, and a watchdog aborts
+the connection when replies are awaited but none has arrived for ``timeout``
+seconds (a stopped or half-open server). Every caller waiting on it then gets
+a ``ConnectionError`` (the API's 503), and the next command opens a new
+connection.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import time
 import urllib.parse
 from collections.abc import Iterable
 from typing import Any, cast
@@ -57,12 +64,38 @@ def pack(*parts: Any) -> bytes:
 
 
 class _Protocol(asyncio.Protocol):
-    def __init__(self) -> None:
+    def __init__(self, timeout: float | None = None) -> None:
         self.reader = hiredis.Reader(notEnoughData=Ellipsis)
         self.waiting: collections.deque[asyncio.Future[Any]] = collections.deque()
         self.transport: asyncio.WriteTransport | None = None
         self.lost: BaseException | None = None
         self.outgoing: list[bytes] = []
+        self.timeout = timeout
+        #: monotonic time of the last reply, or of the first wait after none was pending
+        self.progress = 0.0
+        self.watchdog: asyncio.TimerHandle | None = None
+
+    def expect(self, future: asyncio.Future[Any]) -> None:
+        """Register the reply future of a command about to be sent (FIFO order)."""
+        if not self.waiting:
+            self.progress = time.monotonic()
+            if self.timeout is not None and self.watchdog is None:
+                self.watchdog = asyncio.get_running_loop().call_later(self.timeout, self._watch)
+        self.waiting.append(future)
+
+    def _watch(self) -> None:
+        """Abort the connection when replies are due and none came for ``timeout`` s."""
+        self.watchdog = None
+        if not self.waiting or self.lost is not None or self.timeout is None:
+            return
+        idle = time.monotonic() - self.progress
+        if idle >= self.timeout:
+            self.lost = TimeoutError(f"Redis did not answer within {self.timeout:g} s")
+            self._fail_waiting()
+            if self.transport is not None:
+                self.transport.abort()
+            return
+        self.watchdog = asyncio.get_running_loop().call_later(self.timeout - idle, self._watch)
 
     def send(self, data: bytes) -> None:
         """Queue ``data``; everything queued in one loop iteration goes out in one write."""
@@ -84,6 +117,7 @@ class _Protocol(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.reader.feed(data)
+        self.progress = time.monotonic()
         while (reply := self.reader.gets()) is not Ellipsis:
             future = self.waiting.popleft()
             if future.done():
@@ -94,7 +128,14 @@ class _Protocol(asyncio.Protocol):
                 future.set_result(reply)
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self.lost = exc or ConnectionResetError("connection to Redis closed")
+        if self.lost is None:
+            self.lost = exc or ConnectionResetError("connection to Redis closed")
+        self._fail_waiting()
+        if self.watchdog is not None:
+            self.watchdog.cancel()
+            self.watchdog = None
+
+    def _fail_waiting(self) -> None:
         while self.waiting:
             future = self.waiting.popleft()
             if not future.done():
@@ -102,9 +143,13 @@ class _Protocol(asyncio.Protocol):
 
 
 class RespConnection:
-    """One pipelined connection to the server at a ``redis://`` URL (opened on first use)."""
+    """One pipelined connection to the server at a ``redis://`` URL (opened on first use).
 
-    def __init__(self, url: str) -> None:
+    ``timeout`` (seconds, None: wait forever) bounds connecting and the wait for
+    replies (module docstring).
+    """
+
+    def __init__(self, url: str, timeout: float | None = None) -> None:
         parts = urllib.parse.urlsplit(url)
         if parts.scheme != "redis":
             raise ValueError(f"RespConnection serves redis:// URLs only, not {parts.scheme}://")
@@ -114,12 +159,21 @@ class RespConnection:
         self.password = urllib.parse.unquote(parts.password) if parts.password else None
         path = parts.path.strip("/")
         self.db = int(path) if path else 0
+        self.timeout = timeout
         self._protocol: _Protocol | None = None
         self._connecting: asyncio.Lock | None = None
 
     async def _connect(self) -> _Protocol:
         loop = asyncio.get_running_loop()
-        _, protocol = await loop.create_connection(_Protocol, self.host, self.port)
+        try:
+            _, protocol = await asyncio.wait_for(
+                loop.create_connection(lambda: _Protocol(self.timeout), self.host, self.port),
+                self.timeout,
+            )
+        except TimeoutError:
+            raise ConnectionError(
+                f"cannot connect to Redis at {self.host}:{self.port} within {self.timeout:g} s"
+            ) from None
         self._protocol = protocol
         if self.password is not None:
             auth = [self.username, self.password] if self.username else [self.password]
@@ -153,7 +207,7 @@ class RespConnection:
         if protocol is None or protocol.lost is not None:
             return None
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        protocol.waiting.append(future)
+        protocol.expect(future)
         if now:
             protocol.outgoing.append(command)
             protocol.flush()

@@ -171,13 +171,17 @@ return 0
 """)
 
 #: KEYS: snapshot, lease, config. ARGV: header, arrays, generation, owner ("" = no check).
-#: Returns the new version, -1 (lease held by another owner) or -2 (other generation).
+#: Returns the new version, -1 (lease held by another owner), -2 (other generation, which
+#: is also another incarnation of the name) or -3 (the model was deleted).
 WRITE_SNAPSHOT = LuaScript("""
 if ARGV[4] ~= '' and redis.call('GET', KEYS[2]) ~= ARGV[4] then
   return -1
 end
 local gen = redis.call('HGET', KEYS[3], 'generation')
-if gen and tonumber(gen) ~= tonumber(ARGV[3]) then
+if not gen then
+  return -3
+end
+if gen ~= ARGV[3] then
   return -2
 end
 local v = redis.call('HINCRBY', KEYS[1], 'version', 1)

@@ -13,15 +13,26 @@ one atomic step:
   the ids of the events labelled by label entries (``worker.labelled``, rows of
   ``(ms, seq, row)``, row -1 for a single-event entry).
 
-Nothing is pickled: the archive is read with ``np.load(allow_pickle=False)``,
-so whoever can write to Redis cannot make a reader run code.
+Nothing is pickled: the archive's members are read with
+``np.lib.format.read_array(allow_pickle=False)``, so whoever can write to
+Redis cannot make a reader run code. Nor can they make it allocate without
+bound or crash: :func:`decode` checks the header's fields and types, the
+learner, dimension and task count against the model's configuration
+(:class:`Expected`), each member's dtype and declared size (from its ``.npy``
+header, before its data is inflated) against the model's memory budget, and
+rebuilds and probes the learner; any problem is a :class:`SnapshotInvalid`
+with the reason, which the worker reports by marking the model failed
+(docs/architecture.md, "Leases and fencing", Failures).
 """
 
 from __future__ import annotations
 
 import io
 import json
+import math
+import re
 import time
+import zipfile
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,8 +48,10 @@ from service.store.scripts import WRITE_SNAPSHOT
 __all__ = [
     "COUNTER_NAMES",
     "FORMAT",
+    "Expected",
     "Snapshot",
     "SnapshotFenced",
+    "SnapshotInvalid",
     "decode",
     "encode",
     "read_snapshot",
@@ -59,6 +72,29 @@ _LABELLED = "worker.labelled"
 
 class SnapshotFenced(RuntimeError):
     """The writer no longer owns the model (lease lost or model reconfigured)."""
+
+
+class SnapshotInvalid(ValueError):
+    """A stored snapshot that cannot be this model's state (malformed, foreign or too large)."""
+
+
+#: Most bytes of the archive members that are not the learner's state (counters, labelled ids).
+MAX_BOOKKEEPING_BYTES = 256 * 1024**2
+
+
+@dataclass(frozen=True, slots=True)
+class Expected:
+    """What a model's snapshot must agree with: its configuration and limits.
+
+    ``learner`` and ``n_features`` come from the configuration (None: not
+    checked); ``max_tasks`` and ``max_bytes`` are the model's limits
+    (:class:`service.store.models.ModelLimits`).
+    """
+
+    learner: str | None = None
+    n_features: int | None = None
+    max_tasks: int = 1000
+    max_bytes: int = 256 * 1024**2
 
 
 def _empty_labelled() -> np.ndarray:
@@ -154,28 +190,176 @@ def encode(snapshot: Snapshot) -> tuple[bytes, bytes]:
     return json.dumps(header).encode(), buf.getvalue()
 
 
-def decode(header_json: bytes | str, npz_bytes: bytes, version: int = 0) -> Snapshot:
-    """Rebuild a :class:`Snapshot`; raises ``ValueError`` on a malformed or foreign one."""
+def decode(
+    header_json: bytes | str,
+    npz_bytes: bytes,
+    version: int = 0,
+    expected: Expected | None = None,
+) -> Snapshot:
+    """Rebuild a :class:`Snapshot`, checked against ``expected`` (module docstring).
+
+    Raises :class:`SnapshotInvalid` (a ``ValueError``) with the reason for a
+    malformed, foreign or oversized snapshot; nothing larger than the model's
+    budget is allocated first.
+    """
+    bounds = expected or Expected()
+    try:
+        return _decode(header_json, npz_bytes, int(version), bounds)
+    except SnapshotInvalid:
+        raise
+    except (Exception, MemoryError) as exc:
+        raise SnapshotInvalid(f"snapshot cannot be loaded: {type(exc).__name__}: {exc}") from None
+
+
+_ENTRY_ID = re.compile(r"^[0-9]{1,20}-[0-9]{1,20}$")
+
+
+def _field(header: dict[str, Any], key: str, kind: type | tuple[type, ...]) -> Any:
+    value = header.get(key)
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise SnapshotInvalid(f"snapshot header field {key!r} is missing or not {_kind(kind)}")
+    return value
+
+
+def _kind(kind: type | tuple[type, ...]) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return " or ".join(k.__name__ for k in kinds)
+
+
+def _header(header_json: bytes | str) -> dict[str, Any]:
     try:
         header = json.loads(header_json)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"snapshot header is not JSON: {exc}") from None
-    if not isinstance(header, dict) or header.get("format") != FORMAT:
-        raise ValueError(f"unsupported snapshot format {header.get('format')!r}")
-    state: dict[str, Any] = dict(header["scalars"])
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise SnapshotInvalid(f"snapshot header is not JSON: {exc}") from None
+    if not isinstance(header, dict):
+        raise SnapshotInvalid(f"snapshot header is a JSON {type(header).__name__}, not an object")
+    if header.get("format") != FORMAT:
+        raise SnapshotInvalid(f"unsupported snapshot format {header.get('format')!r}")
+    _field(header, "generation", int)
+    _field(header, "learner", str)
+    _field(header, "created", (int, float))
+    _field(header, "scalars", dict)
+    last_id = _field(header, "last_id", str)
+    if last_id != "0-0" and not _ENTRY_ID.match(last_id):
+        raise SnapshotInvalid(f"snapshot last_id {last_id!r} is not a log entry id")
+    names = _field(header, "task_names", list)
+    if not all(isinstance(t, str) and t for t in names) or len(set(names)) != len(names):
+        raise SnapshotInvalid("snapshot task_names must be distinct non-empty strings")
+    counters = header.get("counters", {})
+    if not isinstance(counters, dict) or not all(
+        isinstance(v, int) and not isinstance(v, bool) for v in counters.values()
+    ):
+        raise SnapshotInvalid("snapshot header field 'counters' must map names to integers")
+    return header
+
+
+def _check_shape(header: dict[str, Any], scalars: dict[str, Any], bounds: Expected) -> int:
+    """Check learner, dimension and task count against ``bounds``; returns K."""
+    name = header["learner"]
+    if scalars.get("learner") != name:
+        raise SnapshotInvalid(
+            f"snapshot state is for learner {scalars.get('learner')!r}, header says {name!r}"
+        )
+    if bounds.learner is not None and name != bounds.learner:
+        raise SnapshotInvalid(f"snapshot is of learner {name!r}, the model's is {bounds.learner!r}")
+    d, k = scalars.get("n_features"), scalars.get("n_tasks")
+    if not isinstance(d, int) or not isinstance(k, int) or d < 1 or k < 1:
+        raise SnapshotInvalid(f"snapshot shape n_features={d!r}, n_tasks={k!r} is not valid")
+    if bounds.n_features is not None and d != bounds.n_features:
+        raise SnapshotInvalid(f"snapshot has {d} features, the model has {bounds.n_features}")
+    if k > bounds.max_tasks:
+        raise SnapshotInvalid(f"snapshot has {k} tasks, over the maximum of {bounds.max_tasks}")
+    if len(header["task_names"]) > k:
+        raise SnapshotInvalid(f"snapshot names {len(header['task_names'])} tasks but has {k}")
+    return k
+
+
+def _member_headers(zf: zipfile.ZipFile) -> dict[str, tuple[str, int]]:
+    """``{member name: (kind of member, declared bytes)}`` from each ``.npy`` header,
+    with the dtype checked, before any member's data is inflated."""
+    out: dict[str, tuple[str, int]] = {}
+    for info in zf.infolist():
+        name = info.filename.removesuffix(".npy")
+        with zf.open(info) as f:
+            major, _ = np.lib.format.read_magic(f)
+            read_header = (
+                np.lib.format.read_array_header_1_0
+                if major == 1
+                else np.lib.format.read_array_header_2_0
+            )
+            shape, _, dtype = read_header(f)
+        if dtype.hasobject or dtype.kind not in "biuf":
+            raise SnapshotInvalid(f"snapshot member {name!r} has dtype {dtype}, not a number")
+        declared = math.prod(int(n) for n in shape) * dtype.itemsize
+        kind = "learner" if name.startswith(_LEARNER) else "other"
+        out[name] = (kind, declared)
+    return out
+
+
+def _read_arrays(npz_bytes: bytes, bounds: Expected) -> dict[str, np.ndarray]:
+    with zipfile.ZipFile(io.BytesIO(npz_bytes)) as zf:
+        members = _member_headers(zf)
+        learner_bytes = sum(n for kind, n in members.values() if kind == "learner")
+        other_bytes = sum(n for kind, n in members.values() if kind == "other")
+        if learner_bytes > bounds.max_bytes:
+            raise SnapshotInvalid(
+                f"snapshot arrays declare {learner_bytes} bytes of learner state, over the "
+                f"model's budget of {bounds.max_bytes} bytes"
+            )
+        if other_bytes > MAX_BOOKKEEPING_BYTES:
+            raise SnapshotInvalid(
+                f"snapshot counters and ids declare {other_bytes} bytes, over "
+                f"{MAX_BOOKKEEPING_BYTES}"
+            )
+        out: dict[str, np.ndarray] = {}
+        for info in zf.infolist():
+            with zf.open(info) as f:
+                out[info.filename.removesuffix(".npy")] = np.lib.format.read_array(
+                    f, allow_pickle=False
+                )
+        return out
+
+
+def _probe(learner: Learner) -> None:
+    """Score a vector of ones for every task: arrays of the wrong shape fail here, not
+    while the model serves."""
+    x = np.ones(learner.n_features)
+    for t in range(learner.n_tasks):
+        if not math.isfinite(learner.decision_one(x, t)):
+            raise SnapshotInvalid(f"snapshot state scores task {t} as a non-finite number")
+
+
+def _decode(header_json: bytes | str, npz_bytes: bytes, version: int, bounds: Expected) -> Snapshot:
+    header = _header(header_json)
+    scalars: dict[str, Any] = dict(header["scalars"])
+    k = _check_shape(header, scalars, bounds)
+    state = dict(scalars)
     counters: dict[str, np.ndarray] = {}
     labelled = _empty_labelled()
-    with np.load(io.BytesIO(npz_bytes), allow_pickle=False) as npz:
-        for key in npz.files:
-            if key.startswith(_LEARNER):
-                state[key[len(_LEARNER) :]] = npz[key]
-            elif key.startswith(_COUNTER):
-                counters[key[len(_COUNTER) :]] = npz[key].astype(np.int64)
-            elif key == _LABELLED:
-                labelled = npz[key].astype(np.int64).reshape(-1, 3)
+    for key, arr in _read_arrays(npz_bytes, bounds).items():
+        if key.startswith(_LEARNER):
+            state[key[len(_LEARNER) :]] = arr
+        elif key.startswith(_COUNTER):
+            if arr.ndim != 1 or arr.shape[0] > k:
+                raise SnapshotInvalid(f"snapshot counter {key!r} has shape {arr.shape}, K is {k}")
+            counters[key[len(_COUNTER) :]] = arr.astype(np.int64)
+        elif key == _LABELLED:
+            labelled = arr.astype(np.int64).reshape(-1, 3)
+    params = {
+        key[len("param.") :]: (v.item() if isinstance(v, np.ndarray) and v.ndim == 0 else v)
+        for key, v in state.items()
+        if key.startswith("param.")
+    }
+    need = learners.get(header["learner"]).state_bytes(int(scalars["n_features"]), k, **params)
+    if need > bounds.max_bytes:
+        raise SnapshotInvalid(
+            f"snapshot's learner needs about {need} bytes of state, over the model's budget "
+            f"of {bounds.max_bytes} bytes"
+        )
     learner = learners.from_state_dict(state)
+    _probe(learner)
     return Snapshot(
-        version=int(version),
+        version=version,
         generation=int(header["generation"]),
         learner=learner,
         task_names=[str(t) for t in header["task_names"]],
@@ -183,7 +367,7 @@ def decode(header_json: bytes | str, npz_bytes: bytes, version: int = 0) -> Snap
         created=float(header["created"]),
         counters=counters,
         model=str(header.get("model", "")),
-        totals={str(k): int(v) for k, v in header.get("counters", {}).items()},
+        totals={str(key): int(v) for key, v in header.get("counters", {}).items()},
         labelled=labelled,
     )
 
@@ -192,26 +376,33 @@ def decode(header_json: bytes | str, npz_bytes: bytes, version: int = 0) -> Snap
 _FIELDS = ("version", "header", "arrays")
 
 
-def _from_reply(reply: list[Any]) -> Snapshot | None:
+def _from_reply(reply: list[Any], expected: Expected | None) -> Snapshot | None:
     version, header, arrays = reply
     if version is None or header is None or arrays is None:
         return None
     if isinstance(arrays, str):
         raise ValueError("snapshot arrays must be read with decode_responses=False")
-    return decode(header, arrays, int(version))
+    try:
+        number = int(version)
+    except ValueError:
+        raise SnapshotInvalid(f"snapshot version {version!r} is not an integer") from None
+    return decode(header, arrays, number, expected)
 
 
-def read_snapshot(r: redis.Redis, model: str) -> Snapshot | None:
+def read_snapshot(r: redis.Redis, model: str, expected: Expected | None = None) -> Snapshot | None:
     """The model's latest snapshot, or None when there is none.
 
-    ``r`` must return bytes (``decode_responses=False``).
+    ``r`` must return bytes (``decode_responses=False``). Raises
+    :class:`SnapshotInvalid` when the stored snapshot does not fit ``expected``.
     """
-    return _from_reply(r.hmget(snapshot_key(model), _FIELDS))
+    return _from_reply(r.hmget(snapshot_key(model), _FIELDS), expected)
 
 
-async def read_snapshot_async(r: aredis.Redis, model: str) -> Snapshot | None:
+async def read_snapshot_async(
+    r: aredis.Redis, model: str, expected: Expected | None = None
+) -> Snapshot | None:
     """:func:`read_snapshot` for an asyncio client."""
-    return _from_reply(await r.hmget(snapshot_key(model), _FIELDS))
+    return _from_reply(await r.hmget(snapshot_key(model), _FIELDS), expected)
 
 
 def read_version(r: redis.Redis, model: str) -> int | None:
@@ -231,7 +422,9 @@ def write_snapshot(r: redis.Redis, model: str, snapshot: Snapshot, owner: str | 
 
     With ``owner`` the write happens only while ``owner`` holds the model's
     lease; it also refuses a snapshot of another generation than the model's
-    config. Both refusals raise :class:`SnapshotFenced` and write nothing.
+    config (another configuration or another incarnation of the name) and a
+    snapshot of a deleted model. Every refusal raises :class:`SnapshotFenced`
+    and writes nothing.
     """
     header, arrays = encode(snapshot)
     result = int(
@@ -245,5 +438,7 @@ def write_snapshot(r: redis.Redis, model: str, snapshot: Snapshot, owner: str | 
         raise SnapshotFenced(f"worker {owner} no longer holds the lease of model {model!r}")
     if result == -2:
         raise SnapshotFenced(f"model {model!r} was reconfigured (generation changed)")
+    if result == -3:
+        raise SnapshotFenced(f"model {model!r} was deleted")
     snapshot.version = result
     return result

@@ -12,9 +12,11 @@ import argparse
 import json
 import logging
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import asdict
 
+import learners
 from service.settings import Settings
 
 __all__ = ["main"]
@@ -36,6 +38,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     from service.worker import Worker
 
+    log = logging.getLogger("omtl.worker")
+
     port = settings.worker_metrics_port if args.metrics_port is None else args.metrics_port
     if port:
         from prometheus_client import start_http_server
@@ -43,9 +47,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             start_http_server(port, addr=settings.api_host)
         except OSError as exc:
-            logging.getLogger("omtl.worker").warning(
-                "metrics port %d unavailable (%s); running without it", port, exc
-            )
+            log.warning("metrics port %d unavailable (%s); running without it", port, exc)
+    start = time.perf_counter()
+    learners.warm_kernels()  # before the first read: no batch pays a compilation
+    log.info("learner kernels ready in %.2f s", time.perf_counter() - start)
     worker = Worker(settings, models=args.model, worker_id=args.worker_id)
     worker.install_signal_handlers()
     result = worker.run(until_idle=args.until_idle, timeout=args.timeout)

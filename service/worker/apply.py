@@ -1,6 +1,6 @@
 """Applying log entries to a model: the worker's deterministic state machine.
 
-For each entry, in log order (DESIGN.md, "The service"):
+For each entry, in log order (docs/architecture.md, "Applying log entries"):
 
 * event: predict (the learner's decision before learning) and count it; with
   a label, count the online mistake and learn; without one, ask ``query_one``
@@ -57,6 +57,8 @@ GROUP_MAX = 100
 GROUP_MIN = 4
 #: A labelled single event waiting in a group: entry id, raw fields, task index, x32, y.
 _Grouped = tuple[bytes, Sequence[Any], int, bytes, float]
+#: Records (durably) that a group starts at this entry id.
+RecordCut = Callable[[bytes], None]
 
 
 class _Dead(Exception):
@@ -71,10 +73,13 @@ class Applier:
     ``score_and_learn_many``.
     """
 
-    def __init__(self, state: ModelState, outbox: Outbox, fetch: Fetch) -> None:
+    def __init__(
+        self, state: ModelState, outbox: Outbox, fetch: Fetch, record_cut: RecordCut | None = None
+    ) -> None:
         self.state = state
         self.outbox = outbox
         self.fetch = fetch
+        self.record_cut = record_cut
         self._replaying_queries = False
         self.rebind()
 
@@ -150,6 +155,14 @@ class Applier:
         its millisecond is below ``horizon_ms`` (the server time after a read
         that returned everything there was), and otherwise returned unapplied,
         to be passed again, in front of the next entries.
+
+        The server clock proves a group complete only for ids Redis generated:
+        a producer giving explicit ids may add an entry of the same millisecond
+        later. When the first entry after a group applied at the end of a read
+        would have joined that group, its id is recorded as a *cut*
+        (``state.cuts``, kept in Redis by ``record_cut`` before it is applied):
+        a group never spans a cut, so a replay that reads both parts at once
+        forms the same groups, bit for bit.
         """
         st = self.state
         self._replaying_queries = st.queries_done_upto >= (0, 0, -1)
@@ -159,7 +172,10 @@ class Applier:
         n_events = 0
         group: list[_Grouped] = []
         group_ms = b""
+        cuts = st.cuts
+        closed, st.closed_ms = st.closed_ms, None
         for eid_b, flat in entries:
+            after_closed, closed = closed, None
             fast = read_binary_event(flat, x_bytes)
             t = None if fast is None else tindex.get(fast[0])
             if t is not None and fast is not None:
@@ -172,9 +188,11 @@ class Applier:
                     continue
                 if valid_y(y):
                     ms = eid_b[: eid_b.index(b"-")]
-                    if group and ms != group_ms:
+                    if group and (ms != group_ms or eid_b in cuts):
                         n_events += self._apply_group(group)
                         group = []
+                    elif not group and ms == after_closed and eid_b not in cuts:
+                        self._cut(eid_b)
                     group_ms = ms
                     group.append((eid_b, flat, t, x32, y))
                     if len(group) == GROUP_MAX:  # a full chunk is complete whatever follows
@@ -189,6 +207,7 @@ class Applier:
         if group:
             if horizon_ms is not None and int(group_ms) < horizon_ms:
                 n_events += self._apply_group(group)
+                st.closed_ms = group_ms
             else:
                 tail = [[g[0], g[1]] for g in group]
         applied = len(entries) - len(tail)
@@ -198,6 +217,12 @@ class Applier:
             st.entries_since_snapshot += applied
         st.totals["events"] += n_events
         return tail
+
+    def _cut(self, entry_id: bytes) -> None:
+        """Start a new group at ``entry_id``, durably (see :meth:`apply`)."""
+        if self.record_cut is not None:
+            self.record_cut(entry_id)
+        self.state.cuts.add(entry_id)
 
     def _valid_y(self, y: float) -> bool:
         """Whether a label fits the model's kind (else the full path dead-letters it)."""

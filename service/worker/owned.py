@@ -6,7 +6,7 @@ from typing import Any
 
 from service.store import Store, keys
 from service.store.codec import entry_id_tuple, parse_event_id
-from service.store.models import get_model, initial_snapshot
+from service.store.models import ModelLimits, expected_state, get_model, initial_snapshot
 from service.store.snapshot import read_snapshot
 from service.worker.apply import Applier
 from service.worker.outbox import Outbox
@@ -23,9 +23,13 @@ class Owned:
         self.log_key = keys.log_key(state.name)
         self._r = r
         self.outbox = Outbox()
-        self.applier = Applier(state, self.outbox, self.fetch)
+        self.applier = Applier(state, self.outbox, self.fetch, self.record_cut)
         self.start_totals = dict(state.totals)
         self.lag = 0
+
+    def record_cut(self, entry_id: bytes) -> None:
+        """Keep a group boundary in Redis, for replays (:meth:`Applier.apply`)."""
+        self._r.sadd(keys.cuts_key(self.state.name), entry_id)
 
     def fetch(self, entry_id: str) -> list[Any] | None:
         """The raw field list of one entry of the model's log, or None when it is gone."""
@@ -42,17 +46,31 @@ def _text(v: Any) -> str:
     return v.decode() if isinstance(v, bytes) else str(v)
 
 
-def load_owned(r: Store, name: str) -> Owned | None:
+def load_owned(r: Store, name: str, limits: ModelLimits | None = None) -> Owned | None:
     """The model's state from its latest snapshot of the current generation (or the
     initial state), with how far label requests and dead letters were already
-    written; None when the model does not exist."""
+    written; None when the model does not exist.
+
+    The configuration and the snapshot are checked against ``limits`` before
+    anything is built (``ValueError`` subclasses with the reason: ``ConfigInvalid``,
+    ``ModelTooLarge``, ``SnapshotInvalid``). An event that would later grow the
+    model beyond ``limits`` is dead-lettered.
+    """
+    limits = limits or ModelLimits()
     config = get_model(r, name)
     if config is None:
         return None
-    snap = read_snapshot(r, name)
+    limits.check(config.learner, config.n_features, max(1, len(config.tasks)), config.params)
+    snap = read_snapshot(r, name, expected_state(config, limits))
     if snap is None or snap.generation != config.generation:
         snap = initial_snapshot(name, config)
     state = ModelState(name, snap)
+    state.check_task_count = lambda k: limits.check(
+        config.learner, config.n_features, k, config.params
+    )
+    state.cuts = {
+        c if isinstance(c, bytes) else c.encode() for c in r.smembers(keys.cuts_key(name))
+    }
     last_query = r.xrevrange(keys.queries_key(name), count=1)
     if last_query:
         event = (last_query[0][1] or {}).get(b"event")

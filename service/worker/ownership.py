@@ -15,7 +15,18 @@ from dataclasses import dataclass
 from service.store import Store, keys
 from service.store.lease import queue_renew
 
-__all__ = ["Renewal", "renew_owned"]
+__all__ = ["Renewal", "as_generation", "renew_owned"]
+
+
+def as_generation(value: object) -> int | None:
+    """A config's ``generation`` field as read from Redis: None when the model is gone,
+    -1 when the field is not an integer (crafted: the model is reloaded, and fails)."""
+    if value is None:
+        return None
+    try:
+        return int(value)  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        return -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,5 +64,5 @@ def renew_owned(
     out = []
     for i, name in enumerate(names):
         held, generation = replies[3 * i], replies[3 * i + 1]
-        out.append(Renewal(name, bool(held), None if generation is None else int(generation)))
+        out.append(Renewal(name, bool(held), as_generation(generation)))
     return out

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -30,6 +31,11 @@ TOTAL_NAMES = (
     "label_requests",
     "dead_letters",
 )
+
+
+def _no_limit(n_tasks: int) -> None:
+    """The default task-count check: any number of tasks."""
+
 
 #: How many recent unlabelled events are kept in memory for their labels.
 EVENT_CACHE_SIZE = 20_000
@@ -77,6 +83,14 @@ class ModelState:
         self.published: dict[str, list[int]] = {name: [] for name in COUNTER_NAMES}
         self.published_dead = int(self.totals["dead_letters"])
         self.published_entries = int(self.totals["entries"])
+        #: raises (``ModelTooLarge``) when the model may not grow to the given number of
+        #: tasks; the loader sets it from the model's limits (docs/architecture.md,
+        #: "Models and generations"). The event naming the task is dead-lettered.
+        self.check_task_count: Callable[[int], None] = _no_limit
+        #: ids of entries that start a new group (``omtl:{m}:cuts``), and the millisecond
+        #: of a group applied at the end of the last read (see Applier.apply)
+        self.cuts: set[bytes] = set()
+        self.closed_ms: bytes | None = None
 
     # ------------------------------------------------------------ tasks
     def task_for(self, name: str) -> int:
@@ -91,6 +105,7 @@ class ModelState:
         key = name.encode()
         idx = len(self.task_names)
         if idx >= self.learner.n_tasks:
+            self.check_task_count(idx + 1)
             added = self.learner.add_task()
             if added != idx:
                 raise RuntimeError(f"learner added task {added}, expected {idx}")

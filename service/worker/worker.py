@@ -32,12 +32,13 @@ from typing import Any
 from service import metrics as m
 from service.settings import Settings
 from service.store import STORE_UNAVAILABLE, StoreError, connect
+from service.store.failures import clear_failed, mark_failed
 from service.store.lease import acquire, new_worker_id, release
-from service.store.models import list_models
+from service.store.models import ModelLimits, list_models
 from service.store.snapshot import SnapshotFenced
 from service.worker.blas import single_thread_blas
 from service.worker.owned import Owned, load_owned
-from service.worker.ownership import renew_owned
+from service.worker.ownership import as_generation, renew_owned
 from service.worker.publishing import PUBLISH_EVERY, RunResult, publish
 from service.worker.reading import flush, read_logs
 from service.worker.snapshots import snapshot_due, snapshot_state
@@ -45,9 +46,6 @@ from service.worker.snapshots import snapshot_due, snapshot_state
 __all__ = ["RunResult", "Worker"]
 
 log = logging.getLogger("omtl.worker")
-
-#: Seconds before a worker tries again to load a model whose state could not be read.
-RETRY_S = 30.0
 
 
 class Worker:
@@ -80,7 +78,11 @@ class Worker:
         self.r.set_response_callback("XREAD", lambda response, **_: response)
         self.owned: dict[str, Owned] = {}
         self.by_log: dict[bytes, Owned] = {}
+        #: models that could not be loaded -> monotonic time of the next try
         self.broken: dict[str, float] = {}
+        self.retry_s = settings.model_retry_s
+        #: every model this worker has metric series of (owned or failed at some point)
+        self.served: set[str] = set()
         self.stopping = False
         self.ttl_ms = settings.lease_ttl_ms
         self.tick = min(0.5, settings.lease_ttl_ms / 3000.0)
@@ -103,11 +105,16 @@ class Worker:
 
     # ------------------------------------------------------------ ownership
     def _load(self, name: str) -> None:
-        owned = load_owned(self.r, name)
+        owned = load_owned(self.r, name, ModelLimits.from_settings(self.settings))
         if owned is None:
             release(self.r, name, self.id)
             return
+        clear_failed(self.r, name)  # also a record left by a deleted incarnation
+        if self.broken.pop(name, None) is not None:
+            m.MODEL_FAILED.labels(name).set(0)
+            log.info("model %r loads again", name)
         state = owned.state
+        self.served.add(name)
         self.owned[name] = owned
         self.by_log[owned.log_key.encode()] = owned
         m.LEASE_OWNER.labels(name, self.id).set(1)
@@ -119,14 +126,33 @@ class Worker:
             state.last_id,
         )
 
-    def _drop(self, name: str, reason: str) -> None:
+    def _fail(self, name: str, exc: BaseException) -> None:
+        """The model cannot be loaded: leave it alone, report it, retry it later."""
+        reason = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
+        log.error(
+            "cannot load model %r, marked failed (retrying in %.0f s): %s",
+            name,
+            self.retry_s,
+            reason,
+        )
+        self.broken[name] = time.monotonic() + self.retry_s
+        self.served.add(name)
+        m.MODEL_FAILED.labels(name).set(1)
+        with contextlib.suppress(StoreError):  # a broken key type must not stop the worker
+            mark_failed(self.r, name, reason, self.id, 4 * self.retry_s)
+        release(self.r, name, self.id)
+
+    def _drop(self, name: str, reason: str, deleted: bool = False) -> None:
         owned = self.owned.pop(name, None)
-        if owned is None:
-            return
-        self.by_log.pop(owned.log_key.encode(), None)
-        self.result.count(owned)
-        m.LEASE_OWNER.labels(name, self.id).set(0)
-        log.warning("worker %s dropped model %r: %s", self.id, name, reason)
+        if owned is not None:
+            self.by_log.pop(owned.log_key.encode(), None)
+            self.result.count(owned)
+            m.LEASE_OWNER.labels(name, self.id).set(0)
+            log.warning("worker %s dropped model %r: %s", self.id, name, reason)
+        if deleted:  # its series would be exported (and alert) forever
+            self.broken.pop(name, None)
+            self.served.discard(name)
+            m.forget_model(name)
 
     def _maintain(self) -> None:
         """Renew leases, heartbeat, follow reconfigurations, acquire free models."""
@@ -139,9 +165,12 @@ class Worker:
             if reason is None:
                 continue
             # a reconfigured model is still leased to us: loaded afresh just below
-            self._drop(renewal.name, reason)
+            self._drop(renewal.name, reason, deleted=renewal.generation is None)
             if renewal.held and renewal.generation is None:
                 release(self.r, renewal.name, self.id)
+        existing = set(names) if self.wanted is None else set(list_models(self.r))
+        for gone in self.served - existing:  # deleted models, however they were let go
+            self._drop(gone, "model deleted", deleted=True)
         now_s = time.monotonic()
         for name in names:
             if name in self.owned or self.broken.get(name, 0.0) > now_s:
@@ -149,10 +178,10 @@ class Worker:
             if acquire(self.r, name, self.id, self.ttl_ms):
                 try:
                     self._load(name)
-                except ValueError as exc:  # an unreadable snapshot or config
-                    log.error("cannot load model %r (retrying in %.0f s): %s", name, RETRY_S, exc)
-                    self.broken[name] = now_s + RETRY_S
-                    release(self.r, name, self.id)
+                except STORE_UNAVAILABLE:
+                    raise
+                except (Exception, MemoryError) as exc:  # hostile or corrupt state in Redis
+                    self._fail(name, exc)
 
     # ------------------------------------------------------------ applying
     def _apply_reads(
@@ -169,8 +198,9 @@ class Worker:
             new = got.get(stream)
             if not new and not st.pending:
                 continue
-            if generation is None or int(generation) != st.generation:
-                self._drop(st.name, "model deleted or reconfigured")
+            if generation is None or as_generation(generation) != st.generation:
+                deleted = generation is None
+                self._drop(st.name, "model deleted" if deleted else "reconfigured", deleted)
                 continue
             if new:
                 st.read_id = new[-1][0].decode()

@@ -72,10 +72,11 @@ def test_a_lone_append_is_written_before_the_caller_yields(
             protocol = ctx.fast._protocol
             rb.config_resetstat()
             fields = {"k": "e", "task": "a", "x": "[1, 2, 3]"}
-            first = ctx.appender.append("default", 1, [fields])
+            gen = int(rb.hget("omtl:{default}:config", "generation") or 0)
+            first = ctx.appender.append("default", gen, [fields])
             sent_at_once = len(protocol.waiting)  # no await since the append
-            second = ctx.appender.append("default", 1, [fields])
-            third = ctx.appender.append("default", 1, [fields])
+            second = ctx.appender.append("default", gen, [fields])
+            third = ctx.appender.append("default", gen, [fields])
             queued = len(protocol.waiting)
             replies = await asyncio.gather(first, second, third)
             calls = int(rb.info("commandstats")["cmdstat_evalsha"]["calls"])
@@ -98,14 +99,15 @@ def test_an_entry_that_cannot_be_encoded_fails_its_request_and_frees_the_commit(
         app = create_app(api_settings)
         async with app.router.lifespan_context(app):
             ctx = app.state.ctx
-            bad = ctx.appender.append("default", 1, [{"k": "e", "task": None}])
+            gen = int(rb.hget("omtl:{default}:config", "generation") or 0)
+            bad = ctx.appender.append("default", gen, [{"k": "e", "task": None}])
             try:
                 await bad
             except TypeError as exc:
                 error = str(exc)
             else:
                 error = ""
-            good = ctx.appender.append("default", 1, [{"k": "e", "task": "a", "x": "[1, 2, 3]"}])
+            good = ctx.appender.append("default", gen, [{"k": "e", "task": "a", "x": "[1, 2, 3]"}])
             sent_at_once = len(ctx.fast._protocol.waiting)
             reply = await good
             return error, sent_at_once, reply.status

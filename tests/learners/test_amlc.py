@@ -263,8 +263,8 @@ def test_identical_tasks_keep_a_uniform_committee_and_share_every_queried_mistak
 def test_k1_amlc_is_the_selective_sampling_perceptron():
     """With one task tau = [[1]], so AMLC is selective sampling around a Perceptron (b = 1).
 
-    AMLC's single events run its compiled pass, selective sampling's the numpy one:
-    scores agree to rounding, decisions exactly.
+    Both run compiled kernels whose sums are ordered differently (learners.kernels,
+    learners/amlc/kernels.py): scores agree to rounding, decisions exactly.
     """
     rng = np.random.default_rng(2)
     X = rng.normal(size=(500, 6))

@@ -9,7 +9,7 @@ import pytest
 
 import learners
 from learners.checks.common import check_declared_capabilities, default_factory
-from learners.perceptron.multitask import IndependentPerceptrons
+from learners.perceptron.linear import IndependentPerceptrons
 
 
 class _UndeclaredOutliers(IndependentPerceptrons):

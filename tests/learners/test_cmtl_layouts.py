@@ -8,11 +8,8 @@ import numpy as np
 import pytest
 
 import learners
-from learners.perceptron.multitask import (
-    BFamilyMultitaskPerceptron,
-    MatrixMultitaskPerceptron,
-    MultitaskPerceptron,
-)
+from learners.perceptron.linear import BFamilyMultitaskPerceptron, MatrixMultitaskPerceptron
+from learners.perceptron.multitask import MultitaskPerceptron
 
 GRAPH = np.array([[0.0, 1.0], [1.0, 0.0]])
 

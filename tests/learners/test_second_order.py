@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -80,7 +81,10 @@ def test_add_task_rebuilds_the_inverse_for_the_b_family():
     run(model, X, y, tasks)
     model.add_task()
     state = model.state_dict()
-    Xm, ym, tm = state["state.X_"], state["state.y_"], state["state.tasks_"]
+    s = state["state.n_mistakes_"]
+    rows = (state["state.X_data_"], state["state.X_indices_"], state["state.X_indptr_"])
+    Xm = sp.csr_matrix(rows, shape=(s, d)).toarray()
+    ym, tm = state["state.y_"], state["state.tasks_"]
     A = b_family_matrix(K + 1, K + 1)
     M = a * np.kron(A, np.eye(d)) + sum(
         np.outer(compound(x, t, K + 1), compound(x, t, K + 1)) for x, t in zip(Xm, tm)
@@ -116,3 +120,25 @@ def test_scaling_x_by_c_and_a_by_c_squared_changes_nothing(scale, seed):
     s_base = run(base, X, y, tasks)
     s_scaled = run(scaled, scale * X, y, tasks)
     np.testing.assert_allclose(s_scaled, s_base, rtol=1e-7, atol=1e-10)
+
+
+def test_old_states_with_dense_rows_load_and_sparse_high_dimensional_rows_work():
+    """States with a dense X_ (the former layout) load; d = 100,000 rows are stored sparse."""
+    X, y, tasks = noisy_stream(120, 3, 5, seed=3)
+    model = learners.make("cmtl-second-order", n_features=5, n_tasks=3)
+    run(model, X, y, tasks)
+    state = model.state_dict()
+    s = state["state.n_mistakes_"]
+    rows = (state.pop("state.X_data_"), state.pop("state.X_indices_"), state.pop("state.X_indptr_"))
+    state["state.X_"] = sp.csr_matrix(rows, shape=(s, 5)).toarray()
+    restored = learners.from_state_dict(state)
+    for x, t in zip(X[:20], tasks[:20], strict=True):
+        assert restored.decision_one(x, int(t)) == model.decision_one(x, int(t))
+    d = 100_000
+    big = learners.make("cmtl-second-order", n_features=d, n_tasks=2)
+    rng = np.random.default_rng(1)
+    for i in range(200):
+        idx = np.sort(rng.choice(d, size=100, replace=False))
+        big.learn_one((idx, rng.normal(size=100)), 1.0 if i % 3 else -1.0, i % 2)
+    stored = big.state_dict()
+    assert stored["state.X_data_"].shape[0] == 100 * stored["state.n_mistakes_"]

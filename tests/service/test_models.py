@@ -17,24 +17,28 @@ from service.store.models import (
 
 
 def test_put_get_list_and_idempotent_put(r: redis.Redis) -> None:
+    seconds, micros = r.time()
     cfg = put_model(r, "spam", ModelConfig(learner="cmtl", n_features=4, params={"b": 2.0}))
-    assert cfg.generation == 1
+    assert cfg.generation >= int(seconds) * 1_000_000 + int(micros)  # the incarnation id
     assert cfg.kind == "classification"
     assert cfg.created > 0
     assert list_models(r) == ["spam"]
     got = get_model(r, "spam")
     assert got == cfg
     again = put_model(r, "spam", ModelConfig(learner="cmtl", n_features=4, params={"b": 2.0}))
-    assert again.generation == 1
+    assert again.generation == cfg.generation
 
 
 def test_reconfigure_bumps_generation_and_clears_the_log(r: redis.Redis) -> None:
-    put_model(r, "m", ModelConfig(learner="cmtl", n_features=4))
+    first = put_model(r, "m", ModelConfig(learner="cmtl", n_features=4))
     r.xadd(keys.log_key("m"), {"k": "e"})
     r.hset(keys.labels_key("m"), "1-0", "1")
+    r.xadd(keys.queries_key("m"), {"event": "1-0"})
+    r.xadd(keys.alerts_key("m"), {"task": "a"})
     cfg = put_model(r, "m", ModelConfig(learner="ipl", n_features=4, tasks=["x", "y"]))
-    assert cfg.generation == 2
-    assert r.exists(keys.log_key("m"), keys.labels_key("m")) == 0
+    assert cfg.generation > first.generation
+    keep = (keys.log_key("m"), keys.labels_key("m"), keys.queries_key("m"), keys.alerts_key("m"))
+    assert r.exists(*keep) == 0
     assert initial_learner(cfg).n_tasks == 2
 
 

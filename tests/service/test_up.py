@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx2 as httpx
@@ -15,30 +13,21 @@ import redis
 from service.embedded_redis import free_port
 from service.store import keys
 from service.store.snapshot import read_snapshot
-from tests.service.helpers import ROOT, wait_until
+from tests.service.helpers import children, up_process, wait_until
 
 
 @pytest.mark.slow
 def test_up_serves_predictions_learns_and_stops_cleanly(tmp_path: Path) -> None:
     api_port, metrics_port = free_port(), free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OMTL_")}
-    env.pop("REDIS_URL", None)
-    env.update(
-        OMTL_API_PORT=str(api_port),
-        OMTL_WORKER_METRICS_PORT=str(metrics_port),
-        OMTL_DEFAULT_N_FEATURES="3",
-        OMTL_SNAPSHOT_EVERY_SECONDS="0.1",
-        OMTL_LOG_LEVEL="warning",
-        OMTL_LEASE_TTL_MS="1000",
-    )
     data = tmp_path / "data"
-    proc = subprocess.Popen(
-        [str(Path(sys.executable).parent / "omtl"), "up", "--data-dir", str(data)],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    proc = up_process(
+        data,
+        api_port=api_port,
+        worker_metrics_port=metrics_port,
+        default_n_features=3,
+        snapshot_every_seconds=0.1,
+        log_level="warning",
+        lease_ttl_ms=1000,
     )
     base = f"http://127.0.0.1:{api_port}"
     http = httpx.Client(timeout=30)  # generous: the machine may be busy
@@ -71,9 +60,9 @@ def test_up_serves_predictions_learns_and_stops_cleanly(tmp_path: Path) -> None:
         assert wait_until(published, timeout=10, interval=0.1)
 
         # the worker dies: `omtl up` starts a new one, which takes the model over
-        (worker_pid,) = _children(proc.pid, "service.worker")
+        (worker_pid,) = children(proc.pid, "service.worker")
         os.kill(worker_pid, signal.SIGKILL)
-        assert wait_until(lambda: _children(proc.pid, "service.worker") != [worker_pid], 30)
+        assert wait_until(lambda: children(proc.pid, "service.worker") != [worker_pid], 30)
         second = http.post(f"{base}/predict", json={"task": "ham", "x": [0.0, 1.0, 2.0]})
         assert second.status_code == 200, second.text
         label = http.post(f"{base}/label", json={"event_id": second.json()["event_id"], "y": 1})
@@ -105,17 +94,3 @@ def test_up_serves_predictions_learns_and_stops_cleanly(tmp_path: Path) -> None:
         assert snapshot.task_names == ["spam", "ham"]
         assert int(snapshot.counters["labels"].sum()) == 2
         c.close()
-
-
-def _children(pid: int, marker: str) -> list[int]:
-    """Live child processes of ``pid`` whose command line contains ``marker``."""
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            cmdline = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except (OSError, IndexError):
-            continue
-        if int(fields[1]) == pid and fields[0] != "Z" and marker in cmdline:
-            found.append(int(stat.parent.name))
-    return found

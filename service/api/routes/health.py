@@ -1,7 +1,8 @@
-"""``/health/live``, ``/health/ready``, ``/`` and ``/metrics``."""
+"""``/health/live``, ``/health/ready``, ``/health/models``, ``/`` and ``/metrics``."""
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from fastapi import APIRouter
@@ -13,7 +14,8 @@ from service import __version__
 from service.api.deps import ContextDep
 from service.api.jsonio import json_response
 from service.api.schemas import ServiceInfo
-from service.api.services.health import readiness
+from service.api.services.health import model_health, readiness
+from service.store import STORE_UNAVAILABLE
 from service.store.models import list_models_async
 
 router = APIRouter(tags=["service"])
@@ -39,14 +41,29 @@ async def live() -> dict[str, str]:
     return {"status": "alive"}
 
 
-@router.get("/health/ready", responses={503: {"description": "Redis or a worker is missing."}})
+@router.get("/health/ready", responses={503: {"description": "Redis does not answer."}})
 async def ready(ctx: ContextDep) -> Response:
-    """Redis answers and every model has a fresh worker heartbeat (else 503)."""
+    """The process can serve: Redis answers (else 503). Models do not matter here:
+    their health is ``/health/models``."""
     ok, details = await readiness(ctx)
     return json_response(details, status_code=200 if ok else 503)
 
 
+@router.get(
+    "/health/models",
+    responses={503: {"description": "A model has no live worker or is failed, or no Redis."}},
+)
+async def models_health(ctx: ContextDep) -> Response:
+    """Each model's health: a fresh worker heartbeat and not failed (with the reason).
+    200 when every model is healthy, else 503 with the same body."""
+    health = await model_health(ctx)
+    return json_response(health, status_code=200 if health["healthy"] else 503)
+
+
 @router.get("/metrics", response_class=Response)
-async def metrics() -> Response:
-    """Prometheus metrics of this process (and of an in-process worker under `omtl up`)."""
+async def metrics(ctx: ContextDep) -> Response:
+    """Prometheus metrics of this process (and of an in-process worker under `omtl up`);
+    ``omtl_model_healthy`` is refreshed first."""
+    with contextlib.suppress(*STORE_UNAVAILABLE):  # the metrics still answer without Redis
+        await model_health(ctx)
     return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)

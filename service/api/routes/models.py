@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Response
+from fastapi import APIRouter, Path, Request, Response
 
 from service.api.deps import ContextDep
-from service.api.openapi import ERRORS
+from service.api.jsonio import parse_body, read_json
+from service.api.openapi import ERRORS, raw_body
 from service.api.schemas import (
     MODEL_NAME_PATTERN,
     ModelInfo,
@@ -28,11 +29,21 @@ async def list_models(ctx: ContextDep) -> list[dict[str, Any]]:
     return await modelling.list_all(ctx)
 
 
-@router.put("/{model}", response_model=ModelInfo, responses={201: {"model": ModelInfo}, **ERRORS})
+@router.put(
+    "/{model}",
+    response_model=ModelInfo,
+    responses={201: {"model": ModelInfo}, **ERRORS},
+    openapi_extra=raw_body(ModelPut),
+)
 async def put_model(
-    ctx: ContextDep, model: ModelName, body: ModelPut, response: Response
+    ctx: ContextDep, model: ModelName, request: Request, response: Response
 ) -> dict[str, Any]:
-    """Create a model (201) or reconfigure it (200; a changed configuration starts it afresh)."""
+    """Create a model (201) or reconfigure it (200; a changed configuration starts it afresh).
+
+    The body is parsed like every other (a body that is not JSON, or not UTF-8, is a
+    422); a model over the memory budget or the task maximum is a 422 with the figure.
+    """
+    body = parse_body(ModelPut, await read_json(request))
     info, created = await modelling.put(ctx, model, body)
     response.status_code = 201 if created else 200
     return info

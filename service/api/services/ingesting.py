@@ -28,6 +28,7 @@ async def _ingest_once(ctx: ApiContext, name: str, req: EventsRequest) -> dict[s
     xs = [to_x(e.x, view.n_features, f"events[{i}].x") for i, e in enumerate(events)]
     ys = [e.y for e in events]
     check_labels(view, ys)
+    view.admit([e.task for e in events])
     entries, batched = encode_events([e.task for e in events], xs, ys, [e.ref for e in events])
     reply = await finish_append(ctx, view, start_append(ctx, view, entries))
     if reply is None:

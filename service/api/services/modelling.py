@@ -9,11 +9,14 @@ import numpy as np
 from learners import outlier_reporter
 from service.api.cache import ModelView
 from service.api.context import ApiContext
-from service.api.errors import BadInput, NotFound
+from service.api.errors import BadInput, ModelFailed, NotFound
 from service.api.schemas import ModelPut
-from service.store import keys
+from service.api.services import predicting
+from service.store import StoreReplyError, keys
+from service.store.failures import read_failed_async
 from service.store.models import (
     ModelConfig,
+    ModelLimits,
     delete_model_async,
     get_model_async,
     list_models_async,
@@ -30,13 +33,63 @@ async def _view(ctx: ApiContext, name: str) -> ModelView:
     return view
 
 
-async def _info(ctx: ApiContext, view: ModelView) -> dict[str, Any]:
-    name = view.name
+async def _streams(ctx: ApiContext, name: str) -> dict[str, int]:
     async with ctx.redis.pipeline(transaction=False) as p:
         p.xlen(keys.log_key(name))
         p.xlen(keys.queries_key(name))
         p.xlen(keys.dead_key(name))
-        log_len, queries_len, dead_len = await p.execute()
+        log_len, queries_len, dead_len = await p.execute(raise_on_error=False)
+    return {
+        "log_entries": int(log_len) if isinstance(log_len, int) else 0,
+        "label_requests_pending": int(queries_len) if isinstance(queries_len, int) else 0,
+        "dead_letters": int(dead_len) if isinstance(dead_len, int) else 0,
+    }
+
+
+def _text(v: Any) -> str:
+    return v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
+
+
+async def _failed_info(ctx: ApiContext, name: str, reason: str) -> dict[str, Any]:
+    """What can be said of a model whose configuration or snapshot cannot be loaded:
+    the raw configuration fields that parse, the stream lengths and the reason
+    (the worker's, when it recorded one)."""
+    try:
+        stored = await ctx.redis.hgetall(keys.config_key(name))
+    except StoreReplyError:  # not even a hash
+        stored = {}
+    raw = {_text(k): _text(v) for k, v in stored.items()}
+    failure = await read_failed_async(ctx.redis, name)
+
+    def number(key: str, cast: type[int] | type[float]) -> Any:
+        try:
+            return cast(raw.get(key, 0))
+        except (TypeError, ValueError):
+            return 0
+
+    return {
+        "name": name,
+        "learner": str(raw.get("learner", "")),
+        "params": {},
+        "n_features": number("n_features", int),
+        "seed": number("seed", int),
+        "kind": str(raw.get("kind", "")),
+        "tasks": [],
+        "generation": number("generation", int),
+        "created": number("created", float),
+        "version": 0,
+        "snapshot_age_seconds": None,
+        "last_applied_id": "",
+        "counts": await _streams(ctx, name),
+        "status": "failed",
+        "failure": failure.reason if failure is not None else reason,
+    }
+
+
+async def _info(ctx: ApiContext, view: ModelView) -> dict[str, Any]:
+    name = view.name
+    counts = await _streams(ctx, name)
+    failure = await read_failed_async(ctx.redis, name)
     totals = {k: int(v.sum()) for k, v in view.snapshot.counters.items()}
     cfg = view.config
     return {
@@ -52,27 +105,32 @@ async def _info(ctx: ApiContext, view: ModelView) -> dict[str, Any]:
         "version": view.version,
         "snapshot_age_seconds": view.age_seconds(),
         "last_applied_id": view.snapshot.last_id,
-        "counts": {
-            **totals,
-            "log_entries": int(log_len),
-            "label_requests_pending": int(queries_len),
-            "dead_letters": int(dead_len),
-        },
+        "counts": {**totals, **counts},
+        "status": "ok" if failure is None else "failed",
+        "failure": None if failure is None else failure.reason,
     }
 
 
 async def describe(ctx: ApiContext, name: str) -> dict[str, Any]:
-    """Configuration, snapshot version and age, and counts of one model."""
-    return await _info(ctx, await _view(ctx, name))
+    """Configuration, snapshot version and age, counts and status of one model
+    (a model that cannot be loaded is described as failed, with the reason)."""
+    try:
+        view = await ctx.cache.current(name)
+    except ModelFailed as exc:
+        return await _failed_info(ctx, name, exc.reason)
+    if view is None:
+        raise NotFound(f"unknown model {name!r}")
+    return await _info(ctx, view)
 
 
 async def list_all(ctx: ApiContext) -> list[dict[str, Any]]:
     """:func:`describe` for every model."""
     out = []
     for name in await list_models_async(ctx.redis):
-        view = await ctx.cache.current(name)
-        if view is not None:
-            out.append(await _info(ctx, view))
+        try:
+            out.append(await describe(ctx, name))
+        except NotFound:  # deleted meanwhile
+            continue
     return out
 
 
@@ -87,7 +145,7 @@ async def put(ctx: ApiContext, name: str, body: ModelPut) -> tuple[dict[str, Any
         seed=body.seed,
     )
     try:
-        await put_model_async(ctx.redis, name, config)
+        await put_model_async(ctx.redis, name, config, ModelLimits.from_settings(ctx.settings))
     except ValueError as exc:
         raise BadInput(str(exc)) from None
     ctx.cache.forget(name)
@@ -98,6 +156,7 @@ async def delete(ctx: ApiContext, name: str) -> None:
     """Remove ``name`` and all its data."""
     removed = await delete_model_async(ctx.redis, name)
     ctx.cache.forget(name)
+    predicting.forget_metrics(name)
     if not removed:
         raise NotFound(f"unknown model {name!r}")
 

@@ -31,13 +31,19 @@ from service.api.services.appending import (
 )
 from service.store.codec import encode_event
 
-__all__ = ["predict", "predict_batch"]
+__all__ = ["forget_metrics", "predict", "predict_batch"]
 
 
 @lru_cache(maxsize=4096)
 def _model_metrics(model: str) -> tuple[Any, Any]:
     """The model's predict counter and latency histogram (label lookups cached)."""
     return metrics.PREDICT_REQUESTS.labels(model), metrics.PREDICT_LATENCY.labels(model)
+
+
+def forget_metrics(model: str) -> None:
+    """Remove the series of a deleted model (and the cached children that point at them)."""
+    _model_metrics.cache_clear()
+    metrics.forget_model(model)
 
 
 def _answer(view: ModelView, task: str, score: float, event_id: str | None) -> dict[str, Any]:
@@ -54,6 +60,7 @@ async def _predict_once(ctx: ApiContext, name: str, req: PredictRequest) -> dict
     """One attempt of :func:`predict`; None when the configuration changed under it."""
     view = await view_of(ctx, name)
     x = to_x(req.x, view.n_features)
+    view.admit((req.task,))
     entries = [encode_event(req.task, x, None, req.ref, binary=True)] if req.learn else []
     pending = start_append(ctx, view, entries)
     score = view.score(x, req.task)
@@ -85,6 +92,7 @@ async def _predict_batch_once(
     items = req.items
     xs = [to_x(it.x, view.n_features, f"items[{i}].x") for i, it in enumerate(items)]
     tasks = [it.task for it in items]
+    view.admit(tasks)
     entries, batched = (
         encode_events(tasks, xs, [None] * len(xs), [it.ref for it in items])
         if req.learn

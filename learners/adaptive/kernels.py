@@ -1,0 +1,371 @@
+"""The compiled batch pass of the adaptive learners (docs/algorithms.md Sec. 11).
+
+:func:`adaptive_pass` runs every configuration over a batch in one sequential
+pass, row by row in exactly the order of the numpy reference
+(:func:`learners.adaptive.reference.learn`): per row ``(x, y, k)`` it scores x
+with every configuration, reports the leader's score (the configuration with
+the fewest progressive mistakes so far, the first on ties), then updates the
+normaliser and every configuration. The cost is O(M nnz(x)) per row whatever
+K and D (the rows are read through :func:`learners.active.kernels.load_row`,
+dense or CSR). :func:`warm` compiles it on tiny inputs (``cache=True`` keeps
+the machine code on disk). numba checks a cached kernel against its own source
+file only: after a change of :mod:`learners.adaptive.steps` or of the row
+helpers of :mod:`learners.active.kernels`, delete this package's
+``__pycache__/*.nbi`` / ``*.nbc`` files.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from learners.active.kernels import KernelPass, load_row, warm_call, warm_rows
+from learners.adaptive.steps import AROW, invariant_step_compiled, loss_slope_compiled
+
+#: Sums may be reassociated (and so run in SIMD lanes), as in the other kernels; a sum
+#: then differs from the reference's in its last bits only.
+_SUMS = {"reassoc"}
+
+__all__ = ["ConfigArrays", "StateArrays", "adaptive_pass", "leader", "warm"]
+
+
+@njit(cache=True)
+def leader(mistakes: np.ndarray) -> int:  # pragma: no cover - compiled
+    """The configuration with the fewest mistakes (the first on ties)."""
+    best = 0
+    for m in range(1, mistakes.shape[0]):
+        if mistakes[m] < mistakes[best]:
+            best = m
+    return best
+
+
+# Every row helper takes ``idx``: the feature indices of a sparse row, or None for a
+# dense row whose every entry is non-zero (then entry p is feature p). numba compiles one
+# version per case and prunes the ``is None`` branch, so the dense loops are contiguous
+# and vectorise.
+@njit(cache=True, inline="always")
+def _at(idx: np.ndarray | None, p: int) -> int:  # pragma: no cover - compiled
+    if idx is None:
+        return p
+    return idx[p]
+
+
+@njit(cache=True, fastmath=_SUMS)
+def _dot(
+    w: np.ndarray, idx: np.ndarray | None, val: np.ndarray, n: int
+) -> float:  # pragma: no cover
+    s = 0.0
+    for p in range(n):
+        s += val[p] * w[_at(idx, p)]
+    return s
+
+
+@njit(cache=True, fastmath=_SUMS)
+def _weighted_sqnorm(val: np.ndarray, weights: np.ndarray, n: int) -> float:  # pragma: no cover
+    """``sum_p val_p^2 weights_p`` over the first n entries."""
+    s = 0.0
+    for p in range(n):
+        s += val[p] * val[p] * weights[p]
+    return s
+
+
+@njit(cache=True, fastmath=_SUMS)
+def _scaled_sqnorm(val: np.ndarray, q: np.ndarray, n: int) -> float:  # pragma: no cover
+    """``sum_p (val_p q_p)^2``: with ``q_p = 1 / s_j`` the row's ``sum_j (x_j / s_j)^2``."""
+    s = 0.0
+    for p in range(n):
+        v = val[p] * q[p]
+        s += v * v
+    return s
+
+
+@njit(cache=True)
+def _axpy(
+    w: np.ndarray, a: float, coef: np.ndarray, idx: np.ndarray | None, val: np.ndarray, n: int
+) -> None:  # pragma: no cover - compiled
+    """``w_j += (a coef_p) x_j`` for the row's coordinates."""
+    for p in range(n):
+        w[_at(idx, p)] += (a * coef[p]) * val[p]
+
+
+@njit(cache=True)
+def _gather(
+    out: np.ndarray, w: np.ndarray, idx: np.ndarray | None, n: int
+) -> None:  # pragma: no cover - compiled
+    for p in range(n):
+        out[p] = w[_at(idx, p)]
+
+
+@njit(cache=True)
+def _nonzeros(dense: bool, idx: np.ndarray, val: np.ndarray, n: int) -> int:  # pragma: no cover
+    """Keep the non-zero entries of a loaded row, with their feature indices (the
+    canonical form the reference works on); returns their number."""
+    c = 0
+    for p in range(n):
+        v = val[p]
+        if v != 0.0:
+            idx[c] = p if dense else idx[p]
+            val[c] = v
+            c += 1
+    return c
+
+
+@njit(cache=True)
+def _all_nonzero(val: np.ndarray, n: int) -> bool:  # pragma: no cover - compiled
+    zeros = 0
+    for p in range(n):
+        zeros += val[p] == 0.0
+    return zeros == 0
+
+
+@njit(cache=True)
+def _normalise(
+    S: np.ndarray,
+    q: np.ndarray,
+    idx: np.ndarray | None,
+    val: np.ndarray,
+    n: int,
+    U0: np.ndarray,
+    U: np.ndarray,
+    losses: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """``s_j = max(s_j, |x_j|)``, first-order weights of feature j times ``s_old / s_new``
+    when it grows from ``s_old > 0``; ``q_p = 1 / s_j`` for the row's coordinates."""
+    for p in range(n):
+        j = _at(idx, p)
+        a = abs(val[p])
+        if a > S[j]:
+            if S[j] > 0.0:
+                _rescale(U0, U, losses, j, S[j] / a)
+            S[j] = a
+        q[p] = 1.0 / S[j]
+
+
+@njit(cache=True)
+def _rescale(
+    U0: np.ndarray, U: np.ndarray, losses: np.ndarray, j: int, ratio: float
+) -> None:  # pragma: no cover - compiled
+    """Feature j's shared and per-task weights of every first-order configuration times ``ratio``."""
+    for m in range(U0.shape[0]):
+        if losses[m] != AROW:
+            U0[m, j] *= ratio
+            for k in range(U.shape[1]):
+                U[m, k, j] *= ratio
+
+
+@njit(cache=True)
+def _arow_part(
+    u: np.ndarray,
+    sigma: np.ndarray,
+    ay: float,
+    r: float,
+    idx: np.ndarray | None,
+    val: np.ndarray,
+    n: int,
+) -> None:  # pragma: no cover - compiled
+    """``u_j += ay Sigma_j x_j``, ``Sigma_j <- 1 / (1 / Sigma_j + x_j^2 / r)``."""
+    for p in range(n):
+        j = _at(idx, p)
+        x = val[p]
+        u[j] += ay * sigma[j] * x
+        sigma[j] = 1.0 / (1.0 / sigma[j] + x * x / r)
+
+
+@njit(cache=True)
+def _arow_step(
+    u0: np.ndarray,
+    g0: np.ndarray,
+    uk: np.ndarray,
+    gk: np.ndarray,
+    idx: np.ndarray | None,
+    val: np.ndarray,
+    n: int,
+    y: float,
+    z0: float,
+    b: float,
+    r: float,
+    buf: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """Diagonal AROW on the shared + per-task parts (reference: ``reference._arow``)."""
+    if z0 >= 1.0:
+        return
+    _gather(buf, g0, idx, n)
+    v = _weighted_sqnorm(val, buf, n)
+    if b > 0.0:
+        _gather(buf, gk, idx, n)
+        v += _weighted_sqnorm(val, buf, n)
+    ay = (1.0 - z0) / (v + r) * y
+    _arow_part(u0, g0, ay, r, idx, val, n)
+    if b > 0.0:
+        _arow_part(uk, gk, ay, r, idx, val, n)
+
+
+@njit(cache=True)
+def _adagrad_rates(
+    acc: np.ndarray,
+    q: np.ndarray,
+    idx: np.ndarray | None,
+    val: np.ndarray,
+    n: int,
+    gg: float,
+    eta: float,
+    rates: np.ndarray,
+) -> float:  # pragma: no cover - compiled
+    """``G_j += g^2 x_j^2``, ``rates_p = eta / (s_j sqrt(G_j))`` (``q_p = 1 / s_j``) for the
+    row's coordinates of one part; returns ``sum_j x_j^2 rates_j`` (its share of ``h / c``)."""
+    for p in range(n):
+        j = _at(idx, p)
+        x = val[p]
+        total = acc[j] + gg * (x * x)
+        acc[j] = total
+        rates[p] = eta * q[p] / math.sqrt(total)
+    return _weighted_sqnorm(val, rates, n)
+
+
+@njit(cache=True)
+def _gradient_step(
+    loss: int,
+    eta: float,
+    u0: np.ndarray,
+    g0: np.ndarray,
+    uk: np.ndarray,
+    gk: np.ndarray,
+    q: np.ndarray,
+    idx: np.ndarray | None,
+    val: np.ndarray,
+    n: int,
+    y: float,
+    z0: float,
+    b: float,
+    scale: float,
+    rate0: np.ndarray,
+    ratek: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """Adaptive, normalised, invariant step (reference: ``reference.learn``)."""
+    g = loss_slope_compiled(loss, z0)
+    if g == 0.0:
+        return
+    gg = g * g
+    h = _adagrad_rates(g0, q, idx, val, n, gg, eta, rate0)
+    if b > 0.0:
+        h += _adagrad_rates(gk, q, idx, val, n, gg, eta * b, ratek)
+    h *= scale
+    if not h > 0.0:
+        return
+    a = y * invariant_step_compiled(loss, z0, h) / h * scale
+    _axpy(u0, a, rate0, idx, val, n)
+    if b > 0.0:
+        _axpy(uk, a, ratek, idx, val, n)
+
+
+#: The configuration arrays ``(losses, etas, couplings, ridges)``, shape (M,) each.
+ConfigArrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+#: The learned state ``(U0, U, G0, G, S, stats, mistakes)`` (``reference.AdaptiveState``).
+StateArrays = tuple[
+    np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray
+]
+
+
+@njit(cache=True)
+def _learn_row(
+    idx: np.ndarray | None,
+    val: np.ndarray,
+    n: int,
+    k: int,
+    y: float,
+    configs: ConfigArrays,
+    state: StateArrays,
+    scores: np.ndarray,
+    buffers: np.ndarray,
+) -> float:  # pragma: no cover - compiled
+    """Score one loaded row with every configuration, then learn it; returns the
+    leader's score (the order of ``reference.learn``)."""
+    losses, etas, couplings, ridges = configs
+    U0, U, G0, G, S, stats, mistakes = state
+    M = U0.shape[0]
+    for m in range(M):
+        scores[m] = _dot(U0[m], idx, val, n) + _dot(U[m, k], idx, val, n)
+    out = scores[leader(mistakes)]
+    for m in range(M):
+        if (scores[m] >= 0.0) != (y > 0.0):
+            mistakes[m] += 1
+    if n == 0:
+        return out
+    q, rate0, ratek = buffers[0], buffers[1], buffers[2]
+    _normalise(S, q, idx, val, n, U0, U, losses)
+    stats[0] += _scaled_sqnorm(val, q, n)
+    stats[1] += 1.0
+    scale = math.sqrt(stats[1] / stats[0])
+    for m in range(M):
+        z0 = y * scores[m]
+        if losses[m] == AROW:
+            _arow_step(
+                U0[m], G0[m], U[m, k], G[m, k], idx, val, n, y, z0, couplings[m], ridges[m], rate0
+            )
+        else:
+            _gradient_step(
+                losses[m],
+                etas[m],
+                U0[m],
+                G0[m],
+                U[m, k],
+                G[m, k],
+                q,
+                idx,
+                val,
+                n,
+                y,
+                z0,
+                couplings[m],
+                scale,
+                rate0,
+                ratek,
+            )
+    return out
+
+
+@njit(cache=True)
+def adaptive_pass(
+    call: KernelPass, configs: ConfigArrays, state: StateArrays
+) -> None:  # pragma: no cover - compiled
+    """Test-then-train over ``call``'s rows (module docstring); fills ``call.scores``.
+
+    ``configs`` and ``state`` are the arrays of :data:`ConfigArrays` and
+    :data:`StateArrays`, updated in place.
+    """
+    M, dim = state[0].shape
+    dense = call.dense
+    idx = np.empty(dim, dtype=np.int64)
+    val = np.empty(dim)
+    buffers = np.empty((3, dim))
+    scores = np.empty(M)
+    for i in range(call.y.shape[0]):
+        n = load_row(call, i, dim, idx, val)
+        k, y = call.tasks[i], call.y[i]
+        if dense and _all_nonzero(val, n):
+            call.scores[i] = _learn_row(None, val, n, k, y, configs, state, scores, buffers)
+        else:
+            n = _nonzeros(dense, idx, val, n)
+            call.scores[i] = _learn_row(idx, val, n, k, y, configs, state, scores, buffers)
+
+
+def warm() -> None:
+    """Compile :func:`adaptive_pass` for dense and CSR rows (dimension 3 + bias) on tiny inputs."""
+    for rows in warm_rows():
+        call = warm_call(rows, 1)._replace(active=False)
+        M = 3
+        adaptive_pass(
+            call,
+            (np.array([0, 1, 2], dtype=np.int64), np.ones(M), np.ones(M), np.ones(M)),
+            (
+                np.zeros((M, 4)),
+                np.zeros((M, 2, 4)),
+                np.ones((M, 4)),
+                np.ones((M, 2, 4)),
+                np.zeros(4),
+                np.zeros(2),
+                np.zeros(M, dtype=np.int64),
+            ),
+        )

@@ -1,0 +1,288 @@
+"""The registered adaptive learners: three members and the ``adaptive`` selector.
+
+* ``adaptive-logistic`` / ``adaptive-hinge``: shared + per-task weights, AdaGrad
+  per-coordinate rates with VW's scale normalisation and the
+  importance-invariant step on the logistic / hinge loss (docs/algorithms.md
+  Sec. 11.1-11.2);
+* ``adaptive-arow``: the same representation with a diagonal AROW update
+  (Sec. 11.3);
+* ``adaptive``: online model selection over a grid of those configurations run
+  side by side in one pass; it predicts with the configuration with the fewest
+  progressive-validation mistakes so far (Sec. 11.4).
+
+All four share :class:`AdaptiveLearner`: a member is the selector with a grid of
+one configuration.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from learners.active.kernels import KernelPass, kernel_rows
+from learners.adaptive.configs import Configs, loss_list, non_negative_list, positive_list
+from learners.adaptive.kernels import adaptive_pass
+from learners.adaptive.reference import AdaptiveState, learn, member_scores
+from learners.base import APPEND_BIAS, L2_NORMALIZE, Learner, Param
+from learners.inputs import Batch, Vec
+from learners.params import non_negative, positive
+from learners.registry import register
+
+__all__ = [
+    "AdaptiveArow",
+    "AdaptiveHinge",
+    "AdaptiveLearner",
+    "AdaptiveLogistic",
+    "AdaptiveSelector",
+]
+
+CAVALLANTI2010 = (
+    "Cavallanti, Cesa-Bianchi, Gentile. Linear Algorithms for Online Multitask Classification. "
+    "JMLR 11, 2010 (shared + per-task b-family)"
+)
+ADAPTIVE_PAPERS = (
+    f"{CAVALLANTI2010}; Duchi, Hazan, Singer 2011 (AdaGrad); Ross, Mineiro, Langford 2013 "
+    "(normalized updates); Karampatziakis, Langford 2011 (importance-invariant updates)"
+)
+AROW_PAPER = (
+    f"{CAVALLANTI2010}; Crammer, Kulesza, Dredze. Adaptive Regularization of Weight Vectors. "
+    "NIPS 2009 (diagonal AROW)"
+)
+
+BIAS_ON = Param(APPEND_BIAS.name, True, APPEND_BIAS.description, APPEND_BIAS.check)
+ETA = Param(
+    "eta",
+    2.0,
+    "Step size of the shared part: rate_j = eta / (s_j sqrt(G_j)) (docs/algorithms.md Sec. 11.2).",
+    positive,
+)
+COUPLING = Param(
+    "b",
+    1.0,
+    "Coupling: the per-task part steps b times as far as the shared part (AROW: starts with b "
+    "times its variance). 0 = one pooled model; large b = nearly independent tasks "
+    "(the b-family of cavallanti2010, docs/algorithms.md Sec. 11.1).",
+    non_negative,
+)
+RIDGE = Param(
+    "r",
+    1.0,
+    "AROW's regulariser r: beta = 1 / (x^T Sigma x + r) (docs/algorithms.md Sec. 11.3).",
+    positive,
+)
+
+
+class AdaptiveLearner(Learner):
+    """Shared + per-task linear models over a grid of configurations (docs/algorithms.md Sec. 11).
+
+    Score of configuration m for task k: ``p_m = <u_0^m + u_k^m, x>``; the
+    learner's score is that of the leader, the configuration with the fewest
+    progressive mistakes so far (the first on ties; a member has one
+    configuration). Per-event calls run the numpy reference
+    (:mod:`learners.adaptive.reference`); batches the compiled pass
+    (:mod:`learners.adaptive.kernels`), which gives the same scores and weights.
+
+    Attributes
+    ----------
+    U0_ : ndarray, shape (M, D)
+        Shared weights per configuration.
+    U_ : ndarray, shape (M, K, D)
+        Per-task weights per configuration.
+    G0_, G_ : ndarray, shapes (M, D) and (M, K, D)
+        AdaGrad accumulators (AROW: diagonal variances).
+    S_ : ndarray, shape (D,)
+        Largest ``|x_j|`` seen per feature.
+    stats_ : ndarray, shape (2,)
+        ``[N, t]``: the sum of squared normalised inputs and the events learned.
+    mistakes_ : ndarray of int64, shape (M,)
+        Progressive-validation mistakes per configuration.
+    """
+
+    kind = "classification"
+    state_fields: ClassVar[tuple[str, ...]] = (
+        "U0_",
+        "U_",
+        "G0_",
+        "G_",
+        "S_",
+        "stats_",
+        "mistakes_",
+    )
+
+    @classmethod
+    def configs_for(cls, hyper: dict[str, Any]) -> Configs:
+        """The configurations a learner with the resolved hyperparameters ``hyper`` runs."""
+        raise NotImplementedError
+
+    def configs(self) -> Configs:
+        """The configurations this learner runs."""
+        return self.configs_for(self.hyper)
+
+    @classmethod
+    def state_bytes(cls, n_features: int, n_tasks: int, **params: Any) -> int:
+        """``U0_``, ``G0_`` (M x D), ``U_``, ``G_`` (M x K x D), ``S_`` (D), ``stats_`` and
+        ``mistakes_`` for the M configurations, with ``D = d + 1``."""
+        m = cls.configs_for(cls._resolve_params(params)).size
+        d, k = int(n_features) + 1, int(n_tasks)
+        return 8 * (2 * m * d * (k + 1) + d + 2 + m)
+
+    # ------------------------------------------------------------ public extras
+    def leader(self) -> int:
+        """Index of the configuration the learner predicts with now."""
+        return int(np.argmin(self.mistakes_))
+
+    def configuration_names(self) -> list[str]:
+        """Readable names of the configurations, in order."""
+        c = self.configs()
+        return [c.describe(m) for m in range(c.size)]
+
+    # ------------------------------------------------------------ learner hooks
+    def _init_state(self) -> None:
+        self._configs = self.configs()
+        M, K, D = self._configs.size, self.n_tasks, self.dim
+        shared, per_task = self._configs.initial_variances()
+        self.U0_ = np.zeros((M, D))
+        self.U_ = np.zeros((M, K, D))
+        self.G0_ = np.repeat(shared[:, None], D, axis=1)
+        self.G_ = np.repeat(np.repeat(per_task[:, None, None], K, axis=1), D, axis=2)
+        self.S_ = np.zeros(D)
+        self.stats_ = np.zeros(2)
+        self.mistakes_ = np.zeros(M, dtype=np.int64)
+
+    def _state(self) -> AdaptiveState:
+        return AdaptiveState(
+            self.U0_, self.U_, self.G0_, self.G_, self.S_, self.stats_, self.mistakes_
+        )
+
+    def _decision(self, x: Vec, task: int) -> float:
+        return float(member_scores(self._state(), x, task)[self.leader()])
+
+    def _learn(self, x: Vec, y: float, task: int) -> None:
+        learn(self._state(), self._configs, x, y, task)
+
+    def _score_and_learn_batch(self, batch: Batch, y: np.ndarray, tasks: np.ndarray) -> np.ndarray:
+        scores = np.empty(batch.n)
+        call = KernelPass(
+            *kernel_rows(batch),
+            np.require(y, np.float64, ["C", "W"]),
+            np.require(tasks, np.int64, ["C", "W"]),
+            False,
+            np.zeros(0),
+            0,
+            scores,
+            np.zeros(0, dtype=np.bool_),
+        )
+        c = self._configs
+        adaptive_pass(
+            call,
+            (c.losses, c.etas, c.couplings, c.ridges),
+            (self.U0_, self.U_, self.G0_, self.G_, self.S_, self.stats_, self.mistakes_),
+        )
+        return scores
+
+    def _add_task(self) -> None:
+        _, per_task = self._configs.initial_variances()
+        M, D = self.U0_.shape
+        self.U_ = np.concatenate([self.U_, np.zeros((M, 1, D))], axis=1)
+        fresh = np.repeat(per_task[:, None, None], D, axis=2)
+        self.G_ = np.concatenate([self.G_, fresh], axis=1)
+
+    def _task_weights(self) -> np.ndarray | None:
+        m = self.leader()
+        return self.U0_[m][None, :] + self.U_[m]
+
+
+@register
+class AdaptiveLogistic(AdaptiveLearner):
+    """Shared + per-task logistic regression, adaptive normalised invariant steps (Sec. 11.2)."""
+
+    name = "adaptive-logistic"
+    summary = "Shared + per-task logistic model, AdaGrad normalised importance-invariant steps"
+    paper = ADAPTIVE_PAPERS
+    params: ClassVar[tuple[Param, ...]] = (ETA, COUPLING, BIAS_ON, L2_NORMALIZE)
+    conformance_params: ClassVar[tuple[dict[str, Any], ...]] = (
+        {},
+        {"b": 0.5, "eta": 3.0, "append_bias": False, "l2_normalize": True},
+    )
+    loss: ClassVar[str] = "logistic"
+
+    @classmethod
+    def configs_for(cls, hyper: dict[str, Any]) -> Configs:
+        return Configs.single(cls.loss, hyper["eta"], hyper["b"], 1.0)
+
+
+@register
+class AdaptiveHinge(AdaptiveLogistic):
+    """Shared + per-task linear SVM, adaptive normalised invariant steps (Sec. 11.2)."""
+
+    name = "adaptive-hinge"
+    summary = "Shared + per-task hinge-loss model, AdaGrad normalised importance-invariant steps"
+    loss = "hinge"
+
+
+@register
+class AdaptiveArow(AdaptiveLearner):
+    """Shared + per-task diagonal AROW (Sec. 11.3)."""
+
+    name = "adaptive-arow"
+    summary = "Shared + per-task diagonal AROW (second-order, confidence-weighted)"
+    paper = AROW_PAPER
+    params: ClassVar[tuple[Param, ...]] = (RIDGE, COUPLING, BIAS_ON, L2_NORMALIZE)
+    conformance_params: ClassVar[tuple[dict[str, Any], ...]] = (
+        {},
+        {"b": 0.0, "r": 0.1, "l2_normalize": True},
+    )
+
+    @classmethod
+    def configs_for(cls, hyper: dict[str, Any]) -> Configs:
+        return Configs.single("arow", 1.0, hyper["b"], hyper["r"])
+
+
+LOSSES = Param(
+    "losses",
+    "logistic,hinge,arow",
+    "Comma-separated losses of the grid: logistic, hinge, arow (docs/algorithms.md Sec. 11.4).",
+    loss_list,
+)
+ETAS = Param("etas", "0.3,1.0,3.0", "Comma-separated step sizes eta of the grid.", positive_list)
+COUPLINGS = Param(
+    "couplings",
+    "0.5,2.0",
+    "Comma-separated couplings b of the grid (0 = pooled).",
+    non_negative_list,
+)
+
+
+@register
+class AdaptiveSelector(AdaptiveLearner):
+    """Online model selection over adaptive configurations (docs/algorithms.md Sec. 11.4).
+
+    Runs every (loss, eta, b) of the grid side by side in one pass and predicts
+    with the one with the fewest progressive-validation mistakes so far.
+    """
+
+    name = "adaptive"
+    summary = "Online model selection: adaptive multitask configurations side by side, best so far"
+    paper = ADAPTIVE_PAPERS
+    params: ClassVar[tuple[Param, ...]] = (
+        LOSSES,
+        ETAS,
+        COUPLINGS,
+        RIDGE,
+        BIAS_ON,
+        L2_NORMALIZE,
+    )
+    conformance_params: ClassVar[tuple[dict[str, Any], ...]] = (
+        {},
+        {"losses": "arow,logistic", "etas": "0.5", "couplings": "0,1", "append_bias": False},
+    )
+
+    @classmethod
+    def configs_for(cls, hyper: dict[str, Any]) -> Configs:
+        return Configs.grid(
+            hyper["losses"].split(","),
+            [float(e) for e in hyper["etas"].split(",")],
+            [float(b) for b in hyper["couplings"].split(",")],
+            hyper["r"],
+        )

@@ -1,0 +1,280 @@
+"""Shared compiled (numba) helpers of the learner kernels, and their warm-up.
+
+Learner families compile their sequential test-then-train loops with numba
+(``cache=True``, so a restarted process loads the machine code from the cache
+instead of compiling again). This module holds what the families share:
+
+* row arithmetic on a **row** given as ``(idx, val)``: a dense row is
+  ``(NO_INDEX, x)`` (all ``d`` values), a sparse row the sorted indices of its
+  non-zeros and their values, as in :class:`learners.inputs.Vec`;
+* :func:`row_of`, the ``(idx, val)`` pair of a :class:`~learners.inputs.Vec`;
+* :func:`register_warmup` / :func:`warm_kernels`: every family registers a
+  function that runs its kernels once on tiny inputs, and a service calls
+  :func:`warm_kernels` at start-up so no compilation happens inside a request.
+
+**Summation order.** Inner products take the non-zero coordinates of the row in
+increasing index order, add the k-th of them into accumulator ``k mod 4`` and
+return ``(a0 + a1) + (a2 + a3)``. The order depends only on the row's non-zeros,
+so a dense row, the same row with explicit zeros and its sparse form give
+bit-identical results (a dense row with zeros is read through the positions of
+its non-zeros), while the four independent accumulators let both dense and
+sparse rows run four multiply-adds per step without branches. Results differ
+from numpy's BLAS dot only by rounding.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
+import scipy.sparse as sp
+from numba import njit
+
+if TYPE_CHECKING:
+    from learners.inputs import Batch, Vec
+
+__all__ = [
+    "NO_INDEX",
+    "all_finite",
+    "axpy",
+    "batch_rows",
+    "csr_arrays",
+    "kernel_array",
+    "dot",
+    "dot2",
+    "dot_sqnorm",
+    "register_warmup",
+    "row_of",
+    "warm_kernels",
+]
+
+#: The ``idx`` of a dense row: no index array, ``val`` holds every coordinate.
+NO_INDEX = np.empty(0, dtype=np.int64)
+
+
+def kernel_array(a: Any, dtype: type) -> np.ndarray:
+    """``a`` as a C-contiguous, writable array of ``dtype``, copied only when it is not one.
+
+    Kernels are compiled (and warmed up) for exactly these array types; a read-only
+    or strided argument would otherwise compile a new specialisation on first use.
+    """
+    return np.require(a, dtype=dtype, requirements=("C", "W"))
+
+
+def row_of(v: Vec) -> tuple[np.ndarray, np.ndarray]:
+    """The kernel row ``(idx, val)`` of a canonical vector."""
+    idx = NO_INDEX if v.idx is None else v.idx
+    if not (idx.flags.writeable and v.val.flags.writeable):
+        return kernel_array(idx, np.int64), kernel_array(v.val, np.float64)
+    return idx, v.val
+
+
+def batch_rows(y: np.ndarray, tasks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Labels (float64) and tasks (int64) of a batch as the kernels take them, and room for scores."""
+    labels = kernel_array(y, np.float64)
+    return labels, kernel_array(tasks, np.int64), np.empty(labels.shape[0])
+
+
+def csr_arrays(batch: Batch) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(indptr, indices, data)`` of a CSR batch for the kernels.
+
+    The index arrays stay int32 when scipy made them so (the kernels are compiled
+    for int32 and int64 indices), which saves converting every index of a batch.
+    """
+    csr = batch.csr
+    if csr is None:
+        raise ValueError("the batch is dense")
+    small = csr.indptr.dtype == np.int32 and csr.indices.dtype == np.int32
+    index = np.int32 if small else np.int64
+    return (
+        kernel_array(csr.indptr, index),
+        kernel_array(csr.indices, index),
+        kernel_array(csr.data, np.float64),
+    )
+
+
+@njit(cache=True)
+def _lane_sum(a0: float, a1: float, a2: float, a3: float) -> float:
+    return (a0 + a1) + (a2 + a3)
+
+
+@njit(cache=True)
+def _has_zero(val: np.ndarray) -> bool:
+    zero = False
+    for i in range(val.shape[0]):
+        zero |= val[i] == 0.0
+    return zero
+
+
+@njit(cache=True)
+def _nonzero_positions(val: np.ndarray) -> np.ndarray:
+    """Indices of the non-zero entries of a dense row (its canonical sparse ``idx``)."""
+    out = np.empty(val.shape[0], dtype=np.int64)
+    n = 0
+    for i in range(val.shape[0]):
+        if val[i] != 0.0:
+            out[n] = i
+            n += 1
+    return out[:n]
+
+
+@njit(cache=True)
+def _dot_sparse(w: np.ndarray, idx: np.ndarray, val: np.ndarray, gathered: bool) -> float:
+    # ``gathered``: val[k] belongs to idx[k]; otherwise val is dense and read at idx[k].
+    a0 = a1 = a2 = a3 = 0.0
+    n = idx.shape[0]
+    m = n - n % 4
+    for k in range(0, m, 4):
+        j0, j1, j2, j3 = idx[k], idx[k + 1], idx[k + 2], idx[k + 3]
+        if gathered:
+            a0 += w[j0] * val[k]
+            a1 += w[j1] * val[k + 1]
+            a2 += w[j2] * val[k + 2]
+            a3 += w[j3] * val[k + 3]
+        else:
+            a0 += w[j0] * val[j0]
+            a1 += w[j1] * val[j1]
+            a2 += w[j2] * val[j2]
+            a3 += w[j3] * val[j3]
+    for k in range(m, n):
+        j = idx[k]
+        p = w[j] * (val[k] if gathered else val[j])
+        if k == m:
+            a0 += p
+        elif k == m + 1:
+            a1 += p
+        else:
+            a2 += p
+    return _lane_sum(a0, a1, a2, a3)
+
+
+@njit(cache=True)
+def _dot_dense(w: np.ndarray, val: np.ndarray) -> float:
+    a0 = a1 = a2 = a3 = 0.0
+    n = val.shape[0]
+    m = n - n % 4
+    for i in range(0, m, 4):
+        a0 += w[i] * val[i]
+        a1 += w[i + 1] * val[i + 1]
+        a2 += w[i + 2] * val[i + 2]
+        a3 += w[i + 3] * val[i + 3]
+    for i in range(m, n):
+        p = w[i] * val[i]
+        if i == m:
+            a0 += p
+        elif i == m + 1:
+            a1 += p
+        else:
+            a2 += p
+    return _lane_sum(a0, a1, a2, a3)
+
+
+@njit(cache=True)
+def dot(w: np.ndarray, idx: np.ndarray, val: np.ndarray) -> float:
+    """``<w, x>`` for the row ``x = (idx, val)`` (summation order: module docstring)."""
+    if idx.shape[0] == 0:
+        if _has_zero(val):
+            return _dot_sparse(w, _nonzero_positions(val), val, False)
+        return _dot_dense(w, val)
+    return _dot_sparse(w, idx, val, True)
+
+
+@njit(cache=True)
+def dot2(u: np.ndarray, w: np.ndarray, idx: np.ndarray, val: np.ndarray) -> tuple[float, float]:
+    """``(<u, x>, <w, x>)``, each exactly as :func:`dot` sums it."""
+    if idx.shape[0] == 0 and _has_zero(val):
+        nz = _nonzero_positions(val)
+        return _dot_sparse(u, nz, val, False), _dot_sparse(w, nz, val, False)
+    if idx.shape[0] == 0:
+        return _dot_dense(u, val), _dot_dense(w, val)
+    return _dot_sparse(u, idx, val, True), _dot_sparse(w, idx, val, True)
+
+
+@njit(cache=True)
+def dot_sqnorm(w: np.ndarray, idx: np.ndarray, val: np.ndarray) -> tuple[float, float]:
+    """``(<w, x>, ||x||^2)``, each summed as :func:`dot` sums."""
+    if idx.shape[0] == 0:
+        return dot2(w, val, idx, val)
+    return _dot_sparse(w, idx, val, True), _dot_dense(val, val)
+
+
+@njit(cache=True)
+def all_finite(a: np.ndarray) -> bool:
+    """Whether every entry of the 1-D ``a`` is finite (single-threaded, no temporary)."""
+    a0 = a1 = a2 = a3 = 0.0
+    n = a.shape[0]
+    m = n - n % 4
+    for i in range(0, m, 4):
+        a0 += a[i] - a[i]
+        a1 += a[i + 1] - a[i + 1]
+        a2 += a[i + 2] - a[i + 2]
+        a3 += a[i + 3] - a[i + 3]
+    for i in range(m, n):
+        a0 += a[i] - a[i]
+    return _lane_sum(a0, a1, a2, a3) == 0.0
+
+
+@njit(cache=True)
+def axpy(w: np.ndarray, scale: float, idx: np.ndarray, val: np.ndarray) -> None:
+    """``w += scale * x`` in place for the row ``x = (idx, val)``: O(nnz)."""
+    if idx.shape[0] == 0:
+        for i in range(val.shape[0]):
+            w[i] += scale * val[i]
+    else:
+        for k in range(idx.shape[0]):
+            w[idx[k]] += scale * val[k]
+
+
+_WARMUPS: list[Callable[[], object]] = []
+
+_Warmup = TypeVar("_Warmup", bound=Callable[[], object])
+
+
+def register_warmup(fn: _Warmup) -> _Warmup:
+    """Decorator: ``fn`` runs a family's kernels once on tiny inputs (see :func:`warm_kernels`)."""
+    _WARMUPS.append(fn)
+    return fn
+
+
+def warm_every_learner() -> None:
+    """Run every registered learner with its default parameters on tiny inputs.
+
+    A dense batch, the same batch as CSR, and the per-event calls: whatever a
+    family's own warm-up leaves out, a default model's first request finds compiled.
+    """
+    from learners.registry import available, make
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(8, 3))
+    X[X < 0] = 0.0
+    X[:, 0] = 1.0
+    y = np.where(np.arange(8) % 2 == 0, 1.0, -1.0)
+    tasks = np.arange(8, dtype=np.int64) % 2
+    csr = sp.csr_matrix(X)
+    for info in available():
+        model = make(info.name, n_features=3, n_tasks=2)
+        model.score_and_learn_many(X, y, tasks)
+        model.score_and_learn_many(csr, y, tasks)
+        for row, label, task in zip(X[:2], y.tolist(), tasks.tolist(), strict=False):
+            model.predict_one(row, task)
+            model.learn_one(row, label, task)
+            model.score_and_learn_one(row, label, task)
+
+
+def warm_kernels() -> dict[str, float]:
+    """Compile (or load from the cache) every learner kernel; returns seconds per family.
+
+    Call once at process start-up: afterwards no learner call compiles. The first
+    call on a machine compiles and fills numba's cache; later processes load it.
+    """
+    from learners.registry import discover
+
+    discover()
+    seconds: dict[str, float] = {}
+    for fn in (*_WARMUPS, warm_every_learner):
+        start = time.perf_counter()
+        fn()
+        seconds[f"{fn.__module__}.{fn.__qualname__}"] = time.perf_counter() - start
+    return seconds

@@ -1,0 +1,197 @@
+"""The compiled front of the linear Perceptron family: lean public calls, one kernel.
+
+:class:`CompiledLinear` is mixed in front of a numpy *reference* class (the
+slow implementation that defines the mathematics, kept for the kernel check of
+:mod:`learners.checks.kernels`). It
+
+* packs the reference's weight arrays (``_weight_fields``, e.g. ``W_`` or
+  ``V_`` and ``s_``) into one C-ordered buffer and rebinds the attributes to
+  views of it, so the kernel and the reference see the same numbers;
+* runs every score and update through :func:`learners.perceptron.kernels.step`
+  (one event) or the batch kernels (``score_and_learn_many``), row by row in
+  stream order;
+* gives the per-event calls a fast lane: a C-contiguous float64 ``x`` of the
+  right length, an ``int`` task and a ``+-1`` label (``int`` or ``float``) go
+  straight to the kernel, which checks finiteness as part of its pass (a
+  non-finite score changes nothing and is then reported as bad input). Any
+  other input takes the general validation of :class:`learners.base.Learner`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+import numpy as np
+
+from learners.base import Learner
+from learners.inputs import Batch, Vec, as_vector, check_label, check_task
+from learners.kernels import batch_rows, csr_arrays, kernel_array, row_of
+from learners.perceptron.kernels import decide_dense, learn_csr, learn_dense, learn_one_dense, step
+
+__all__ = ["CompiledLinear"]
+
+_F64 = np.dtype(np.float64)
+_NO_MATRIX = np.zeros((1, 1))
+_INF = math.inf
+
+
+def _lean(x: Any, shape: tuple[int, ...] | None, task: Any, n_tasks: int) -> bool:
+    """Whether ``(x, task)`` may skip the general validation (module docstring)."""
+    return (
+        type(x) is np.ndarray
+        and x.dtype is _F64
+        and x.shape == shape
+        and x.flags.carray
+        and type(task) is int
+        and 0 <= task < n_tasks
+    )
+
+
+class CompiledLinear(Learner):
+    """Mixin: run a linear reference learner on the compiled kernel (module docstring)."""
+
+    #: The kernel rule (a constant of :mod:`learners.perceptron.kernels`).
+    kernel_kind: ClassVar[int]
+    #: Attributes holding the weight rows, in buffer order (each ``(k, d)`` or ``(d,)``).
+    weight_fields: ClassVar[tuple[str, ...]]
+    #: The attribute counting updates.
+    update_counter: ClassVar[str] = "n_mistakes_"
+
+    _S: np.ndarray
+    _A: np.ndarray
+    _p0: float
+    _p1: float
+    _x_shape: tuple[int, ...] | None
+
+    # ------------------------------------------------------------ state
+    def _init_state(self) -> None:
+        super()._init_state()
+        self._x_shape = None if (self._bias or self._normalize) else (self._n_features,)
+        self._adopt()
+
+    def _set_state(self, state: Any) -> None:
+        super()._set_state(state)
+        self._adopt()
+
+    def add_task(self) -> int:
+        index = super().add_task()
+        self._adopt()
+        return index
+
+    def _adopt(self) -> None:
+        """Pack the weight arrays into the kernel buffer and refresh the kernel constants."""
+        parts = [np.atleast_2d(getattr(self, name)) for name in self.weight_fields]
+        self._S = np.ascontiguousarray(np.vstack(parts), dtype=np.float64)
+        start = 0
+        for name, part in zip(self.weight_fields, parts, strict=True):
+            rows = part.shape[0]
+            one_d = np.ndim(getattr(self, name)) == 1
+            setattr(self, name, self._S[start] if one_d else self._S[start : start + rows])
+            start += rows
+        self._A = self._kernel_matrix()
+        self._p0, self._p1 = self._kernel_constants()
+
+    def _kernel_matrix(self) -> np.ndarray:
+        """The ``K x K`` matrix the MATRIX rule reads (a placeholder for the other rules)."""
+        return _NO_MATRIX
+
+    def _kernel_constants(self) -> tuple[float, float]:
+        """The rule's constants ``p0``, ``p1`` (see :mod:`learners.perceptron.kernels`)."""
+        return 0.0, 0.0
+
+    def _count(self, updates: int) -> None:
+        setattr(self, self.update_counter, getattr(self, self.update_counter) + updates)
+
+    def _updated(self, score: float, y: float, val: np.ndarray) -> bool:
+        """Whether learning ``y`` on a row (values ``val``) that scored ``score`` changed the weights.
+
+        Mistake-driven rules: ``SGN(score) != y``. Kernels change nothing on a non-finite score.
+        """
+        return math.isfinite(score) and (score >= 0.0) != (y > 0.0)
+
+    # ------------------------------------------------------------ hooks on canonical vectors
+    def _run(self, v: Vec, y: float, task: int, learn: bool) -> float:
+        idx, val = row_of(v)
+        args = (self._S, self._A, idx, val, y, task, self._p0, self._p1, learn)
+        score, changed = step(self.kernel_kind, *args)
+        if changed:
+            self._count(1)
+        return float(score)
+
+    def _decision(self, x: Vec, task: int) -> float:
+        return self._run(x, 0.0, task, False)
+
+    def _learn(self, x: Vec, y: float, task: int) -> None:
+        self._run(x, y, task, True)
+
+    def score_and_learn_many(self, X: Any, y: Any, task: Any) -> np.ndarray:
+        """Test-then-train over a batch (see :meth:`Learner.score_and_learn_many`).
+
+        A dense batch at least as large as the weights is checked for NaN/inf by the
+        kernel pass itself (one read of ``X`` instead of two): the weights are copied
+        first and restored if a row turns out non-finite, so bad input changes nothing.
+        """
+        if not (isinstance(X, np.ndarray) and self._x_shape is not None and X.size >= self._S.size):
+            return super().score_and_learn_many(X, y, task)
+        batch, labels, tasks = self._prepare_batch(X, y, task, check_finite=False)
+        saved = self._S.copy()
+        try:
+            return self._score_and_learn_batch(batch, labels, tasks)
+        except ValueError:
+            self._S[...] = saved
+            raise
+
+    def _score_and_learn_batch(self, batch: Batch, y: np.ndarray, tasks: np.ndarray) -> np.ndarray:
+        labels, rows, scores = batch_rows(y, tasks)
+        args = (self.kernel_kind, self._S, self._A)
+        if batch.dense is not None:
+            X = kernel_array(batch.dense, np.float64)
+            updates = learn_dense(*args, X, labels, rows, self._p0, self._p1, scores)
+        else:
+            indptr, indices, data = csr_arrays(batch)
+            updates = learn_csr(
+                *args, indptr, indices, data, labels, rows, self._p0, self._p1, scores
+            )
+        if updates < 0:
+            row = -1 - int(updates)
+            self._reject(batch.dense[row] if batch.dense is not None else batch.rows()[row])
+        if updates:
+            self._count(int(updates))
+        return scores
+
+    # ------------------------------------------------------------ lean public calls
+    def _reject(self, x: Any) -> None:
+        """Raise for the input whose score came out non-finite."""
+        as_vector(x, self._n_features)  # raises ValueError on NaN or infinite values
+        raise ValueError("the score is not finite: the weights or x overflow")
+
+    def decision_one(self, x: Any, task: int) -> float:
+        if not _lean(x, self._x_shape, task, self._n_tasks):
+            return super().decision_one(x, task)
+        score = decide_dense(self.kernel_kind, self._S, x, task, self._p0, self._p1)
+        if -_INF < score < _INF:
+            return score
+        self._reject(x)
+        return score
+
+    def predict_one(self, x: Any, task: int) -> int:
+        return 1 if self.decision_one(x, task) >= 0.0 else -1
+
+    def score_and_learn_one(self, x: Any, y: float, task: int) -> float:
+        if not (
+            (y == 1.0 or y == -1.0)
+            and (type(y) is float or type(y) is int)
+            and _lean(x, self._x_shape, task, self._n_tasks)
+        ):
+            t = check_task(task, self._n_tasks)
+            return self._run(self._prepare(x), check_label(y, self.label_kind), t, True)
+        score = learn_one_dense(self.kernel_kind, self._S, self._A, x, y, task, self._p0, self._p1)
+        if not -_INF < score < _INF:
+            self._reject(x)
+        if self._updated(score, y, x):
+            self._count(1)
+        return score
+
+    def learn_one(self, x: Any, y: float, task: int) -> None:
+        self.score_and_learn_one(x, y, task)

@@ -1,0 +1,208 @@
+"""Compiled test-then-train kernels of the linear Perceptron family (numba).
+
+One kernel serves every linear learner of the family; ``kind`` says which
+rule a row follows. The state is one float buffer ``S`` with one weight vector
+per row (and ``A``, the ``K x K`` inverse interaction matrix, for ``MATRIX``):
+
+========== ====================== =============================================
+kind       ``S`` rows             rule for a row ``(x, y, t)`` (score first)
+========== ====================== =============================================
+INDEPENDENT ``W`` (K)             ``f = <w_t, x>``; mistake: ``w_t += y x``
+POOLED      ``w`` (1)             ``f = <w, x>``; mistake: ``w += y x``
+B_FAMILY    ``V`` (K), ``s`` (1)  ``f = (<v_t, x> + p0 <s, x>) / p1``, p0 = b/K,
+                                  p1 = 1 + b; mistake: ``v_t += y x, s += y x``
+                                  (docs/algorithms.md Sec. 1.2, O(nnz) form)
+MATRIX      ``W`` (K)             ``f = <w_t, x>``; mistake: ``w_j += y A_jt x``
+                                  for every j (saha2011 Eq. 2.2)
+PA_TASK     ``W`` (K)             Passive-Aggressive on ``w_t`` (Crammer et al.
+                                  2006, Eqs. 7-9; p0 = variant, p1 = C)
+PA_POOLED   ``w`` (1)             the same on the shared ``w``
+========== ====================== =============================================
+
+A mistake is ``SGN(f) != y`` with ``SGN(0) = +1``. Every batch is processed row
+by row in stream order, so the results are those of the row-by-row loop; the
+cost is O(nnz) per row (O(K nnz) for a MATRIX mistake), whatever the mistake
+rate. A row whose score is not finite (NaN or infinite input) changes nothing.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from learners.kernels import NO_INDEX, axpy, dot, dot2, dot_sqnorm, register_warmup
+
+__all__ = [
+    "B_FAMILY",
+    "INDEPENDENT",
+    "MATRIX",
+    "PA_POOLED",
+    "PA_TASK",
+    "POOLED",
+    "PA_VARIANTS",
+    "decide_dense",
+    "learn_csr",
+    "learn_dense",
+    "learn_one_dense",
+    "step",
+]
+
+INDEPENDENT, POOLED, B_FAMILY, MATRIX, PA_TASK, PA_POOLED = range(6)
+#: The ``p0`` code of each Passive-Aggressive variant.
+PA_VARIANTS = {"pa": 0.0, "pa1": 1.0, "pa2": 2.0}
+_NO_MATRIX = np.zeros((1, 1))
+
+
+@njit(cache=True)
+def _pa_step(loss: float, sqnorm: float, variant: float, C: float) -> float:
+    """``tau`` of PA / PA-I / PA-II (Crammer et al. 2006, Eqs. 7-9) for ``loss > 0``."""
+    if variant == 0.0:
+        return loss / sqnorm
+    if variant == 1.0:
+        return min(C, loss / sqnorm)
+    return loss / (sqnorm + 1.0 / (2.0 * C))
+
+
+@njit(cache=True)
+def step(
+    kind: int,
+    S: np.ndarray,
+    A: np.ndarray,
+    idx: np.ndarray,
+    val: np.ndarray,
+    y: float,
+    t: int,
+    p0: float,
+    p1: float,
+    learn: bool,
+) -> tuple[float, bool]:
+    """Score the row ``(idx, val)`` for task ``t``, then (when ``learn``) learn ``y``.
+
+    Returns the score before learning and whether the weights changed.
+    """
+    sqnorm = 0.0
+    if kind == B_FAMILY:
+        own, shared = dot2(S[t], S[S.shape[0] - 1], idx, val)
+        score = (own + p0 * shared) / p1
+    elif kind == POOLED:
+        score = dot(S[0], idx, val)
+    elif kind == PA_POOLED:
+        score, sqnorm = dot_sqnorm(S[0], idx, val)
+    elif kind == PA_TASK:
+        score, sqnorm = dot_sqnorm(S[t], idx, val)
+    else:
+        score = dot(S[t], idx, val)
+    if not learn or not math.isfinite(score):
+        return score, False
+    if kind in (PA_TASK, PA_POOLED):
+        loss = 1.0 - y * score
+        if loss <= 0.0 or sqnorm == 0.0:
+            return score, False
+        tau = _pa_step(loss, sqnorm, p0, p1)
+        axpy(S[t if kind == PA_TASK else 0], tau * y, idx, val)
+        return score, True
+    if (score >= 0.0) == (y > 0.0):
+        return score, False
+    if kind == INDEPENDENT:
+        axpy(S[t], y, idx, val)
+    elif kind == POOLED:
+        axpy(S[0], y, idx, val)
+    elif kind == B_FAMILY:
+        axpy(S[t], y, idx, val)
+        axpy(S[S.shape[0] - 1], y, idx, val)
+    else:
+        for j in range(A.shape[0]):
+            c = y * A[j, t]
+            if c != 0.0:
+                axpy(S[j], c, idx, val)
+    return score, True
+
+
+@njit(cache=True)
+def decide_dense(kind: int, S: np.ndarray, x: np.ndarray, t: int, p0: float, p1: float) -> float:
+    """The score of the dense row ``x`` for task ``t`` (no learning): the lean predict call."""
+    return step(kind, S, _NO_MATRIX, NO_INDEX, x, 0.0, t, p0, p1, False)[0]
+
+
+@njit(cache=True)
+def learn_one_dense(
+    kind: int, S: np.ndarray, A: np.ndarray, x: np.ndarray, y: float, t: int, p0: float, p1: float
+) -> float:
+    """Test-then-train on the dense row ``x``; returns the score before learning."""
+    return step(kind, S, A, NO_INDEX, x, y, t, p0, p1, True)[0]
+
+
+@njit(cache=True)
+def learn_dense(
+    kind: int,
+    S: np.ndarray,
+    A: np.ndarray,
+    X: np.ndarray,
+    y: np.ndarray,
+    tasks: np.ndarray,
+    p0: float,
+    p1: float,
+    scores: np.ndarray,
+) -> int:
+    """Test-then-train over the rows of the dense ``X`` in order; returns the number of updates.
+
+    A row whose score is not finite (NaN or infinite values in it) stops the pass:
+    the result is then ``-1 - row`` and the rows before it have been learned.
+    """
+    updates = 0
+    for r in range(X.shape[0]):
+        score, changed = step(kind, S, A, NO_INDEX, X[r], y[r], tasks[r], p0, p1, True)
+        if not math.isfinite(score):
+            return -1 - r
+        scores[r] = score
+        updates += changed
+    return updates
+
+
+@njit(cache=True)
+def learn_csr(
+    kind: int,
+    S: np.ndarray,
+    A: np.ndarray,
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    data: np.ndarray,
+    y: np.ndarray,
+    tasks: np.ndarray,
+    p0: float,
+    p1: float,
+    scores: np.ndarray,
+) -> int:
+    """:func:`learn_dense` for a CSR batch (sorted column indices per row)."""
+    updates = 0
+    for r in range(indptr.shape[0] - 1):
+        a, b = indptr[r], indptr[r + 1]
+        score, changed = step(kind, S, A, indices[a:b], data[a:b], y[r], tasks[r], p0, p1, True)
+        if not math.isfinite(score):
+            return -1 - r
+        scores[r] = score
+        updates += changed
+    return updates
+
+
+@register_warmup
+def warm_linear_kernels() -> None:
+    """Compile the dense, sparse and batch kernels of the linear Perceptron family."""
+    S = np.zeros((3, 4))
+    A = np.eye(2)
+    x = np.ones(4)
+    idx = np.array([1, 3], dtype=np.int64)
+    for kind in (INDEPENDENT, B_FAMILY):
+        step(kind, S, A, NO_INDEX, x, 1.0, 0, 1.0, 2.0, True)
+        step(kind, S, A, idx, x[:2], -1.0, 1, 1.0, 2.0, True)
+        decide_dense(kind, S, x, 0, 1.0, 2.0)
+        learn_one_dense(kind, S, A, x, 1.0, 0, 1.0, 2.0)
+    X = np.ones((2, 4))
+    y = np.ones(2)
+    tasks = np.zeros(2, dtype=np.int64)
+    learn_dense(MATRIX, S, A, X, y, tasks, 0.0, 0.0, np.empty(2))
+    for index in (np.int64, np.int32):
+        indptr, indices = np.array([0, 2, 4], dtype=index), np.array([0, 2, 1, 3], dtype=index)
+        learn_csr(MATRIX, S, A, indptr, indices, x, y, tasks, 0.0, 0.0, np.empty(2))

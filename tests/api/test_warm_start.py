@@ -1,0 +1,69 @@
+"""Start-up warms the learner kernels: no /predict and no worker batch compiles one."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import numpy as np
+import pytest
+import redis
+from fastapi.testclient import TestClient
+
+import learners
+from service.api.app import create_app
+from service.settings import Settings
+from service.store.models import get_model
+from service.store.snapshot import Snapshot, write_snapshot
+from service.worker.__main__ import main as worker_main
+from tests.learners.test_kernels import compiled_signatures
+
+
+def _trained_snapshot(rb: redis.Redis, tasks: list[str]) -> None:
+    cfg = get_model(rb, "default")
+    assert cfg is not None
+    learner = learners.make("cmtl", n_features=3, n_tasks=len(tasks))
+    for t in range(len(tasks)):
+        learner.learn_one(np.array([1.0, 0.0, 0.5]), -1.0, t)
+    write_snapshot(rb, "default", Snapshot(0, cfg.generation, learner, tasks))
+
+
+def test_the_api_warms_the_kernels_before_it_serves(
+    api_settings: Settings, rb: redis.Redis, caplog: pytest.LogCaptureFixture
+) -> None:
+    app = create_app(api_settings)
+    with caplog.at_level(logging.INFO, logger="omtl.api"), TestClient(app) as client:
+        assert any("learner kernels ready" in r.getMessage() for r in caplog.records)
+        _trained_snapshot(rb, ["a", "b"])
+        before = compiled_signatures()
+        for x in ([2.0, 0.0, 1.0], [1.0, -2.0, 0.5], {"indices": [2], "values": [1.5]}):
+            r = client.post("/predict", json={"task": "a", "x": x})
+            assert r.status_code == 200
+            assert r.json()["score"] != 0.0
+        assert compiled_signatures() == before, "a /predict compiled a kernel"
+
+
+def test_the_worker_warms_the_kernels_before_its_first_read(
+    api_settings: Settings,
+    rb: redis.Redis,
+    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with TestClient(create_app(api_settings)) as client:
+        rng = np.random.default_rng(0)
+        events = [
+            {"task": f"t{i % 3}", "x": rng.normal(size=3).tolist(), "y": 1 if i % 2 else -1}
+            for i in range(40)
+        ]
+        assert client.post("/events", json={"events": events}).status_code == 202
+        assert client.post("/events", json={"events": events[:1]}).status_code == 202
+    monkeypatch.setenv("REDIS_URL", str(api_settings.redis_url))
+    monkeypatch.setenv("OMTL_DATA_DIR", str(api_settings.data_dir))
+    learners.warm_kernels()  # what the worker's start-up does, measured from here on
+    before = compiled_signatures()
+    with caplog.at_level(logging.INFO, logger="omtl.worker"):
+        assert worker_main(["--until-idle", "--timeout", "60", "--metrics-port", "0"]) == 0
+    assert any("learner kernels ready" in r.getMessage() for r in caplog.records)
+    assert compiled_signatures() == before, "a worker batch compiled a kernel"
+    assert json.loads(capsys.readouterr().out)["events"] == 41

@@ -1,0 +1,184 @@
+"""The shared compiled helpers (learners.kernels) and the kernel-vs-reference harness."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import learners
+from learners import kernels
+from learners.checks.kernels import compare_with_reference, noisy_stream
+from learners.perceptron import kernels as linear_kernels
+from learners.perceptron import pnorm_kernels, second_order_kernels
+from learners.perceptron.linear import IndependentPerceptrons
+from learners.perceptron.multitask import PooledPerceptronReference
+
+
+@pytest.mark.parametrize("d", [1, 3, 4, 9, 100])
+def test_dense_and_sparse_rows_give_bit_identical_dots(d):
+    rng = np.random.default_rng(d)
+    w, u = rng.normal(size=d), rng.normal(size=d)
+    x = rng.normal(size=d) * (rng.random(d) < 0.6)
+    idx = np.flatnonzero(x)
+    dense = kernels.dot(w, kernels.NO_INDEX, x)
+    assert dense == kernels.dot(w, idx, x[idx])
+    assert dense == pytest.approx(float(w @ x), rel=1e-13, abs=1e-15)
+    assert kernels.dot2(u, w, kernels.NO_INDEX, x) == kernels.dot2(u, w, idx, x[idx])
+    assert kernels.dot2(u, w, idx, x[idx])[1] == dense
+    assert kernels.dot_sqnorm(w, idx, x[idx]) == kernels.dot_sqnorm(w, kernels.NO_INDEX, x)
+    assert kernels.dot_sqnorm(w, idx, x[idx])[1] == pytest.approx(float(x @ x), rel=1e-13)
+    target = w.copy()
+    kernels.axpy(target, -0.5, idx, x[idx])
+    np.testing.assert_array_equal(target, w - 0.5 * x)
+
+
+def test_the_harness_catches_a_kernel_that_is_not_its_reference():
+    kernel = IndependentPerceptrons(n_features=10, n_tasks=4)
+    stream = noisy_stream(kernel, n=300, seed=0)
+    with pytest.raises(AssertionError):
+        compare_with_reference(
+            lambda: IndependentPerceptrons(n_features=10, n_tasks=4),
+            lambda: PooledPerceptronReference(n_features=10, n_tasks=4),
+            stream,
+            sparse=False,
+        )
+    compare_with_reference(
+        lambda: IndependentPerceptrons(n_features=10, n_tasks=4),
+        lambda: IndependentPerceptrons.reference_class(n_features=10, n_tasks=4),
+        stream,
+        sparse=True,
+    )
+
+
+FAMILY = (linear_kernels, pnorm_kernels, second_order_kernels)
+
+
+def _compiled(fn: object) -> int:
+    return len(fn.signatures)  # type: ignore[attr-defined]
+
+
+KERNELS = [
+    *(getattr(linear_kernels, f) for f in ("step", "decide_dense", "learn_one_dense")),
+    *(getattr(module, f) for module in FAMILY for f in ("learn_dense", "learn_csr")),
+    pnorm_kernels.step,
+    second_order_kernels.step,
+]
+
+
+def test_kernels_are_cached_and_warm_up_covers_every_public_path():
+    seconds = learners.warm_kernels()
+    assert {
+        "learners.perceptron.kernels.warm_linear_kernels",
+        "learners.perceptron.pnorm_kernels.warm_pnorm_kernels",
+        "learners.perceptron.second_order_kernels.warm_second_order_kernels",
+    } <= set(seconds)
+    assert all(s >= 0.0 for s in seconds.values())
+    for fn in KERNELS:
+        assert type(fn._cache).__name__ != "NullCache", f"{fn.__name__} is not cached"
+    before = [_compiled(fn) for fn in KERNELS]
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(50, 6))
+    X[X < 0] = 0.0
+    y = np.where(rng.random(50) < 0.5, 1.0, -1.0)
+    tasks = rng.integers(0, 3, size=50)
+    readonly = X.copy()
+    readonly.flags.writeable = False
+    for name in ("ipl", "cmtl", "pa-global", "cmtl-pnorm", "cmtl-second-order"):
+        model = learners.make(name, n_features=6, n_tasks=3)
+        model.score_and_learn_many(X, y, tasks)
+        model.score_and_learn_many(readonly, y, tasks)
+        model.score_and_learn_many(sp.csr_matrix(X), y, tasks)
+        for x, label, t in zip(X, y.tolist(), tasks.tolist(), strict=True):
+            model.predict_one(x, t)
+            model.learn_one(x, label, t)
+            idx = np.flatnonzero(x)
+            idx.flags.writeable = False
+            model.learn_one((idx, x[x != 0]), label, t)
+    assert [_compiled(fn) for fn in KERNELS] == before, "a learner call compiled a new kernel"
+
+
+@pytest.mark.parametrize("name", ["cmtl", "ipl", "pa-individual"])
+def test_lean_calls_reject_bad_x_and_change_nothing(name):
+    model = learners.make(name, n_features=4, n_tasks=2)
+    model.learn_one(np.array([1.0, -2.0, 0.5, 1.0]), -1, 0)
+    before = model.state_dict()
+    for bad in (np.array([1.0, np.nan, 0.0, 1.0]), np.array([np.inf, 1.0, 1.0, 1.0])):
+        with pytest.raises(ValueError, match="NaN or infinite"):
+            model.score_and_learn_one(bad, 1.0, 0)
+        with pytest.raises(ValueError, match="NaN or infinite"):
+            model.predict_one(bad, 1)
+    after = model.state_dict()
+    for key, value in before.items():
+        np.testing.assert_array_equal(np.asarray(after[key]), np.asarray(value))
+
+
+def test_other_array_kinds_take_the_general_path_with_the_same_result():
+    x = np.array([1.0, -2.0, 0.5, 3.0])
+    a = learners.make("cmtl", n_features=4, n_tasks=2)
+    b = learners.make("cmtl", n_features=4, n_tasks=2)
+    readonly = x.copy()
+    readonly.flags.writeable = False
+    strided = np.repeat(x, 2)[::2]
+    for form in (readonly, strided, x.astype(np.float32).astype(np.float64), [1, -2, 0.5, 3]):
+        assert a.score_and_learn_one(form, 1, 1) == b.score_and_learn_one(x, 1.0, 1)
+    np.testing.assert_array_equal(a.task_weights(), b.task_weights())
+
+
+@pytest.mark.parametrize("name", ["cmtl", "ipl", "pa-global"])
+def test_a_late_bad_row_of_a_large_batch_changes_nothing(name):
+    """Large dense batches are checked by the kernel pass; the weights are restored."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(400, 5))
+    y = np.where(rng.random(400) < 0.5, 1.0, -1.0)
+    tasks = rng.integers(0, 3, size=400)
+    model = learners.make(name, n_features=5, n_tasks=3)
+    model.score_and_learn_many(X[:100], y[:100], tasks[:100])
+    before = model.state_dict()
+    bad = X.copy()
+    bad[350, 2] = np.inf
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        model.score_and_learn_many(bad, y, tasks)
+    after = model.state_dict()
+    for key, value in before.items():
+        np.testing.assert_array_equal(np.asarray(after[key]), np.asarray(value), err_msg=key)
+    np.testing.assert_array_equal(
+        model.score_and_learn_many(X, y, tasks),
+        learners.from_state_dict(before).score_and_learn_many(X, y, tasks),
+    )
+
+
+def compiled_signatures() -> dict[str, int]:
+    """How many specialisations every numba kernel of the package has compiled so far."""
+    from numba.core.registry import CPUDispatcher
+
+    counts = {}
+    for module_name, module in list(sys.modules.items()):
+        if module_name == "learners" or module_name.startswith("learners."):
+            for name, value in vars(module).items():
+                if isinstance(value, CPUDispatcher):
+                    counts[f"{value.py_func.__module__}.{name}"] = len(value.signatures)
+    return counts
+
+
+def test_after_warm_up_no_learner_call_compiles():
+    """Every registered learner, other sizes than the warm-up's, dense, CSR and per event."""
+    learners.warm_kernels()
+    before = compiled_signatures()
+    assert sum(1 for n in before.values() if n) >= 15  # cached callers load without callees
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(30, 5))
+    X[X < 0.3] = 0.0
+    y = np.where(rng.random(30) < 0.5, 1.0, -1.0)
+    tasks = rng.integers(0, 3, size=30)
+    for info in learners.available():
+        model = learners.make(info.name, n_features=5, n_tasks=3)
+        model.score_and_learn_many(X, y, tasks)
+        model.score_and_learn_many(sp.csr_matrix(X), y, tasks)
+        for x, label, t in zip(X[:4], y.tolist(), tasks.tolist(), strict=False):
+            model.predict_one(x, t)
+            model.learn_one(sp.csr_matrix(x), label, t)
+            model.score_and_learn_one(x, label, t)
+    assert compiled_signatures() == before, "a learner call compiled a new kernel"
