@@ -23,7 +23,7 @@ from evaluation.dataset import Dataset
 __all__ = ["STEP_PARAMS", "default_learner", "learner_grid", "passive_learners", "run_pass"]
 
 #: Hyperparameters tuned by a factor of 10 either way (the first one a learner has).
-STEP_PARAMS = ("eta", "lr", "learning_rate", "C", "b", "kappa", "lam", "mu", "a")
+STEP_PARAMS = ("eta", "lr", "learning_rate", "r", "C", "b", "kappa", "lam", "mu", "a")
 #: Families that need inputs these streams do not have (views of the features).
 NEEDS_VIEWS = ("multiview-", "mmperc", "matrix-pnorm")
 
