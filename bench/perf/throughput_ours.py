@@ -199,6 +199,8 @@ def call_isolated(
             signal.setitimer(signal.ITIMER_PROF, 0)
         except MemoryError:
             out = {"error": f"out of memory (> {MEMORY_LIMIT // 1024**3} GB)"}
+        except TimeUp:
+            out = {"error": f"over the time limit ({seconds + ALARM_GRACE:g} CPU s)"}
         except Exception as exc:
             out = {"error": f"{type(exc).__name__}: {exc}"[:200]}
         data = json.dumps(out).encode()

@@ -29,8 +29,12 @@ __all__ = [
     "measure_peer",
     "median_entry",
     "peer_versions",
+    "river_dicts",
+    "row_entries",
     "run_river",
     "run_vw",
+    "vw_features",
+    "vw_lines",
 ]
 
 
@@ -67,8 +71,8 @@ def peer_versions() -> dict[str, str]:
     return out
 
 
-def _row(stream: BenchStream, i: int) -> tuple[np.ndarray, np.ndarray]:
-    X = stream.X
+def row_entries(X: Any, i: int) -> tuple[np.ndarray, np.ndarray]:
+    """Feature ids and values of row ``i`` of ``X`` (a dense array or a CSR matrix)."""
     if sp.issparse(X):
         s, e = X.indptr[i], X.indptr[i + 1]
         return X.indices[s:e], X.data[s:e]
@@ -80,17 +84,21 @@ def vw_lines(stream: BenchStream, start: int, end: int) -> list[str]:
     """VW text lines ``label |t k<task> |f i:v ...`` of events ``start .. end - 1``."""
     lines = []
     for i in range(start, end):
-        idx, val = _row(stream, i)
-        feats = " ".join(f"{j}:{v:.6g}" for j, v in zip(idx.tolist(), val.tolist()))
+        feats = vw_features(*row_entries(stream.X, i))
         lines.append(f"{int(stream.y[i])} |t k{int(stream.task[i])} |f {feats}")
     return lines
+
+
+def vw_features(idx: np.ndarray, val: np.ndarray) -> str:
+    """The ``id:value`` tokens of one row in VW text format."""
+    return " ".join(f"{j}:{v:.6g}" for j, v in zip(idx.tolist(), val.tolist()))
 
 
 def river_dicts(stream: BenchStream, start: int, end: int) -> list[dict[int, float]]:
     """River feature dicts of events ``start .. end - 1``."""
     out = []
     for i in range(start, end):
-        idx, val = _row(stream, i)
+        idx, val = row_entries(stream.X, i)
         out.append(dict(zip(idx.tolist(), val.tolist())))
     return out
 
