@@ -657,12 +657,26 @@ def scenario_soak(args: argparse.Namespace) -> dict[str, Any]:
         }
 
 
+# --------------------------------------------------------------------------- scenario: lifecycle
+def scenario_lifecycle(args: argparse.Namespace) -> dict[str, Any]:
+    """Model lifecycle and hostile state (:mod:`bench.perf.chaos_lifecycle`): create /
+    delete / recreate cycles under traffic, requests over the memory budget and the task
+    limit, crafted state in Redis. Its tables go to ``bench/results/chaos_lifecycle.md``."""
+    from bench.perf import chaos_lifecycle
+
+    code = chaos_lifecycle.main(
+        ["--cycles", str(args.lifecycle_cycles), "--crafted", str(args.lifecycle_crafted)]
+    )
+    return {"exit_code": code, "results": "bench/results/chaos_lifecycle.md"}
+
+
 SCENARIOS: dict[str, Callable[[argparse.Namespace], dict[str, Any]]] = {
     "sse": scenario_sse,
     "backlog": scenario_backlog,
     "logdet": scenario_logdet,
     "kills": scenario_kills,
     "soak": scenario_soak,
+    "lifecycle": scenario_lifecycle,
 }
 
 
@@ -685,6 +699,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--soak-rate", type=float, default=50.0, help="/predict calls per second")
     p.add_argument("--soak-sample", type=float, default=30.0, help="seconds between samples")
     p.add_argument("--soak-keep", type=int, default=20_000, help="OMTL_STREAM_MAXLEN")
+    p.add_argument("--lifecycle-cycles", type=int, default=1000)
+    p.add_argument("--lifecycle-crafted", type=int, default=100, help="crafted-state cases")
     return p
 
 
