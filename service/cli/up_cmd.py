@@ -85,6 +85,12 @@ def _logging(settings: Settings) -> None:
     )
 
 
+#: Seconds uvicorn waits for open requests on shutdown. Label-request streams
+#: (``GET /queries``) never end by themselves, so without a bound a stop would
+#: wait for every annotator to disconnect; they reconnect with ``Last-Event-ID``.
+SHUTDOWN_GRACE_S = 10
+
+
 def _serve_api(settings: Settings) -> None:
     import uvicorn
 
@@ -99,6 +105,7 @@ def _serve_api(settings: Settings) -> None:
         port=settings.api_port,
         log_level=settings.log_level,
         access_log=False,
+        timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
     )
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import threading
 from pathlib import Path
 
 import httpx2 as httpx
@@ -72,8 +74,27 @@ def test_up_serves_predictions_learns_and_stops_cleanly(tmp_path: Path) -> None:
             return http.get(f"{base}/models/default").json()["counts"]["labels"] == 2
 
         assert wait_until(learned_twice, timeout=30, interval=0.05)
+        # an annotator's label-request stream is open while `omtl up` stops: the stop
+        # must not wait for it to end (streams never end by themselves)
+        opened = threading.Event()
+
+        def follow() -> None:
+            url = f"{base}/queries?model=default&after=0-0"
+            with (
+                contextlib.suppress(httpx.HTTPError),
+                httpx.Client(timeout=120) as sse,
+                sse.stream("GET", url) as stream,
+            ):
+                for _ in stream.iter_lines():
+                    opened.set()
+
+        annotator = threading.Thread(target=follow, daemon=True)
+        annotator.start()
+        assert opened.wait(30), "the label-request stream never answered"
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=60)
+        annotator.join(30)
+        assert not annotator.is_alive()  # the stream was closed by the stop
     finally:
         http.close()
         if proc.poll() is None:
