@@ -18,7 +18,9 @@ Scenarios (``--only NAME`` runs one; default: all of them):
   or refused? does it advance (events applied, snapshots) without the
   reload-and-replay loop?
 * ``kills``: live ``/predict`` traffic while the worker is SIGKILLed
-  ``--kills-worker`` (25) times and the API ``--kills-api`` (3) times; then the
+  ``--kills-worker`` (25) times, the API ``--kills-api`` (3) times and the Redis
+  server ``--kills-redis`` (3) times (restarted on its port and data directory,
+  ``appendfsync always``); then the
   final state is compared bit for bit with one uninterrupted run of the same
   log, and every acknowledged event is looked up.
 * ``soak``: ``--soak-minutes`` (30) of steady mixed traffic (predictions,
@@ -509,9 +511,10 @@ def scenario_kills(args: argparse.Namespace) -> dict[str, Any]:
         threads = [threading.Thread(target=traffic, args=(s,)) for s in range(4)]
         for t in threads:
             t.start()
-        n_worker, n_api = args.kills_worker, args.kills_api
+        n_worker, n_api, n_redis = args.kills_worker, args.kills_api, args.kills_redis
         api_every = max(1, n_worker // max(1, n_api))
-        api_kills = 0
+        redis_every = max(1, n_worker // max(1, n_redis))
+        api_kills = redis_kills = 0
         for i in range(n_worker):
             time.sleep(args.kills_interval)
             worker.kill()
@@ -522,8 +525,18 @@ def scenario_kills(args: argparse.Namespace) -> dict[str, Any]:
                 stack = ExitStack()
                 ports["port"], api_pid = stack.enter_context(serve(APP, env))
                 api_kills += 1
+            if redis_kills < n_redis and (i + 1) % redis_every == redis_every // 2:
+                # the server itself, mid-traffic; started again on its port and data directory
+                assert server.proc is not None
+                server.proc.kill()
+                server.stop()
+                server.start()
+                redis_kills += 1
             worker = _worker(server.url, log_path, "--model", "default", "--worker-id", "w")
-            _log(f"kills: worker {i + 1}/{n_worker}, api {api_kills}/{n_api}, acked {len(acked)}")
+            _log(
+                f"kills: worker {i + 1}/{n_worker}, api {api_kills}/{n_api}, "
+                f"redis {redis_kills}/{n_redis}, acked {len(acked)}"
+            )
         time.sleep(args.kills_interval)
         stop.set()
         for t in threads:
@@ -553,6 +566,8 @@ def scenario_kills(args: argparse.Namespace) -> dict[str, Any]:
         return {
             "worker_sigkills": n_worker,
             "api_sigkills": api_kills,
+            "redis_sigkills": redis_kills,
+            "redis_appendfsync": server.appendfsync,
             "seconds_between_kills": args.kills_interval,
             "acknowledged": len(acked),
             "requests_failed_during_kills": failed[0],
@@ -694,6 +709,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--logdet-seconds", type=float, default=600.0)
     p.add_argument("--kills-worker", type=int, default=25)
     p.add_argument("--kills-api", type=int, default=3)
+    p.add_argument("--kills-redis", type=int, default=3, help="SIGKILLs of the Redis server")
     p.add_argument("--kills-interval", type=float, default=4.0, help="seconds between kills")
     p.add_argument("--soak-minutes", type=float, default=30.0)
     p.add_argument("--soak-rate", type=float, default=50.0, help="/predict calls per second")

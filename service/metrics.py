@@ -106,6 +106,12 @@ MODEL_FAILED = Gauge(
     "the reason is in GET /models/{m} and the log), retried every 30 s.",
     ["model"],
 )
+REDIS_WRITE_DURABILITY = Gauge(
+    "omtl_redis_write_durability",
+    "At the last /health/ready: 1 when the Redis server fsyncs every acknowledged write "
+    "(appendonly yes, appendfsync always), 0 when a crash of the server can lose some, "
+    "-1 when the server does not say (CONFIG not allowed).",
+)
 MODEL_HEALTHY = Gauge(
     "omtl_model_healthy",
     "API view of each model at the last /health/models: 1 when a worker heartbeat is fresh "

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -31,6 +31,14 @@ class Settings(BaseSettings):
     )
     data_dir: Path = Field(
         default=Path("omtl-data"), description="Data directory of the embedded server."
+    )
+    redis_appendfsync: Literal["always", "everysec"] = Field(
+        default="always",
+        description=(
+            "fsync policy of the embedded server's append-only file: 'always' (every "
+            "acknowledged write survives a kill -9 or power loss of the server) or "
+            "'everysec' (faster; up to about one second of acknowledged writes can be lost)."
+        ),
     )
     default_model: str = Field(default="default", description="Model created at start-up.")
     default_learner: str = Field(default="cmtl", description="Learner of the default model.")

@@ -75,7 +75,9 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if given:
         yield _database_url(given, _worker_index())
         return
-    with EmbeddedRedis(tmp_path_factory.mktemp("redis")) as server:
+    # throwaway data: no fsync per write (the default ``always`` is what
+    # tests/service/test_core_server_kills.py exercises, through ``omtl up``)
+    with EmbeddedRedis(tmp_path_factory.mktemp("redis"), appendfsync="everysec") as server:
         yield server.url
 
 

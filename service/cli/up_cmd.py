@@ -269,7 +269,9 @@ def run_up(args: argparse.Namespace) -> int:
     previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         if not settings.redis_url:
-            server = EmbeddedRedis(settings.data_dir / "redis")
+            server = EmbeddedRedis(
+                settings.data_dir / "redis", appendfsync=settings.redis_appendfsync
+            )
             try:
                 server.start()
             except DataDirLocked as exc:

@@ -29,11 +29,29 @@ from typing import Any, cast
 
 import hiredis
 
-__all__ = ["RespConnection", "RespError", "pack", "pack_args"]
+__all__ = ["RespConnection", "RespError", "RespUnavailable", "pack", "pack_args"]
 
 
 class RespError(Exception):
     """An error reply from the server."""
+
+
+class RespUnavailable(RespError, ConnectionError):
+    """An error reply that means "not now": the server is loading its data after a
+    restart, busy with a script, or without a primary. Callers treat it as Redis
+    being unreachable (a 503 with ``Retry-After``), as redis-py does with its
+    ``BusyLoadingError``."""
+
+
+#: First words of the error replies that are :class:`RespUnavailable`.
+UNAVAILABLE_REPLIES = frozenset({"LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN"})
+
+
+def reply_error(reply: Exception) -> RespError:
+    """The exception for an error reply of the server."""
+    text = str(reply)
+    code = text.split(" ", 1)[0]
+    return RespUnavailable(text) if code in UNAVAILABLE_REPLIES else RespError(text)
 
 
 def _bytes(part: Any) -> bytes:
@@ -123,7 +141,7 @@ class _Protocol(asyncio.Protocol):
             if future.done():
                 continue
             if isinstance(reply, hiredis.ReplyError):
-                future.set_exception(RespError(str(reply)))
+                future.set_exception(reply_error(reply))
             else:
                 future.set_result(reply)
 

@@ -33,6 +33,7 @@ from service import metrics as m
 from service.settings import Settings
 from service.store import STORE_UNAVAILABLE, StoreError, connect
 from service.store.connection import SNAPSHOT_REPLY_S
+from service.store.durability import read_durability, warn_unless_durable
 from service.store.failures import clear_failed, mark_failed
 from service.store.lease import acquire, new_worker_id, release
 from service.store.models import ModelLimits, list_models
@@ -305,6 +306,7 @@ class Worker:
         next_maintain = 0.0
         next_publish = 0.0
         block_ms = max(1, min(self.settings.block_ms, int(self.tick * 1000)))
+        warn_unless_durable(read_durability(self.r), f"worker {self.id}")
         self.keeper.start()
         try:
             while not self.stopping:

@@ -79,3 +79,16 @@ def test_only_plain_redis_urls() -> None:
         RespConnection("rediss://example:6380/0")
     conn = RespConnection("redis://:secret@10.0.0.1:7000/3")
     assert (conn.host, conn.port, conn.password, conn.db) == ("10.0.0.1", 7000, "secret", 3)
+
+
+def test_not_now_error_replies_count_as_redis_unavailable() -> None:
+    from service.store import STORE_UNAVAILABLE
+    from service.store.resp import RespUnavailable, reply_error
+
+    loading = reply_error(Exception("LOADING Valkey is loading the dataset in memory"))
+    assert isinstance(loading, RespUnavailable) and isinstance(loading, STORE_UNAVAILABLE)
+    for text in ("BUSY Redis is busy running a script", "MASTERDOWN Link is down", "TRYAGAIN x"):
+        assert isinstance(reply_error(Exception(text)), RespUnavailable), text
+    wrong = reply_error(Exception("WRONGTYPE Operation against a key holding the wrong kind"))
+    assert not isinstance(wrong, STORE_UNAVAILABLE)
+    assert str(wrong).startswith("WRONGTYPE")

@@ -1,6 +1,7 @@
 """Liveness, readiness and per-model health.
 
-Readiness is the process's: Redis answers. It does not depend on the models,
+Readiness is the process's: Redis answers. The answer also carries the
+server's write durability (:mod:`service.store.durability`). It does not depend on the models,
 so one stuck model cannot take every API replica out of its Service. Each
 model's health is reported separately (``GET /health/models`` and the gauge
 ``omtl_model_healthy{model}``, refreshed on every scrape of ``/metrics``): a
@@ -18,18 +19,22 @@ from typing import Any
 from service import metrics
 from service.api.context import ApiContext
 from service.store import StoreError, keys
+from service.store.durability import read_durability_async
 from service.store.models import list_models_async
 
 __all__ = ["model_health", "readiness"]
 
 
 async def readiness(ctx: ApiContext) -> tuple[bool, dict[str, Any]]:
-    """``(ready, details)``: ready while Redis answers."""
+    """``(ready, details)``: ready while Redis answers; details say whether an
+    acknowledged write survives a crash of the Redis server."""
     try:
         await ctx.redis.ping()
     except (StoreError, OSError) as exc:
         return False, {"status": "not ready", "redis": False, "error": str(exc)}
-    return True, {"status": "ready", "redis": True}
+    durability = await read_durability_async(ctx.redis)
+    metrics.REDIS_WRITE_DURABILITY.set(durability.gauge_value)
+    return True, {"status": "ready", "redis": True, "durability": durability.as_dict()}
 
 
 def _text(v: Any) -> str:
