@@ -94,9 +94,11 @@ def report(results: dict[tuple[str, int], LoadResult], load_avg: tuple[float, fl
                 lines.append(f"| | ({r.errors} errors) | | | | | |")
     lines += [
         "",
-        "The API appends the events of concurrent requests in one pipelined round trip (group "
-        "commit), so the server's one fsync per event-loop turn is shared by every request "
-        "of that turn: the cost is largest for a single client.",
+        "With `always` every turn of the server's event loop that wrote something waits for "
+        "one fsync before its replies go out; the API's group commit puts the appends of "
+        "concurrent requests into one turn. The cost follows the disk's fsync latency (here a "
+        "shared virtual disk on a machine running other jobs): measure on yours, and choose "
+        "`everysec` only where losing about a second of acknowledged events is acceptable.",
         "",
     ]
     return "\n".join(lines)
