@@ -66,23 +66,23 @@ def _rounds() -> list[dict[str, Any]]:
 def _send(client: TestClient, model: str, rounds: list[dict[str, Any]]) -> None:
     """The rounds through /events (and every 100th unlabelled one through /predict),
     then a late label for every unlabelled round, and one repeated label."""
-    unlabelled: list[tuple[str, dict[str, Any]]] = []
+    unlabelled: list[str] = []
     for start in range(0, len(rounds), BATCH):
         chunk = rounds[start : start + BATCH]
         if start % (100 * BATCH) == 0:
             one = {k: v for k, v in chunk[0].items() if k != "y"}
             p = client.post("/predict", json={"model": model, **one})
             assert p.status_code == 200, p.text
-            unlabelled.append((p.json()["event_id"], chunk[0]))
+            unlabelled.append(p.json()["event_id"])
         r = client.post("/events", json={"model": model, "events": chunk})
         assert r.status_code == 202, r.text
         ids = r.json()["event_ids"]
-        unlabelled += [(eid, e) for eid, e in zip(ids, chunk, strict=True) if "y" not in e]
-    for n, (eid, event) in enumerate(unlabelled):
+        unlabelled += [eid for eid, e in zip(ids, chunk, strict=True) if "y" not in e]
+    for n, eid in enumerate(unlabelled):
         y = -1.0 if n % 3 == 0 else 1.0
         r = client.post("/label", json={"model": model, "event_id": eid, "y": y})
         assert r.status_code == 202, r.text
-    again = client.post("/label", json={"model": model, "event_id": unlabelled[0][0], "y": -1})
+    again = client.post("/label", json={"model": model, "event_id": unlabelled[0], "y": -1})
     assert again.json()["status"] == "duplicate"
 
 
