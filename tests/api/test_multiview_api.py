@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import orjson
 import pytest
 import redis
 from fastapi.testclient import TestClient
@@ -22,6 +23,7 @@ from service.settings import Settings
 from service.store.snapshot import read_snapshot
 from service.worker import Worker
 from tests.api.conftest import log_length
+from tests.api.test_fastpath import _answer, routed_only
 
 TASKS = ["a", "b", "c"]
 DIMS = [2, 3, 4]  # task c gets n_features = 4
@@ -197,3 +199,42 @@ def test_rounds_through_the_worker_equal_the_learner_on_the_same_rounds(
     assert [it["score"] for it in batch.json()["items"]] == [
         pytest.approx(reference.decision_views(_dense(probe, False), t), abs=1e-12) for t in (0, 2)
     ]
+
+
+MV_BODIES = [
+    {"model": "mv", "task": "a", "views": {"a": [1, 2], "b": [0, 1, 0], "c": [1, 1, 1, 1]}},
+    {"model": "mv", "task": "b", "views": {"b": {"indices": [1], "values": [2.0]}}, "learn": False},
+    {
+        "model": "mv",
+        "items": [
+            {"task": "a", "views": {"a": [1, 2]}},
+            {"task": "c", "views": {"c": [0, 0, 1, 0]}},
+        ],
+    },
+    {"model": "mv", "task": "a", "views": {"a": [1, 2, 3]}},
+    {"model": "mv", "task": "a", "x": [1, 2, 3, 4]},
+    {"task": "a", "views": {"a": [1, 2, 3]}},
+]
+
+
+@pytest.mark.parametrize("body", MV_BODIES, ids=range(len(MV_BODIES)))
+def test_the_fast_path_answers_rounds_as_the_route_does(
+    client: TestClient, api_settings: Settings, rb: redis.Redis, body: dict[str, Any]
+) -> None:
+    _put(client)
+    with TestClient(routed_only(api_settings)) as routed:
+        start = log_length(rb, "mv")
+        fast = _answer(client, orjson.dumps(body))
+        middle = log_length(rb, "mv")
+        slow = _answer(routed, orjson.dumps(body))
+        assert fast == slow
+        assert middle - start == log_length(rb, "mv") - middle
+
+
+def test_openapi_documents_the_multiview_form(client: TestClient) -> None:
+    schemas = client.get("/openapi.json").json()["components"]["schemas"]
+    for model in ("PredictRequest", "PredictItem", "EventIn"):
+        props = schemas[model]["properties"]
+        assert {"x", "views", "task"} <= set(props), model
+        assert "multiview round" in props["views"]["description"]
+    assert "task_dims" in schemas["ModelInfo"]["properties"]
