@@ -14,7 +14,7 @@ Every entry has a field ``k`` naming its kind:
   the event id ``E/i``.
 * ``k=l`` a label: ``event`` (an entry id, or ``E/i`` for a batch row), ``y``
   (decimal text), optional ``annotator``.
-* ``k=v`` one multiview round (docs/architecture.md, "Log entry format"):
+* ``k=v`` one multiview round (docs/architecture.md, "Multiview rounds"):
   ``task`` (the round's task, one of the views); ``views`` (JSON list of the m
   task names whose instances the round carries); the m instances as exactly
   one of ``vx`` (JSON list of m vectors, each dense or sparse as for ``x``),
