@@ -305,13 +305,7 @@ class Applier:
                 self._dead(eid_b.decode(), f"{type(exc).__name__}: {exc}", flat)
                 n -= 1
                 continue
-            st = self.state
-            st.single["events"][t] += 1
-            st.single["predictions"][t] += 1
-            st.single["labels"][t] += 1
-            st.totals["labelled_events"] += 1
-            if self.classification and (s >= 0.0) != (y_one > 0.0):
-                st.single["mistakes"][t] += 1
+            self._count_arrived_labelled(t, s, y_one)
         return n
 
     def _count_labelled(self, scores: np.ndarray, y: np.ndarray, tasks: np.ndarray) -> None:
@@ -366,13 +360,7 @@ class Applier:
             self._request(ev.id, t, round_views, s, ev.ref, views=True)
             st.remember(ev.id, _Round(t, views))
             return
-        s = learner.score_and_learn_views(round_views, ev.y, t)
-        st.single["events"][t] += 1
-        st.single["predictions"][t] += 1
-        st.single["labels"][t] += 1
-        st.totals["labelled_events"] += 1
-        if self.classification and (s >= 0.0) != (ev.y > 0.0):
-            st.single["mistakes"][t] += 1
+        self._count_arrived_labelled(t, learner.score_and_learn_views(round_views, ev.y, t), ev.y)
 
     def _event(self, ev: Event) -> None:
         st = self.state
@@ -389,12 +377,16 @@ class Applier:
             self._request(ev.id, t, v, s, ev.ref)
             st.remember(ev.id, (t, v))
             return
-        s = self._score_and_learn(x, ev.y, t)
+        self._count_arrived_labelled(t, self._score_and_learn(x, ev.y, t), ev.y)
+
+    def _count_arrived_labelled(self, t: int, s: float, y: float) -> None:
+        """Counters of an event (or round) learned with the label it arrived with."""
+        st = self.state
         st.single["events"][t] += 1
         st.single["predictions"][t] += 1
         st.single["labels"][t] += 1
         st.totals["labelled_events"] += 1
-        if self.classification and (s >= 0.0) != (ev.y > 0.0):
+        if self.classification and (s >= 0.0) != (y > 0.0):
             st.single["mistakes"][t] += 1
 
     def _batch(self, b: BatchEvent) -> int:
