@@ -9,7 +9,7 @@ the list of documents, ``--plot FILE.png`` draws their curves).
 DATASET is a built-in name with optional parameters (``synthetic-rom:delta2=1``)
 or a path to a ``.npz`` file (format: :mod:`evaluation.npzformat`). The
 multiview sets (``multiview-shared``, ``multiview-tasks``, ``landmine-views``)
-go with ``--protocol multiview`` and the multiview learners (``mmperc``,
+go with ``--protocol multiview`` (their default) and the multiview learners (``mmperc``,
 ``matrix-pnorm``, ``multiview-independent``, ``multiview-concat``).
 """
 
@@ -23,8 +23,10 @@ from typing import Any
 
 from evaluation import protocols
 from evaluation.catalog import (
+    MULTIVIEW_PROTOCOL,
     dataset_names,
     dataset_summary,
+    is_multiview,
     load_for_protocol,
     multiview_dataset_names,
 )
@@ -68,8 +70,9 @@ def _common_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--protocol",
-        default="split",
-        help=f"evaluation protocol: {', '.join(sorted(protocols.available()))} (default split)",
+        default=None,
+        help=f"evaluation protocol: {', '.join(sorted(protocols.available()))} "
+        "(default split; multiview for a multiview dataset)",
     )
     p.add_argument("--runs", type=int, default=10, help="number of runs (default 10)")
     p.add_argument(
@@ -111,6 +114,9 @@ def run_datasets(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> None:
+    """Refuse bad option values; fill in the default protocol for the dataset."""
+    if args.protocol is None:
+        args.protocol = MULTIVIEW_PROTOCOL if is_multiview(args.dataset) else "split"
     if args.runs < 1:
         raise ValueError("--runs must be at least 1")
     if args.seed < 0:

@@ -198,7 +198,10 @@ def replay(
 def register(sub: Any) -> None:
     """Add the ``replay`` subcommand."""
     p = sub.add_parser("replay", help="stream a dataset into a running service")
-    p.add_argument("dataset", help="dataset name (see `omtl evaluate --help`) or a .npz path")
+    p.add_argument(
+        "dataset",
+        help="dataset name (see `omtl datasets`; a multiview one is sent as rounds) or a .npz path",
+    )
     p.add_argument("--model", required=True, help="model to send the events to")
     p.add_argument("--rate", type=float, default=None, help="events per second (default: max)")
     p.add_argument("--batch", type=int, default=100, help="events per request (default 100)")

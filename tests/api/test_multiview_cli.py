@@ -114,8 +114,13 @@ def test_omtl_evaluate_runs_the_multiview_protocol(
     assert doc["runs"] == 2
     assert 0.0 <= doc["metrics"]["mistake_rate_mean"] < 0.5
     assert "matrix-pnorm" in capsys.readouterr().out
-    # a multiview set without the protocol, or the protocol on another set: exit 2 with why
-    assert omtl(["evaluate", "multiview-shared:n=50", "--learner", "mmperc"]) == 2
+    # a multiview set with another protocol, or the protocol on another set: exit 2 with why
+    assert omtl(["evaluate", "multiview-shared:n=50", "--learner", "mmperc", "--runs", "1"]) == 0
+    assert "protocol multiview" in capsys.readouterr().out  # the multiview sets' default
+    assert (
+        omtl(["evaluate", "multiview-shared:n=50", "--learner", "mmperc", "--protocol", "online"])
+        == 2
+    )
     assert "use --protocol multiview" in capsys.readouterr().err
     assert (
         omtl(["evaluate", "synthetic-saha", "--learner", "mmperc", "--protocol", "multiview"]) == 2
