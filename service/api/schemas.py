@@ -65,7 +65,7 @@ _REF = Field(
 
 
 # ---------------------------------------------------------------- multiview rounds
-#: The instances of a multiview round, by task name (docs/architecture.md, "Log entry format").
+#: The instances of a multiview round, by task name (docs/architecture.md, "Multiview rounds").
 Views = dict[Annotated[str, StringConstraints(pattern=TASK_NAME_PATTERN)], Features]
 _X_OR_VIEWS = Field(
     default=None,

@@ -4,12 +4,17 @@ A worker applies unlabelled rounds and stops; the annotators' labels arrive
 afterwards and a new worker (empty event cache) applies them: it reads each
 round back from the log (``XRANGE``) and learns it exactly as the learner does
 on the same rounds. A label naming a row of a round, a second label and a
-label for an unknown entry are dead letters with the reason.
+label for an unknown entry are dead letters with the reason. A snapshot whose
+view dimensions do not fit its arrays is refused before anything of their size
+is allocated.
 """
 
 from __future__ import annotations
 
+import io
+
 import numpy as np
+import pytest
 import redis
 
 import learners
@@ -17,7 +22,7 @@ from service.settings import Settings
 from service.store import keys
 from service.store.codec import encode_label, encode_multiview
 from service.store.models import ModelConfig, put_model
-from service.store.snapshot import read_snapshot
+from service.store.snapshot import Snapshot, SnapshotInvalid, decode, encode, read_snapshot
 from service.worker import Worker
 
 TASKS = ["u", "v"]
@@ -70,3 +75,18 @@ def test_late_labels_of_rounds_read_back_from_the_log(rb: redis.Redis, settings:
             np.testing.assert_array_equal(snap.learner.state_dict()[key], value, err_msg=key)
     assert int(snap.counters["labels"].sum()) == 12
     assert int(snap.counters["mistakes"].sum()) == mistakes
+
+
+def test_a_snapshot_with_view_dimensions_its_arrays_do_not_fit_is_refused() -> None:
+    learner = learners.make("mmperc", n_features=2, n_tasks=2, task_dims=[3])
+    header, arrays = encode(Snapshot(version=1, generation=1, learner=learner, task_names=TASKS))
+    assert decode(header, arrays).learner.view_dims == [3, 2]  # type: ignore[attr-defined]
+    # the same archive with dims_ rewritten to 2**40: the learner's arrays do not fit them,
+    # refused before anything of that size is allocated
+    with np.load(io.BytesIO(arrays), allow_pickle=False) as npz:
+        members = {k: npz[k] for k in npz.files}
+    members["learner.state.dims_"] = np.array([2**40, 2], dtype=np.int64)
+    buf = io.BytesIO()
+    np.savez(buf, allow_pickle=False, **members)
+    with pytest.raises(SnapshotInvalid, match="cannot reshape"):
+        decode(header, buf.getvalue())
