@@ -83,6 +83,11 @@ class MultiviewDataset:
         return int(self.y.shape[0])
 
     @property
+    def kind(self) -> str:
+        """The label kind: multiview rounds are labelled -1/+1."""
+        return "classification"
+
+    @property
     def n_tasks(self) -> int:
         """K, the number of views/tasks."""
         return len(self.views)

@@ -133,7 +133,8 @@ class MMPerc(MultiviewLearner):
         """The primal form's D x D inverse and v, D = sum of the task dimensions
         (each with its bias slot); the dual form's buffers at their first capacity
         of 16 mistakes, which grow with the number of mistakes (O(m D + m^2))."""
-        given = list(params.get("task_dims") or ())[: int(n_tasks)]
+        listed = params.get("task_dims")  # a list, or an array when read from a snapshot
+        given = ([] if listed is None else [int(d) for d in listed])[: int(n_tasks)]
         dims = given + [int(n_features)] * (int(n_tasks) - len(given))
         D = sum(dims) + int(n_tasks)
         form = params.get("form", "auto")

@@ -8,9 +8,9 @@ generic body path. Floats must be finite (``allow_inf_nan=False``).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 __all__ = [
     "EventIn",
@@ -57,7 +57,6 @@ _TASK = Field(
     pattern=TASK_NAME_PATTERN,
     description="Task id (any string); an unseen task is created when the worker applies it.",
 )
-_X = Field(description="Features: a dense list of n_features numbers, or {indices, values}.")
 _REF = Field(
     default=None,
     max_length=512,
@@ -65,12 +64,46 @@ _REF = Field(
 )
 
 
-class PredictItem(BaseModel):
+# ---------------------------------------------------------------- multiview rounds
+#: The instances of a multiview round, by task name (docs/architecture.md, "Multiview rounds").
+Views = dict[Annotated[str, StringConstraints(pattern=TASK_NAME_PATTERN)], Features]
+_X_OR_VIEWS = Field(
+    default=None,
+    description="Features: a dense list of n_features numbers, or {indices, values}. "
+    "Give x for a single-instance learner, views for a multiview one.",
+)
+_VIEWS = Field(
+    default=None,
+    min_length=1,
+    description="A multiview round (learners mmperc, matrix-pnorm, multiview-*): the "
+    "instance of each task, {task: x}, x dense (that task's dimension d_j) or "
+    "{indices, values}. `task` names the task the round is scored and labelled for and "
+    "must be one of the views; a task of the model left out is the zero vector.",
+)
+
+
+class _XOrViews(BaseModel):
+    """An event's instance: ``x`` (single-instance learners) or ``views`` (multiview)."""
+
+    model_config = _STRICT
+    x: Features | None = _X_OR_VIEWS
+    views: Views | None = _VIEWS
+
+    @model_validator(mode="after")
+    def _one_of(self) -> _XOrViews:
+        if (self.x is None) == (self.views is None):
+            raise ValueError(
+                "give exactly one of x (a single event) and views (a multiview round, "
+                "{task: x, ...})"
+            )
+        return self
+
+
+class PredictItem(_XOrViews):
     """One item of a batch prediction."""
 
     model_config = _STRICT
     task: TaskName = _TASK
-    x: Features = _X
     ref: str | None = _REF
 
 
@@ -133,12 +166,11 @@ class LabelAccepted(BaseModel):
     y: float
 
 
-class EventIn(BaseModel):
+class EventIn(_XOrViews):
     """One event sent by a producer: labelled when ``y`` is given."""
 
     model_config = _STRICT
     task: TaskName = _TASK
-    x: Features = _X
     y: float | None = Field(default=None, description="The label, if known.")
     ref: str | None = _REF
 
@@ -198,6 +230,11 @@ class ModelInfo(BaseModel):
         "show what could be read.",
     )
     failure: str | None = Field(default=None, description="Why the model is failed.")
+    task_dims: dict[str, int] | None = Field(
+        default=None,
+        description="Multiview learners: the dimension d_j of every named task's view "
+        "(params.task_dims at PUT, else n_features); null for single-instance learners.",
+    )
 
 
 class TaskStats(BaseModel):

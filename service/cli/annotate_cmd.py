@@ -25,8 +25,9 @@ from typing import Any
 import numpy as np
 import orjson
 
-from evaluation.catalog import load_dataset
+from evaluation.catalog import load_any
 from evaluation.dataset import Dataset
+from evaluation.multiview import MultiviewDataset
 from service.cli.client import Api, ApiCallError, HttpApi, sse_messages
 from service.cli.replay_cmd import default_url
 
@@ -73,7 +74,7 @@ _DROPS = (OSError, http.client.HTTPException)
 
 def annotate(
     api: Api,
-    ds: Dataset,
+    ds: Dataset | MultiviewDataset,
     model: str,
     *,
     after: str = "$",
@@ -119,7 +120,7 @@ def annotate(
 
 def _answer(
     api: Api,
-    ds: Dataset,
+    ds: Dataset | MultiviewDataset,
     model: str,
     request: dict[str, Any],
     stats: AnnotateStats,
@@ -175,7 +176,7 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``omtl annotate``."""
-    ds = load_dataset(args.dataset)
+    ds = load_any(args.dataset)  # a multiview set: rows are rounds, ref = round index
     api = HttpApi(args.url or default_url())
     try:
         stats = annotate(

@@ -7,7 +7,10 @@ several learners on the same shuffles and prints one table (``--json`` writes
 the list of documents, ``--plot FILE.png`` draws their curves).
 
 DATASET is a built-in name with optional parameters (``synthetic-rom:delta2=1``)
-or a path to a ``.npz`` file (format: :mod:`evaluation.npzformat`).
+or a path to a ``.npz`` file (format: :mod:`evaluation.npzformat`). The
+multiview sets (``multiview-shared``, ``multiview-tasks``, ``landmine-views``)
+go with ``--protocol multiview`` (their default) and the multiview learners (``mmperc``,
+``matrix-pnorm``, ``multiview-independent``, ``multiview-concat``).
 """
 
 from __future__ import annotations
@@ -19,7 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from evaluation import protocols
-from evaluation.catalog import dataset_names, dataset_summary, load_dataset
+from evaluation.catalog import (
+    MULTIVIEW_PROTOCOL,
+    dataset_names,
+    dataset_summary,
+    is_multiview,
+    load_for_protocol,
+    multiview_dataset_names,
+)
 from evaluation.compare import compare, plot_curves
 from evaluation.datapath import DataNotFoundError
 from evaluation.progress import ProgressBar
@@ -49,7 +59,8 @@ def _common_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "dataset",
         help=f"built-in dataset ({', '.join(dataset_names())}), optionally NAME:key=value,..., "
-        "or a path to a .npz file",
+        "or a path to a .npz file; with --protocol multiview a multiview dataset "
+        f"({', '.join(multiview_dataset_names())})",
     )
     p.add_argument(
         "--param",
@@ -59,8 +70,9 @@ def _common_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--protocol",
-        default="split",
-        help=f"evaluation protocol: {', '.join(sorted(protocols.available()))} (default split)",
+        default=None,
+        help=f"evaluation protocol: {', '.join(sorted(protocols.available()))} "
+        "(default split; multiview for a multiview dataset)",
     )
     p.add_argument("--runs", type=int, default=10, help="number of runs (default 10)")
     p.add_argument(
@@ -90,14 +102,21 @@ def register(sub: Any) -> None:
 def run_datasets(args: argparse.Namespace) -> int:
     """Run ``omtl datasets``: one line per built-in dataset."""
     names = dataset_names()
-    width = max(len(n) for n in names)
+    multiview = multiview_dataset_names()
+    width = max(len(n) for n in names + multiview)
     for name in names:
+        print(f"{name:<{width}}  {dataset_summary(name)}")
+    print("\nMultiview (rounds of K views; --protocol multiview):")
+    for name in multiview:
         print(f"{name:<{width}}  {dataset_summary(name)}")
     print("\nParameters after a colon (NAME:key=value,...); or a .npz file (see the docs).")
     return 0
 
 
 def _check(args: argparse.Namespace) -> None:
+    """Refuse bad option values; fill in the default protocol for the dataset."""
+    if args.protocol is None:
+        args.protocol = MULTIVIEW_PROTOCOL if is_multiview(args.dataset) else "split"
     if args.runs < 1:
         raise ValueError("--runs must be at least 1")
     if args.seed < 0:
@@ -115,7 +134,8 @@ def run_evaluate(args: argparse.Namespace) -> int:
     bar = ProgressBar(f"{args.learner}")
     try:
         _check(args)
-        dataset = load_dataset(args.dataset)
+        # a Dataset, or a MultiviewDataset for the multiview protocol (the only one taking it)
+        dataset: Any = load_for_protocol(args.dataset, args.protocol)
         doc = protocols.get(args.protocol).run(
             dataset,
             args.learner,
@@ -155,7 +175,8 @@ def run_compare(args: argparse.Namespace) -> int:
         _check(args)
         if not names:
             raise ValueError("--learners needs at least one name")
-        dataset = load_dataset(args.dataset)
+        # a Dataset, or a MultiviewDataset for the multiview protocol (the only one taking it)
+        dataset: Any = load_for_protocol(args.dataset, args.protocol)
         docs = compare(
             dataset,
             names,

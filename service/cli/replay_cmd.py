@@ -5,6 +5,13 @@ Rows are sent in order (or shuffled with ``--shuffle SEED``) through
 that ``omtl annotate`` can answer label requests from the dataset's ground
 truth. By default the events are unlabelled, so labels come only from
 annotators; ``--labelled P`` sends a fraction P of them with their label.
+
+A multiview dataset (``multiview-shared``, ``multiview-tasks``,
+``landmine-views``) is sent as multiview rounds, ``{"views": {task: x, ...},
+"task": ...}`` (docs/architecture.md, "Log entry format"), to a model of a
+multiview learner; ``--create`` gives it the dataset's task names and, for a
+learner with ``task_dims``, their dimensions (a learner without it, such as
+``matrix-pnorm``, gets views zero-padded to the largest dimension).
 """
 
 from __future__ import annotations
@@ -18,12 +25,23 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from evaluation.catalog import load_dataset
+import learners
+from evaluation.catalog import load_any
 from evaluation.dataset import Dataset
+from evaluation.multiview import MultiviewDataset
 from service.cli.client import Api, ApiCallError, HttpApi
 from service.settings import get_settings
 
-__all__ = ["ReplayStats", "ensure_model", "event_json", "register", "replay", "run"]
+__all__ = [
+    "ReplayStats",
+    "ensure_model",
+    "ensure_multiview_model",
+    "event_json",
+    "register",
+    "replay",
+    "round_json",
+    "run",
+]
 
 
 @dataclass
@@ -60,6 +78,62 @@ def event_json(ds: Dataset, row: int, labelled: bool) -> dict[str, Any]:
     return event
 
 
+def round_json(ds: MultiviewDataset, row: int, labelled: bool) -> dict[str, Any]:
+    """The ``/events`` item of round ``row`` of a multiview dataset: every view, dense."""
+    views = {name: v[row].tolist() for name, v in zip(ds.view_names, ds.views, strict=True)}
+    event: dict[str, Any] = {
+        "task": ds.view_names[int(ds.task[row])],
+        "views": views,
+        "ref": str(row),
+    }
+    if labelled:
+        event["y"] = float(ds.y[row])
+    return event
+
+
+def for_learner(ds: MultiviewDataset, learner: str) -> MultiviewDataset:
+    """The rounds as ``learner`` takes them: zero-padded to the largest view dimension
+    when it has no ``task_dims`` and the views differ in dimension."""
+    has_dims = any(p.name == "task_dims" for p in learners.get(learner).params)
+    return ds if has_dims or ds.uniform else ds.padded()
+
+
+def ensure_multiview_model(
+    api: Api, model: str, ds: MultiviewDataset, learner: str | None, params: dict[str, Any]
+) -> MultiviewDataset:
+    """Create ``model`` for the multiview dataset unless it exists (``learner`` None: it must
+    exist); returns the rounds to send. Refuse a model whose tasks or dimensions differ."""
+    status, info = api.request("GET", f"/models/{model}")
+    if status == 200:
+        if info.get("task_dims") is None:
+            raise ApiCallError(
+                409, f"model {model!r} runs {info['learner']!r}, which takes no multiview rounds"
+            )
+        data = for_learner(ds, info["learner"])
+        want = dict(zip(data.view_names, data.view_dims, strict=True))
+        if info["task_dims"] != want:
+            raise ApiCallError(
+                409, f"model {model!r} has task dimensions {info['task_dims']}, the data {want}"
+            )
+        return data
+    if learner is None:
+        raise ApiCallError(status, info)
+    data = for_learner(ds, learner)
+    spec_params = dict(params)
+    if data is ds and not ds.uniform:
+        spec_params["task_dims"] = ds.view_dims
+    spec = {
+        "learner": learner,
+        "params": spec_params,
+        "n_features": max(data.view_dims),
+        "tasks": list(data.view_names),
+    }
+    status, info = api.request("PUT", f"/models/{model}", spec)
+    if status not in (200, 201):
+        raise ApiCallError(status, info)
+    return data
+
+
 def ensure_model(api: Api, model: str, ds: Dataset, learner: str, params: dict[str, Any]) -> None:
     """Create ``model`` for the dataset unless it exists; refuse a model of another dimension."""
     status, info = api.request("GET", f"/models/{model}")
@@ -80,7 +154,7 @@ def ensure_model(api: Api, model: str, ds: Dataset, learner: str, params: dict[s
 
 def replay(
     api: Api,
-    ds: Dataset,
+    ds: Dataset | MultiviewDataset,
     model: str,
     *,
     rate: float | None = None,
@@ -89,7 +163,8 @@ def replay(
     limit: int | None = None,
     shuffle: int | None = None,
 ) -> ReplayStats:
-    """Send the dataset's rows as events; ``rate`` caps events per second."""
+    """Send the dataset's rows as events (a multiview set's rounds as multiview rounds);
+    ``rate`` caps events per second."""
     order = np.arange(ds.n)
     if shuffle is not None:
         order = np.random.default_rng(shuffle).permutation(ds.n)
@@ -102,7 +177,10 @@ def replay(
     started = time.monotonic()
     for start in range(0, order.shape[0], batch):
         rows = order[start : start + batch].tolist()
-        events = [event_json(ds, r, bool(with_label[r])) for r in rows]
+        if isinstance(ds, MultiviewDataset):
+            events = [round_json(ds, r, bool(with_label[r])) for r in rows]
+        else:
+            events = [event_json(ds, r, bool(with_label[r])) for r in rows]
         status, body = api.request("POST", "/events", {"model": model, "events": events})
         if status != 202:
             raise ApiCallError(status, body)
@@ -120,7 +198,10 @@ def replay(
 def register(sub: Any) -> None:
     """Add the ``replay`` subcommand."""
     p = sub.add_parser("replay", help="stream a dataset into a running service")
-    p.add_argument("dataset", help="dataset name (see `omtl evaluate --help`) or a .npz path")
+    p.add_argument(
+        "dataset",
+        help="dataset name (see `omtl datasets`; a multiview one is sent as rounds) or a .npz path",
+    )
     p.add_argument("--model", required=True, help="model to send the events to")
     p.add_argument("--rate", type=float, default=None, help="events per second (default: max)")
     p.add_argument("--batch", type=int, default=100, help="events per request (default 100)")
@@ -137,10 +218,12 @@ def run(args: argparse.Namespace) -> int:
     if args.batch < 1 or not 0.0 <= args.labelled <= 1.0:
         print("--batch must be >= 1 and --labelled in [0, 1]", file=sys.stderr)
         return 2
-    ds = load_dataset(args.dataset)
+    ds = load_any(args.dataset)
     api = HttpApi(args.url or default_url())
     try:
-        if args.create:
+        if isinstance(ds, MultiviewDataset):
+            ds = ensure_multiview_model(api, args.model, ds, args.create, {})
+        elif args.create:
             ensure_model(api, args.model, ds, args.create, {})
         stats = replay(
             api,

@@ -14,6 +14,15 @@ Every entry has a field ``k`` naming its kind:
   the event id ``E/i``.
 * ``k=l`` a label: ``event`` (an entry id, or ``E/i`` for a batch row), ``y``
   (decimal text), optional ``annotator``.
+* ``k=v`` one multiview round (docs/architecture.md, "Multiview rounds"):
+  ``task`` (the round's task, one of the views); ``views`` (JSON list of the m
+  task names whose instances the round carries); the m instances as exactly
+  one of ``vx`` (JSON list of m vectors, each dense or sparse as for ``x``),
+  ``vx32`` + ``vlen`` (raw LE float32 of the m dense views one after the other,
+  raw LE int32 dimension of each) or ``vxi`` + ``vxv`` + ``vlen`` (raw LE int32
+  indices and float32 values of the m sparse views one after the other, raw LE
+  int32 number of stored values of each); optional ``y`` and ``ref``. A task of
+  the model missing from ``views`` is the zero vector in that round.
 
 Producers with Redis access may XADD these entries themselves; the binary
 encodings avoid the cost of parsing decimal floats.
@@ -35,6 +44,7 @@ __all__ = [
     "CodecError",
     "Event",
     "Label",
+    "MultiviewEvent",
     "X",
     "decode_entry",
     "decode_flat",
@@ -42,6 +52,7 @@ __all__ = [
     "encode_batch",
     "encode_event",
     "encode_label",
+    "encode_multiview",
     "entry_id_tuple",
     "format_y",
     "parse_event_id",
@@ -56,6 +67,7 @@ KIND = "k"
 KIND_EVENT = "e"
 KIND_BATCH = "b"
 KIND_LABEL = "l"
+KIND_MULTIVIEW = "v"
 TASK = "task"
 X_JSON = "x"
 X32 = "x32"
@@ -71,8 +83,14 @@ Y64 = "y64"
 REFS = "refs"
 EVENT = "event"
 ANNOTATOR = "annotator"
+VIEWS = "views"
+VX_JSON = "vx"
+VX32 = "vx32"
+VXI = "vxi"
+VXV = "vxv"
+VLEN = "vlen"
 #: Fields holding raw bytes rather than text.
-BINARY_FIELDS = frozenset({X32, XI, XV, X32_ROWS, Y32, Y64})
+BINARY_FIELDS = frozenset({X32, XI, XV, X32_ROWS, Y32, Y64, VX32, VXI, VXV, VLEN})
 
 #: A decoded feature vector: dense values, or a sparse ``(indices, values)`` pair.
 X = np.ndarray | tuple[np.ndarray, np.ndarray]
@@ -118,6 +136,18 @@ class BatchEvent:
     def n(self) -> int:
         """Number of rows."""
         return int(self.X.shape[0])
+
+
+@dataclass(slots=True)
+class MultiviewEvent:
+    """One multiview round: the instance of every task in ``views`` (by task name, in
+    the entry's order), the round's ``task`` (one of them), optional ``y`` and ``ref``."""
+
+    id: str
+    task: str
+    views: dict[str, X]
+    y: float | None
+    ref: str | None
 
 
 @dataclass(slots=True)
@@ -300,6 +330,63 @@ def encode_batch(
     return fields
 
 
+def encode_multiview(
+    task: str,
+    views: Mapping[str, Any],
+    y: float | None = None,
+    ref: str | None = None,
+    binary: bool = True,
+) -> dict[str, bytes | str]:
+    """Fields of one ``k=v`` entry: the instances ``views`` (task name -> x) of one round.
+
+    Every x is dense or sparse as for :func:`encode_event`. ``binary`` writes
+    ``vx32`` when every view is dense, else ``vxi`` + ``vxv`` (a dense view then
+    stored by its non-zero entries, which is exact); otherwise ``vx`` (JSON).
+    ``task`` must be one of the views.
+    """
+    names = [str(name) for name in views]
+    if not names:
+        raise ValueError("a multiview round needs at least one view")
+    if str(task) not in names:
+        raise ValueError(f"the round's task {task!r} must be one of its views")
+    fields: dict[str, bytes | str] = {
+        KIND: KIND_MULTIVIEW,
+        TASK: str(task),
+        VIEWS: orjson.dumps(names).decode(),
+    }
+    values = list(views.values())
+    sparse = [_as_sparse(x) for x in values]
+    if not binary:
+        fields[VX_JSON] = orjson.dumps(
+            [
+                np.asarray(x, dtype=np.float64).tolist()
+                if sp_ is None
+                else {"indices": sp_[0].tolist(), "values": sp_[1].tolist()}
+                for x, sp_ in zip(values, sparse, strict=True)
+            ]
+        ).decode()
+    elif all(sp_ is None for sp_ in sparse):
+        dense = [np.ascontiguousarray(x, dtype=_F32).reshape(-1) for x in values]
+        fields[VX32] = b"".join(d.tobytes() for d in dense)
+        fields[VLEN] = np.asarray([d.shape[0] for d in dense], dtype=_I32).tobytes()
+    else:
+        pairs = []
+        for x, sp_ in zip(values, sparse, strict=True):
+            if sp_ is None:
+                dense64 = np.asarray(x, dtype=np.float64).reshape(-1)
+                nz = np.flatnonzero(dense64)
+                sp_ = (nz, dense64[nz])
+            pairs.append(sp_)
+        fields[VXI] = b"".join(np.ascontiguousarray(i, dtype=_I32).tobytes() for i, _ in pairs)
+        fields[VXV] = b"".join(np.ascontiguousarray(v, dtype=_F32).tobytes() for _, v in pairs)
+        fields[VLEN] = np.asarray([i.shape[0] for i, _ in pairs], dtype=_I32).tobytes()
+    if y is not None:
+        fields[Y] = format_y(y)
+    if ref is not None:
+        fields[REF] = str(ref)
+    return fields
+
+
 def encode_label(event_id: str, y: float, annotator: str | None = None) -> dict[str, bytes | str]:
     """Fields of one ``k=l`` entry."""
     split_event_id(event_id)
@@ -454,6 +541,84 @@ def _decode_batch(entry_id: str, f: Mapping[str, Any], n_features: int | None) -
     return BatchEvent(entry_id, tasks, X, y, refs)
 
 
+def _view_lengths(f: Mapping[str, Any], m: int) -> np.ndarray:
+    if VLEN not in f:
+        raise CodecError("binary views need the field vlen")
+    raw = _raw(f[VLEN])
+    if len(raw) != 4 * m:
+        raise CodecError(f"vlen has {len(raw)} bytes, expected {4 * m} for {m} views")
+    lengths = np.frombuffer(raw, dtype=_I32).astype(np.int64)
+    if lengths.min() < 0:
+        raise CodecError("vlen holds a negative length")
+    return lengths
+
+
+def _decode_views(f: Mapping[str, Any], names: list[str]) -> list[X]:
+    m = len(names)
+    present = [name for name in (VX_JSON, VX32, VXI) if name in f]
+    if len(present) != 1:
+        raise CodecError("a multiview round needs exactly one of the fields vx, vx32, vxi+vxv")
+    if VX_JSON in f:
+        objs = _json(f[VX_JSON], VX_JSON)
+        if not isinstance(objs, list) or len(objs) != m:
+            raise CodecError(f"vx must be a JSON list of {m} vectors (one per view)")
+        out: list[X] = []
+        for name, obj in zip(names, objs, strict=True):
+            dim = len(obj) if isinstance(obj, list) else 2**31 - 1
+            try:
+                out.append(parse_x_json(obj, dim))
+            except ValueError as exc:
+                raise CodecError(f"view {name!r}: {exc}") from None
+        return out
+    lengths = _view_lengths(f, m)
+    ends = np.cumsum(lengths)
+    starts = ends - lengths
+    if VX32 in f:
+        raw = _raw(f[VX32])
+        if len(raw) != 4 * int(ends[-1]):
+            raise CodecError(f"vx32 has {len(raw)} bytes, expected {4 * int(ends[-1])} (vlen)")
+        flat = np.frombuffer(raw, dtype=_F32)
+        if not np.isfinite(flat).all():
+            raise CodecError("a view contains NaN or infinite values")
+        return [flat[a:e] for a, e in zip(starts.tolist(), ends.tolist(), strict=True)]
+    if VXV not in f:
+        raise CodecError("field vxi needs vxv")
+    ri, rv = _raw(f[VXI]), _raw(f[VXV])
+    if len(ri) != len(rv) or len(ri) != 4 * int(ends[-1]):
+        raise CodecError("vxi and vxv must each hold sum(vlen) 4-byte values")
+    idx = np.frombuffer(ri, dtype=_I32).astype(np.int64)
+    val = np.frombuffer(rv, dtype=_F32).astype(np.float64)
+    if not np.isfinite(val).all():
+        raise CodecError("a view contains NaN or infinite values")
+    out = []
+    for name, a, e in zip(names, starts.tolist(), ends.tolist(), strict=True):
+        vi = idx[a:e]
+        if vi.size and (vi.min() < 0 or np.unique(vi).size != vi.size):
+            raise CodecError(f"view {name!r}: indices must be unique and non-negative")
+        out.append((vi, val[a:e]))
+    return out
+
+
+def _decode_multiview(entry_id: str, f: Mapping[str, Any]) -> MultiviewEvent:
+    if TASK not in f or VIEWS not in f:
+        raise CodecError("a multiview round needs the fields task and views")
+    task = _text(f[TASK], TASK)
+    names = _json(f[VIEWS], VIEWS)
+    if (
+        not isinstance(names, list)
+        or not names
+        or not all(isinstance(n, str) and n for n in names)
+        or len(set(names)) != len(names)
+    ):
+        raise CodecError("views must be a JSON list of distinct non-empty task names")
+    if task not in names:
+        raise CodecError(f"the round's task {task!r} is not one of its views")
+    xs = _decode_views(f, names)
+    y = _float(f[Y], Y) if Y in f else None
+    ref = _text(f[REF], REF) if REF in f else None
+    return MultiviewEvent(entry_id, task, dict(zip(names, xs, strict=True)), y, ref)
+
+
 def _decode_label(entry_id: str, f: Mapping[str, Any]) -> Label:
     if EVENT not in f or Y not in f:
         raise CodecError("a label needs the fields event and y")
@@ -469,10 +634,11 @@ def _decode_label(entry_id: str, f: Mapping[str, Any]) -> Label:
 
 def decode_entry(
     entry_id: str | bytes, fields: Mapping[Any, Any], n_features: int | None = None
-) -> Event | BatchEvent | Label:
+) -> Event | BatchEvent | Label | MultiviewEvent:
     """Decode one log entry (keys and values as bytes or str).
 
-    With ``n_features`` the dimension of x is checked. Raises
+    With ``n_features`` the dimension of x is checked (not of a multiview round's
+    views: their dimensions are per task, the learner checks them). Raises
     :class:`CodecError` with the reason for anything malformed.
     """
     eid = entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id)
@@ -486,12 +652,14 @@ def decode_entry(
         return _decode_batch(eid, f, n_features)
     if kind == KIND_LABEL:
         return _decode_label(eid, f)
-    raise CodecError(f"unknown entry kind k={kind!r} (expected e, b or l)")
+    if kind == KIND_MULTIVIEW:
+        return _decode_multiview(eid, f)
+    raise CodecError(f"unknown entry kind k={kind!r} (expected e, b, l or v)")
 
 
 def decode_flat(
     entry_id: str | bytes, flat: Sequence[Any], n_features: int | None = None
-) -> Event | BatchEvent | Label:
+) -> Event | BatchEvent | Label | MultiviewEvent:
     """:func:`decode_entry` of a raw XREAD field list ``[field, value, field, value, ...]``."""
     return decode_entry(entry_id, dict(zip(flat[0::2], flat[1::2])), n_features)
 

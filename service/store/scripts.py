@@ -15,7 +15,7 @@ Each API write is one atomic round trip to Redis:
   written, nothing is written for an unknown model, and a request beyond the
   backlog bound is refused whole (the API's 429).
 * :data:`APPEND_LABEL` finds the event (an entry id, or row ``i`` of a batch
-  entry), refuses unknown or trimmed events and events that already carry a
+  entry; a multiview round is labelled like a single event), refuses unknown or trimmed events and events that already carry a
   label, records the label with the event id in the labels hash and appends the
   label entry, all at once. A retry therefore never appends a second entry.
 
@@ -162,7 +162,7 @@ for i = 1, #f, 2 do
   elseif name == '{codec.Y64}' then y64 = f[i + 1] end
 end
 local row = tonumber(ARGV[2])
-if kind == '{codec.KIND_EVENT}' then
+if kind == '{codec.KIND_EVENT}' or kind == '{codec.KIND_MULTIVIEW}' then
   if row >= 0 then return {{'noevent', 'not a batch entry'}} end
   if y then return {{'inline', y}} end
 elseif kind == '{codec.KIND_BATCH}' then

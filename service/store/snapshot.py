@@ -323,9 +323,10 @@ def _read_arrays(npz_bytes: bytes, bounds: Expected) -> dict[str, np.ndarray]:
 def _probe(learner: Learner) -> None:
     """Score a vector of ones for every task: arrays of the wrong shape fail here, not
     while the model serves."""
-    x = np.ones(learner.n_features)
+    # multiview learners: task t's instance has its own dimension d_j (``view_dims``)
+    dims = getattr(learner, "view_dims", None) or [learner.n_features] * learner.n_tasks
     for t in range(learner.n_tasks):
-        if not math.isfinite(learner.decision_one(x, t)):
+        if not math.isfinite(learner.decision_one(np.ones(dims[t]), t)):
             raise SnapshotInvalid(f"snapshot state scores task {t} as a non-finite number")
 
 

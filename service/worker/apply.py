@@ -8,6 +8,10 @@ For each entry, in log order (docs/architecture.md, "Applying log entries"):
 * batch: labelled rows go through ``learner.score_and_learn_many`` run by run
   (consecutive labelled rows: the learners' exact batch path); unlabelled rows
   are handled one by one as single events;
+* multiview round (``k=v``, multiview learners only): the same as an event,
+  with the learner's round methods (``decision_views``,
+  ``score_and_learn_views``) on the views of every task (a task the round does
+  not carry is the zero vector);
 * label: read the event back (the in-memory cache of recent unlabelled events,
   else XRANGE on the log), apply the label at most once, count it;
 * anything that cannot be decoded or applied goes to the dead-letter list with
@@ -24,6 +28,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -35,6 +40,7 @@ from service.store.codec import (
     CodecError,
     Event,
     Label,
+    MultiviewEvent,
     decode_flat,
     entry_id_tuple,
     parse_event_id,
@@ -63,6 +69,18 @@ RecordCut = Callable[[bytes], None]
 
 class _Dead(Exception):
     """An entry that cannot be applied; the message is the reason."""
+
+
+#: The instance of a view a multiview round does not carry: the zero vector.
+_NO_VIEW = (np.zeros(0, dtype=np.int64), np.zeros(0))
+
+
+@dataclass(slots=True)
+class _Round:
+    """A multiview round waiting for its label: its task and its views by task index."""
+
+    task: int
+    views: dict[int, Any]
 
 
 class Applier:
@@ -107,11 +125,17 @@ class Applier:
     def _score_and_learn(self, x: Any, y: float, t: int) -> float:
         return self.learner.score_and_learn_one(x, y, t)
 
-    def _request(self, event_id: str, t: int, x: Any, score: float, ref: Any) -> None:
-        """Ask the learner whether to query ``x``; on True emit a label request."""
+    def _request(
+        self, event_id: str, t: int, x: Any, score: float, ref: Any, views: bool = False
+    ) -> None:
+        """Ask the learner whether to query ``x`` (the K views of a round when ``views``);
+        on True emit a label request."""
         st = self.state
         p = ""
-        if not self.passive:
+        if views:
+            if not self.passive and not self.learner.query_views(x, t):  # type: ignore[attr-defined]
+                return
+        elif not self.passive:
             if self.query_probability is not None:
                 p = repr(float(self.query_probability(x, t)))
             if not self.learner.query_one(x, t):
@@ -281,13 +305,7 @@ class Applier:
                 self._dead(eid_b.decode(), f"{type(exc).__name__}: {exc}", flat)
                 n -= 1
                 continue
-            st = self.state
-            st.single["events"][t] += 1
-            st.single["predictions"][t] += 1
-            st.single["labels"][t] += 1
-            st.totals["labelled_events"] += 1
-            if self.classification and (s >= 0.0) != (y_one > 0.0):
-                st.single["mistakes"][t] += 1
+            self._count_arrived_labelled(t, s, y_one)
         return n
 
     def _count_labelled(self, scores: np.ndarray, y: np.ndarray, tasks: np.ndarray) -> None:
@@ -308,8 +326,41 @@ class Applier:
             return 1
         if isinstance(entry, BatchEvent):
             return self._batch(entry)
+        if isinstance(entry, MultiviewEvent):
+            self._multiview(entry)
+            return 1
         self._label(entry)
         return 0
+
+    def _round_views(self, views: dict[int, Any]) -> list[Any]:
+        """The K instances of a round: the given views, the zero vector for the others."""
+        return [views.get(j, _NO_VIEW) for j in range(self.learner.n_tasks)]
+
+    def _check_multiview(self) -> None:
+        if not getattr(self.learner, "multiview", False):
+            raise _Dead(
+                f"a multiview round needs a multiview learner; {type(self.learner).__name__} "
+                "takes single events (x, task)"
+            )
+
+    def _multiview(self, ev: MultiviewEvent) -> None:
+        """A multiview round (docs/architecture.md, "Applying log entries")."""
+        self._check_multiview()
+        st = self.state
+        if ev.y is not None:
+            self._check_y(ev.y)
+        t = st.task_for(ev.task)
+        views = {st.task_for(name): x for name, x in ev.views.items()}
+        learner: Any = self.learner
+        round_views = self._round_views(views)
+        if ev.y is None:
+            s = learner.decision_views(round_views, t)
+            st.single["events"][t] += 1
+            st.single["predictions"][t] += 1
+            self._request(ev.id, t, round_views, s, ev.ref, views=True)
+            st.remember(ev.id, _Round(t, views))
+            return
+        self._count_arrived_labelled(t, learner.score_and_learn_views(round_views, ev.y, t), ev.y)
 
     def _event(self, ev: Event) -> None:
         st = self.state
@@ -326,12 +377,16 @@ class Applier:
             self._request(ev.id, t, v, s, ev.ref)
             st.remember(ev.id, (t, v))
             return
-        s = self._score_and_learn(x, ev.y, t)
+        self._count_arrived_labelled(t, self._score_and_learn(x, ev.y, t), ev.y)
+
+    def _count_arrived_labelled(self, t: int, s: float, y: float) -> None:
+        """Counters of an event (or round) learned with the label it arrived with."""
+        st = self.state
         st.single["events"][t] += 1
         st.single["predictions"][t] += 1
         st.single["labels"][t] += 1
         st.totals["labelled_events"] += 1
-        if self.classification and (s >= 0.0) != (ev.y > 0.0):
+        if self.classification and (s >= 0.0) != (y > 0.0):
             st.single["mistakes"][t] += 1
 
     def _batch(self, b: BatchEvent) -> int:
@@ -404,6 +459,19 @@ class Applier:
                 raise _Dead(f"event {lab.event} cannot be decoded: {exc}") from None
         if isinstance(cached, Label):
             raise _Dead(f"entry {lab.event} is a label, not an event")
+        if isinstance(cached, MultiviewEvent):
+            if row is not None:
+                raise _Dead(f"event {entry} is a multiview round, it has no row {row}")
+            if cached.y is not None:
+                raise _Dead(f"event {lab.event} already has a label")
+            self._check_multiview()
+            known = {self._known_task(n, lab.event): x for n, x in cached.views.items()}
+            cached = _Round(self._known_task(cached.task, lab.event), known)
+        if isinstance(cached, _Round):
+            learner: Any = self.learner
+            s = learner.score_and_learn_views(self._round_views(cached.views), y, cached.task)
+            self._count_label(lab, key, cached.task, s, y)
+            return
         if isinstance(cached, Event):
             if row is not None:
                 raise _Dead(f"event {entry} is a single event, it has no row {row}")
@@ -421,6 +489,13 @@ class Applier:
         # Predict-then-learn at the time the label is applied: the online mistake of a
         # label that arrives after its event is counted against the model that learns it.
         s = self._score_and_learn(x, y, t)
+        self._count_label(lab, key, t, s, y)
+
+    def _count_label(
+        self, lab: Label, key: tuple[int, int, int], t: int, s: float, y: float
+    ) -> None:
+        """Counters of a label just learned; the event is labelled from now on."""
+        st = self.state
         st.labelled.add(key)
         st.single["labels"][t] += 1
         if self.classification and (s >= 0.0) != (y > 0.0):

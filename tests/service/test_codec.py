@@ -14,10 +14,12 @@ from service.store.codec import (
     CodecError,
     Event,
     Label,
+    MultiviewEvent,
     decode_entry,
     encode_batch,
     encode_event,
     encode_label,
+    encode_multiview,
     format_y,
     parse_event_id,
     parse_x_json,
@@ -95,6 +97,52 @@ def test_label_round_trip_and_y_text() -> None:
     assert float(format_y(1 / 3)) == 1 / 3
 
 
+@pytest.mark.parametrize("binary", [False, True])
+@pytest.mark.parametrize("sparse_b", [False, True])
+def test_multiview_round_trip(binary: bool, sparse_b: bool) -> None:
+    views: dict[str, object] = {
+        "a": np.array([0.5, -1.25]),
+        "b": ([4, 0], [2.0, -0.5]) if sparse_b else np.array([0.0, 1.5, 0.0, 3.0, -2.0]),
+        "c": np.array([1.0, 2.0, 3.0]),
+    }
+    fields = encode_multiview("b", views, y=-1, ref="r-3", binary=binary)
+    assert fields["k"] == "v"
+    if binary:  # all dense -> vx32; any sparse view -> every view sparse, exactly
+        assert ("vxi" in fields) is sparse_b
+        assert ("vx32" in fields) is not sparse_b
+    else:
+        assert "vx" in fields
+    ev = decode_entry(b"4-2", _as_bytes(fields))
+    assert isinstance(ev, MultiviewEvent)
+    assert (ev.id, ev.task, ev.y, ev.ref) == ("4-2", "b", -1.0, "r-3")
+    assert list(ev.views) == ["a", "b", "c"]
+    dims = {"a": 2, "b": 5, "c": 3}
+    for name, want in views.items():
+        got = ev.views[name]
+        dense = np.zeros(dims[name])
+        if isinstance(got, tuple):
+            dense[got[0]] = got[1]
+        else:
+            dense[:] = got
+        if isinstance(want, tuple):
+            expected = np.zeros(dims[name])
+            expected[list(want[0])] = want[1]
+        else:
+            expected = np.asarray(want)
+        np.testing.assert_array_equal(dense, expected, err_msg=name)
+
+
+def test_multiview_without_label_and_encoder_checks() -> None:
+    ev = decode_entry("1-0", _as_bytes(encode_multiview("a", {"a": [1.0]})))
+    assert isinstance(ev, MultiviewEvent)
+    assert ev.y is None
+    assert ev.ref is None
+    with pytest.raises(ValueError, match="one of its views"):
+        encode_multiview("z", {"a": [1.0]})
+    with pytest.raises(ValueError, match="at least one view"):
+        encode_multiview("a", {})
+
+
 def test_event_ids() -> None:
     assert split_event_id("12-3") == ("12-3", None)
     assert split_event_id("12-3/40") == ("12-3", 40)
@@ -140,6 +188,59 @@ REJECTS = [
     ({b"k": b"l", b"event": b"nope", b"y": b"1"}, "not an event id"),
     ({b"k": b"l", b"event": b"1-1", b"y": b"inf"}, "finite"),
     ({b"k": b"e", b"task": b"\xff\xfe", b"x": b"[1,2,3]"}, "UTF-8"),
+    ({b"k": b"v", b"views": b'["a"]', b"vx": b"[[1]]"}, "fields task and views"),
+    ({b"k": b"v", b"task": b"a", b"views": b'["a","a"]', b"vx": b"[[1],[2]]"}, "distinct"),
+    ({b"k": b"v", b"task": b"a", b"views": b"[]", b"vx": b"[]"}, "distinct non-empty"),
+    ({b"k": b"v", b"task": b"z", b"views": b'["a"]', b"vx": b"[[1]]"}, "not one of its views"),
+    ({b"k": b"v", b"task": b"a", b"views": b'["a"]'}, "exactly one of the fields vx"),
+    ({b"k": b"v", b"task": b"a", b"views": b'["a","b"]', b"vx": b"[[1]]"}, "list of 2 vectors"),
+    ({b"k": b"v", b"task": b"a", b"views": b'["a"]', b"vx": b"[[1, null]]"}, "view 'a'"),
+    ({b"k": b"v", b"task": b"a", b"views": b'["a"]', b"vx32": b"\0" * 4}, "need the field vlen"),
+    (
+        {b"k": b"v", b"task": b"a", b"views": b'["a"]', b"vx32": b"\0" * 4, b"vlen": b"\2\0"},
+        "vlen has 2 bytes",
+    ),
+    (
+        {
+            b"k": b"v",
+            b"task": b"a",
+            b"views": b'["a"]',
+            b"vx32": b"\0" * 4,
+            b"vlen": np.array([2], "<i4").tobytes(),
+        },
+        "expected 8",
+    ),
+    (
+        {
+            b"k": b"v",
+            b"task": b"a",
+            b"views": b'["a"]',
+            b"vx32": np.array([np.inf], "<f4").tobytes(),
+            b"vlen": np.array([1], "<i4").tobytes(),
+        },
+        "NaN or infinite",
+    ),
+    (
+        {
+            b"k": b"v",
+            b"task": b"a",
+            b"views": b'["a"]',
+            b"vxi": np.array([1, 1], "<i4").tobytes(),
+            b"vxv": np.array([1, 2], "<f4").tobytes(),
+            b"vlen": np.array([2], "<i4").tobytes(),
+        },
+        "unique and non-negative",
+    ),
+    (
+        {
+            b"k": b"v",
+            b"task": b"a",
+            b"views": b'["a"]',
+            b"vxi": np.array([1], "<i4").tobytes(),
+            b"vlen": np.array([1], "<i4").tobytes(),
+        },
+        "needs vxv",
+    ),
 ]
 
 

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 import redis
 
+import learners
 from service.settings import Settings
 from service.store import codec, keys
 from service.store.codec import (
@@ -25,6 +26,7 @@ from service.store.codec import (
     encode_batch,
     encode_event,
     encode_label,
+    encode_multiview,
     read_binary_event,
 )
 from service.store.models import ModelConfig, put_model
@@ -68,6 +70,7 @@ def test_the_fast_reader_reads_what_the_binary_encoder_writes(
         encode_event("a", [0.5, 1.0, 0.0, 2.0], y=1, binary=True) | {"extra": "1"},
         encode_batch("a", np.ones((2, D))),
         encode_label("1-0", 1),
+        encode_multiview("a", {"a": [0.5, 1.0, 0.0, 2.0]}, y=1, binary=True),
     ],
 )
 def test_the_fast_reader_leaves_every_other_entry_to_the_decoder(
@@ -190,9 +193,100 @@ def test_every_entry_kind_round_trips_through_the_worker(
     assert refs("mixed") == refs("plain") == ["r-fast", "r-json", "r-sparse", "r-b0", "", "", ""]
 
 
+# ------------------------------------------------------------------ multiview rounds
+MV_TASKS = ["a", "b", "c"]
+MV_DIMS = [2, 5, 3]
+
+
+def _mv_rounds() -> list[tuple[str, dict[str, np.ndarray], float | None]]:
+    """Rounds of three views (some leaving a view out, some with zeros), some unlabelled."""
+    rng = np.random.default_rng(8)
+    out: list[tuple[str, dict[str, np.ndarray], float | None]] = []
+    for i in range(40):
+        views = {t: rng.integers(-8, 9, size=d) / 4.0 for t, d in zip(MV_TASKS, MV_DIMS)}
+        views["b"][rng.random(5) < 0.5] = 0.0
+        task = MV_TASKS[i % 3]
+        if i % 9 == 4:
+            del views[MV_TASKS[(i + 2) % 3]]
+        y = None if i % 5 == 2 else float(rng.choice([-1.0, 1.0]))
+        out.append((task, views, y))
+    return out
+
+
+def test_every_multiview_encoding_round_trips_through_the_worker(
+    rb: redis.Redis, settings: Settings
+) -> None:
+    rounds = _mv_rounds()
+    config = ModelConfig(
+        learner="mmperc", n_features=3, tasks=MV_TASKS, params={"task_dims": MV_DIMS[:2]}
+    )
+    encodings = {"json": False, "dense": True, "sparse": True}
+    for model, binary in encodings.items():
+        put_model(rb, model, config)
+        unlabelled = []
+        for n, (task, views, y) in enumerate(rounds):
+            given: dict[str, Any] = dict(views)
+            if model == "sparse":  # the round's own view sparse, so every view is
+                given[task] = (np.flatnonzero(views[task]), views[task][views[task] != 0])
+            fields = encode_multiview(task, given, y, ref=f"r{n}", binary=binary)
+            assert ("vxi" in fields) is (model == "sparse")
+            eid = rb.xadd(keys.log_key(model), fields).decode()  # type: ignore[arg-type]
+            if y is None:
+                unlabelled.append(eid)
+        for eid in unlabelled:  # late labels, through the label entries
+            rb.xadd(keys.log_key(model), encode_label(eid, -1))  # type: ignore[arg-type]
+    result = Worker(settings, models=list(encodings)).run(until_idle=True, timeout=60)
+    assert result.dead_letters == 0
+    assert result.labels_applied == 3 * sum(y is None for _, _, y in rounds)
+
+    # the learner on the same rounds, labelled ones in log order, then the late labels
+    ref = learners.make("mmperc", n_features=3, n_tasks=3, task_dims=MV_DIMS[:2])
+    zeros = {t: np.zeros(d) for t, d in zip(MV_TASKS, MV_DIMS)}
+    late = []
+    for task, views, y in rounds:
+        instances = [views.get(t, zeros[t]) for t in MV_TASKS]
+        if y is None:
+            late.append((instances, MV_TASKS.index(task)))
+        else:
+            ref.score_and_learn_views(instances, y, MV_TASKS.index(task))
+    for instances, t in late:
+        ref.score_and_learn_views(instances, -1.0, t)
+    want = ref.state_dict()
+    snaps = {model: read_snapshot(rb, model) for model in encodings}
+    for model, snap in snaps.items():
+        assert snap is not None
+        assert snap.task_names == MV_TASKS
+        got = snap.learner.state_dict()
+        for key, value in want.items():
+            if isinstance(value, np.ndarray):
+                np.testing.assert_array_equal(got[key], value, err_msg=f"{model} {key}")
+        assert snap.counters["labels"].sum() == len(rounds), model
+        queried = [f[b"ref"].decode() for _, f in rb.xrange(keys.queries_key(model))]
+        assert queried == [f"r{n}" for n, (_, _, y) in enumerate(rounds) if y is None]
+
+
+def test_a_multiview_round_for_a_single_instance_learner_is_a_dead_letter(
+    rb: redis.Redis, settings: Settings
+) -> None:
+    put_model(rb, "m", ModelConfig(learner="ipl", n_features=D, tasks=["a"]))
+    rb.xadd(keys.log_key("m"), encode_multiview("a", {"a": np.ones(D)}, y=1))  # type: ignore[arg-type]
+    result = Worker(settings, models=["m"]).run(until_idle=True, timeout=30)
+    assert result.dead_letters == 1
+    (_, dead), *_ = rb.xrange(keys.dead_key("m"))
+    assert b"needs a multiview learner" in dead[b"reason"]
+
+
 # ------------------------------------------------------------------ the label script
 def test_the_label_script_is_built_from_the_codec_layout() -> None:
-    for name in (codec.KIND, codec.N, codec.Y, codec.Y32, codec.KIND_EVENT, codec.KIND_BATCH):
+    for name in (
+        codec.KIND,
+        codec.N,
+        codec.Y,
+        codec.Y32,
+        codec.KIND_EVENT,
+        codec.KIND_BATCH,
+        codec.KIND_MULTIVIEW,
+    ):
         assert f"'{name}'" in APPEND_LABEL.source
 
 
@@ -205,6 +299,9 @@ def test_the_label_script_is_built_from_the_codec_layout() -> None:
         (encode_batch("a", np.ones((3, D)), y=[1, None, -1]), 2, b"inline32"),
         (encode_batch("a", np.ones((3, D)), y=[1, None, -1]), 1, b"accepted"),
         (encode_batch(["a", "b", "a"], np.ones((3, D))), 3, b"noevent"),
+        (encode_multiview("a", {"a": np.ones(2), "b": np.ones(D)}, y=-1), None, b"inline"),
+        (encode_multiview("a", {"a": np.ones(2), "b": np.ones(D)}), None, b"accepted"),
+        (encode_multiview("a", {"a": np.ones(2)}), 0, b"noevent"),
     ],
 )
 def test_the_label_script_reads_what_the_encoders_write(

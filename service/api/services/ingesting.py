@@ -6,6 +6,7 @@ from typing import Any
 
 from service.api.context import ApiContext
 from service.api.schemas import EventsRequest
+from service.api.services import rounds
 from service.api.services.appending import (
     check_count,
     check_labels,
@@ -25,15 +26,24 @@ async def _ingest_once(ctx: ApiContext, name: str, req: EventsRequest) -> dict[s
     """One attempt of :func:`ingest`; None when the configuration changed under it."""
     view = await view_of(ctx, name)
     events = req.events
-    xs = [to_x(e.x, view.n_features, f"events[{i}].x") for i, e in enumerate(events)]
     ys = [e.y for e in events]
-    check_labels(view, ys)
-    view.admit([e.task for e in events])
-    entries, batched = encode_events([e.task for e in events], xs, ys, [e.ref for e in events])
+    refs = [e.ref for e in events]
+    if rounds.check_forms(view, [e.views is not None for e in events], "events[{i}]"):
+        views = [
+            rounds.to_round(view, e.views, e.task, f"events[{i}]")  # type: ignore[arg-type]
+            for i, e in enumerate(events)
+        ]
+        check_labels(view, ys)
+        entries, batched = rounds.encode_rounds(views, ys, refs), False
+    else:
+        xs = [to_x(e.x, view.n_features, f"events[{i}].x") for i, e in enumerate(events)]  # type: ignore[arg-type]
+        check_labels(view, ys)
+        view.admit([e.task for e in events])
+        entries, batched = encode_events([e.task for e in events], xs, ys, refs)
     reply = await finish_append(ctx, view, start_append(ctx, view, entries))
     if reply is None:
         return None
-    ids = event_ids(reply, batched, len(xs))
+    ids = event_ids(reply, batched, len(events))
     return {"count": len(ids), "event_ids": ids}
 
 

@@ -108,7 +108,27 @@ async def _info(ctx: ApiContext, view: ModelView) -> dict[str, Any]:
         "counts": {**totals, **counts},
         "status": "ok" if failure is None else "failed",
         "failure": None if failure is None else failure.reason,
+        "task_dims": _task_dims(view),
     }
+
+
+def _task_dims(view: ModelView) -> dict[str, int] | None:
+    """The view dimension of every named task of a multiview learner, else None."""
+    dims = getattr(view.snapshot.learner, "view_dims", None)
+    if dims is None:
+        return None
+    return {name: int(d) for name, d in zip(view.snapshot.task_names, dims, strict=False)}
+
+
+def _check_task_dims(body: ModelPut) -> None:
+    """``params.task_dims`` gives the dimensions of the first tasks in ``tasks``, in order:
+    there must be a named task for each (422 otherwise)."""
+    dims = body.params.get("task_dims")
+    if isinstance(dims, list) and len(dims) > len(body.tasks):
+        raise BadInput(
+            f"params.task_dims gives {len(dims)} dimensions but 'tasks' names "
+            f"{len(body.tasks)} task(s): name the tasks, the dimensions go to them in order"
+        )
 
 
 async def describe(ctx: ApiContext, name: str) -> dict[str, Any]:
@@ -136,6 +156,7 @@ async def list_all(ctx: ApiContext) -> list[dict[str, Any]]:
 
 async def put(ctx: ApiContext, name: str, body: ModelPut) -> tuple[dict[str, Any], bool]:
     """Create or reconfigure ``name``; returns its description and whether it is new."""
+    _check_task_dims(body)
     existed = await get_model_async(ctx.redis, name) is not None
     config = ModelConfig(
         learner=body.learner,

@@ -18,6 +18,7 @@ from service import metrics
 from service.api.cache import ModelView
 from service.api.context import ApiContext
 from service.api.schemas import PredictBatchRequest, PredictRequest
+from service.api.services import rounds
 from service.api.services.appending import (
     check_count,
     encode_events,
@@ -56,10 +57,29 @@ def _answer(view: ModelView, task: str, score: float, event_id: str | None) -> d
     }
 
 
+def _score(view: ModelView, x: Any, task: str) -> float:
+    """The score of a validated event or multiview round (:class:`rounds.Round`)."""
+    if isinstance(x, rounds.Round):
+        return rounds.score_round(view, x)
+    return view.score(x, task)
+
+
+def _inputs(view: ModelView, items: list[Any], where: str) -> list[Any]:
+    """Validated inputs of the items: feature vectors, or rounds for a multiview model."""
+    if rounds.check_forms(view, [it.views is not None for it in items], where):
+        return [
+            rounds.to_round(view, it.views, it.task, where.format(i=i))
+            for i, it in enumerate(items)
+        ]
+    return [to_x(it.x, view.n_features, f"{where.format(i=i)}.x") for i, it in enumerate(items)]
+
+
 async def _predict_once(ctx: ApiContext, name: str, req: PredictRequest) -> dict[str, Any] | None:
     """One attempt of :func:`predict`; None when the configuration changed under it."""
     view = await view_of(ctx, name)
-    x = to_x(req.x, view.n_features)
+    if req.views is not None or rounds.is_multiview(view):
+        return await _predict_round_once(ctx, view, req)
+    x = to_x(req.x, view.n_features)  # type: ignore[arg-type]  # x is given when views is not
     view.admit((req.task,))
     entries = [encode_event(req.task, x, None, req.ref, binary=True)] if req.learn else []
     pending = start_append(ctx, view, entries)
@@ -70,6 +90,23 @@ async def _predict_once(ctx: ApiContext, name: str, req: PredictRequest) -> dict
     fresh = await view_at(ctx, view, reply.version)
     if fresh is not view:  # a newer snapshot than the one scored with
         view, score = fresh, fresh.score(x, req.task)
+    return _answer(view, req.task, score, reply.ids[0] if req.learn else None)
+
+
+async def _predict_round_once(
+    ctx: ApiContext, view: ModelView, req: PredictRequest
+) -> dict[str, Any] | None:
+    """:func:`_predict_once` of a multiview round (or of the wrong form: a 422)."""
+    (r,) = _inputs(view, [req], "body")
+    entries = rounds.encode_rounds([r], [None], [req.ref]) if req.learn else []
+    pending = start_append(ctx, view, entries)
+    score = rounds.score_round(view, r)
+    reply = await finish_append(ctx, view, pending)
+    if reply is None:
+        return None
+    fresh = await view_at(ctx, view, reply.version)
+    if fresh is not view:
+        view, score = fresh, rounds.score_round(fresh, r)
     return _answer(view, req.task, score, reply.ids[0] if req.learn else None)
 
 
@@ -90,22 +127,23 @@ async def _predict_batch_once(
     """One attempt of :func:`predict_batch`; None when the configuration changed under it."""
     view = await view_of(ctx, name)
     items = req.items
-    xs = [to_x(it.x, view.n_features, f"items[{i}].x") for i, it in enumerate(items)]
+    xs = _inputs(view, items, "items[{i}]")
     tasks = [it.task for it in items]
     view.admit(tasks)
-    entries, batched = (
-        encode_events(tasks, xs, [None] * len(xs), [it.ref for it in items])
-        if req.learn
-        else ([], False)
-    )
+    refs = [it.ref for it in items]
+    entries, batched = [], False
+    if req.learn and rounds.is_multiview(view):
+        entries = rounds.encode_rounds(xs, [None] * len(xs), refs)
+    elif req.learn:
+        entries, batched = encode_events(tasks, xs, [None] * len(xs), refs)
     pending = start_append(ctx, view, entries)
-    scores = [view.score(x, task) for x, task in zip(xs, tasks, strict=True)]
+    scores = [_score(view, x, task) for x, task in zip(xs, tasks, strict=True)]
     reply = await finish_append(ctx, view, pending)
     if reply is None:
         return None
     fresh = await view_at(ctx, view, reply.version)
     if fresh is not view:  # a newer snapshot than the one scored with
-        view, scores = fresh, [fresh.score(x, task) for x, task in zip(xs, tasks, strict=True)]
+        view, scores = fresh, [_score(fresh, x, task) for x, task in zip(xs, tasks, strict=True)]
     ids: list[str | None] = list(event_ids(reply, batched, len(xs))) if req.learn else []
     answers = [
         _answer(view, task, score, ids[i] if ids else None)
