@@ -11,7 +11,10 @@ one atomic step:
 * ``arrays``: an ``.npz`` archive with the array values of the ``state_dict``
   (``learner.<key>``), the per-task counters (``counter.<name>``, length K) and
   the ids of the events labelled by label entries (``worker.labelled``, rows of
-  ``(ms, seq, row)``, row -1 for a single-event entry).
+  ``(ms, seq, row)``, row -1 for a single-event entry), the ids of the events
+  whose label was requested and not given yet (``worker.requested``, same rows)
+  and, for regression, the per-task sums of squared and absolute online errors
+  (``error.<name>``, float64, length K).
 
 Nothing is pickled: the archive's members are read with
 ``np.lib.format.read_array(allow_pickle=False)``, so whoever can write to
@@ -47,6 +50,7 @@ from service.store.scripts import WRITE_SNAPSHOT
 
 __all__ = [
     "COUNTER_NAMES",
+    "ERROR_NAMES",
     "FORMAT",
     "Expected",
     "Snapshot",
@@ -65,9 +69,15 @@ FORMAT = 1
 #: Per-task counters, each an int64 array of length K.
 COUNTER_NAMES = ("events", "labels", "mistakes", "queries", "predictions")
 
+#: Per-task sums of online errors of regression models, each a float64 array of length K:
+#: squared and absolute differences of the prediction made just before a label was learned.
+ERROR_NAMES = ("sq_error", "abs_error")
+
 _LEARNER = "learner."
 _COUNTER = "counter."
+_ERROR = "error."
 _LABELLED = "worker.labelled"
+_REQUESTED = "worker.requested"
 
 
 class SnapshotFenced(RuntimeError):
@@ -101,6 +111,14 @@ def _empty_labelled() -> np.ndarray:
     return np.zeros((0, 3), dtype=np.int64)
 
 
+def _padded(values: np.ndarray | None, k: int, dtype: type[np.generic]) -> np.ndarray:
+    """``values`` as a ``dtype`` array of length at least ``k`` (zeros appended)."""
+    arr = np.asarray(values if values is not None else np.zeros(0), dtype=dtype)
+    if arr.shape[0] < k:
+        arr = np.concatenate([arr, np.zeros(k - arr.shape[0], dtype=dtype)])
+    return arr
+
+
 @dataclass
 class Snapshot:
     """One model's state at a position of its log.
@@ -108,7 +126,10 @@ class Snapshot:
     ``last_id`` is the id of the last applied log entry (``"0-0"`` before any).
     ``counters`` maps each of :data:`COUNTER_NAMES` to an int64 array of length
     ``learner.n_tasks``; ``totals`` holds the worker's scalar counters;
-    ``labelled`` the ``(ms, seq, row)`` ids of events labelled by label entries.
+    ``labelled`` the ``(ms, seq, row)`` ids of events labelled by label entries;
+    ``requested`` those of events with a label request not answered yet, in log
+    order; ``errors`` maps each of :data:`ERROR_NAMES` to a float64 array of
+    length K (zeros for classification models).
     """
 
     version: int
@@ -121,14 +142,15 @@ class Snapshot:
     model: str = ""
     totals: dict[str, int] = field(default_factory=dict)
     labelled: np.ndarray = field(default_factory=_empty_labelled)
+    requested: np.ndarray = field(default_factory=_empty_labelled)
+    errors: dict[str, np.ndarray] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         k = self.learner.n_tasks
         for name in COUNTER_NAMES:
-            arr = np.asarray(self.counters.get(name, np.zeros(0)), dtype=np.int64)
-            if arr.shape[0] < k:
-                arr = np.concatenate([arr, np.zeros(k - arr.shape[0], dtype=np.int64)])
-            self.counters[name] = arr
+            self.counters[name] = _padded(self.counters.get(name), k, np.int64)
+        for name in ERROR_NAMES:
+            self.errors[name] = _padded(self.errors.get(name), k, np.float64)
 
     def task_index(self, name: str) -> int | None:
         """Index of the task called ``name``, or None for a task not seen yet."""
@@ -173,7 +195,10 @@ def encode(snapshot: Snapshot) -> tuple[bytes, bytes]:
             scalars[key] = _jsonable(value)
     for name, arr in snapshot.counters.items():
         arrays[_COUNTER + name] = np.asarray(arr, dtype=np.int64)
+    for name, arr in snapshot.errors.items():
+        arrays[_ERROR + name] = np.asarray(arr, dtype=np.float64)
     arrays[_LABELLED] = np.asarray(snapshot.labelled, dtype=np.int64).reshape(-1, 3)
+    arrays[_REQUESTED] = np.asarray(snapshot.requested, dtype=np.int64).reshape(-1, 3)
     header = {
         "format": FORMAT,
         "model": snapshot.model,
@@ -335,7 +360,9 @@ def _decode(header_json: bytes | str, npz_bytes: bytes, version: int, bounds: Ex
     k = _check_shape(header, scalars, bounds)
     state = dict(scalars)
     counters: dict[str, np.ndarray] = {}
+    errors: dict[str, np.ndarray] = {}
     labelled = _empty_labelled()
+    requested = _empty_labelled()
     for key, arr in _read_arrays(npz_bytes, bounds).items():
         if key.startswith(_LEARNER):
             state[key[len(_LEARNER) :]] = arr
@@ -343,8 +370,14 @@ def _decode(header_json: bytes | str, npz_bytes: bytes, version: int, bounds: Ex
             if arr.ndim != 1 or arr.shape[0] > k:
                 raise SnapshotInvalid(f"snapshot counter {key!r} has shape {arr.shape}, K is {k}")
             counters[key[len(_COUNTER) :]] = arr.astype(np.int64)
+        elif key.startswith(_ERROR):
+            if arr.ndim != 1 or arr.shape[0] > k:
+                raise SnapshotInvalid(f"snapshot error sum {key!r} has shape {arr.shape}, K is {k}")
+            errors[key[len(_ERROR) :]] = arr.astype(np.float64)
         elif key == _LABELLED:
             labelled = arr.astype(np.int64).reshape(-1, 3)
+        elif key == _REQUESTED:
+            requested = arr.astype(np.int64).reshape(-1, 3)
     params = {
         key[len("param.") :]: (v.item() if isinstance(v, np.ndarray) and v.ndim == 0 else v)
         for key, v in state.items()
@@ -369,6 +402,8 @@ def _decode(header_json: bytes | str, npz_bytes: bytes, version: int, bounds: Ex
         model=str(header.get("model", "")),
         totals={str(key): int(v) for key, v in header.get("counters", {}).items()},
         labelled=labelled,
+        requested=requested,
+        errors=errors,
     )
 
 

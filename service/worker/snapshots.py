@@ -73,4 +73,5 @@ def trim_log(r: Store, owned: Owned, keep: int) -> int:
             for start in range(0, len(fields), 1000):
                 r.hdel(keys.labels_key(name), *fields[start : start + 1000])
             st.forget_labelled_before(head)
+        st.forget_requested_before(head)
     return deleted

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Request, Response
+from fastapi import APIRouter, Path, Query, Request, Response
 
 from service.api.deps import ContextDep
 from service.api.jsonio import parse_body, read_json
@@ -17,6 +17,7 @@ from service.api.schemas import (
     TaskStats,
 )
 from service.api.services import modelling
+from service.api.services.relations import MAX_TOP_K
 
 router = APIRouter(prefix="/models", tags=["models"])
 
@@ -63,12 +64,43 @@ async def delete_model(ctx: ContextDep, model: ModelName) -> Response:
 
 
 @router.get("/{model}/tasks", response_model=list[TaskStats], responses=ERRORS)
-async def get_tasks(ctx: ContextDep, model: ModelName) -> list[dict[str, Any]]:
-    """Per-task counts, online accuracy, label requests and (ROM learners) outlier scores."""
-    return await modelling.tasks(ctx, model)
+async def get_tasks(
+    ctx: ContextDep,
+    model: ModelName,
+    response: Response,
+    offset: Annotated[int, Query(ge=0, description="First task (index order).")] = 0,
+    limit: Annotated[int, Query(ge=1, le=10_000, description="Most tasks returned.")] = 10_000,
+) -> list[dict[str, Any]]:
+    """Per-task counts, online accuracy (rMSE and MAE for regression models), label requests
+    and (ROM learners) outlier scores, a page at a time; the number of tasks is in the
+    ``X-Total-Count`` header."""
+    rows, total = await modelling.tasks(ctx, model, offset, limit)
+    response.headers["X-Total-Count"] = str(total)
+    return rows
+
+
+def _task_list(tasks: str | None) -> list[str] | None:
+    if tasks is None:
+        return None
+    return [t for t in tasks.split(",") if t]
 
 
 @router.get("/{model}/relations", response_model=RelationsResponse, responses=ERRORS)
-async def get_relations(ctx: ContextDep, model: ModelName) -> dict[str, Any]:
-    """The task relation matrix (null when the learner has none), named by task."""
-    return await modelling.relations(ctx, model)
+async def get_relations(
+    ctx: ContextDep,
+    model: ModelName,
+    tasks: Annotated[
+        str | None, Query(description="Comma-separated task names: rows and columns to return.")
+    ] = None,
+    top_k: Annotated[
+        int | None,
+        Query(ge=1, le=MAX_TOP_K, description="Add the top_k most related tasks of each task."),
+    ] = None,
+    matrix: Annotated[
+        bool, Query(description="Include the matrix (false: only kind, meaning and top).")
+    ] = True,
+) -> dict[str, Any]:
+    """The task relation matrix (null when the learner has none), named by task, with its
+    ``kind`` and ``meaning``. A full matrix is sent for at most 500 tasks; larger models
+    name a subset (``tasks=``) or ask ``top_k`` with ``matrix=false``."""
+    return await modelling.relations(ctx, model, _task_list(tasks), top_k, matrix)
