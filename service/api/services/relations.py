@@ -36,6 +36,14 @@ class RelationsTooLarge(ValueError):
     """The request asks for more of the matrix than one answer carries."""
 
 
+def _key(view: ModelView) -> _Key:
+    """What the matrix depends on: the snapshot version, except for a fixed matrix, which
+    changes only with the configuration (generation) and the number of tasks."""
+    if view.snapshot.learner.relation_description()[0] == "fixed-interaction":
+        return (view.name, view.generation, -len(view.snapshot.task_names))
+    return (view.name, view.generation, view.version)
+
+
 class _MatrixCache:
     """The last few relation matrices, by (model, generation, version); thread-safe."""
 
@@ -46,7 +54,7 @@ class _MatrixCache:
         self._top: dict[tuple[_Key, int], np.ndarray] = {}
 
     def matrix(self, view: ModelView) -> np.ndarray | None:
-        key = (view.name, view.generation, view.version)
+        key = _key(view)
         with self._lock:
             if key in self._matrices:
                 self._matrices.move_to_end(key)
@@ -61,15 +69,20 @@ class _MatrixCache:
                 self._top = {tk: v for tk, v in self._top.items() if tk[0] != old}
         return matrix
 
-    def top_all(self, view: ModelView, ranking: np.ndarray, k: int) -> np.ndarray:
-        """Top-``k`` column indices of every row of ``ranking`` (its diagonal already
-        -inf), cached per matrix and k."""
-        key = ((view.name, view.generation, view.version), k)
+    def top_all(self, view: ModelView, matrix: np.ndarray, kind: str, k: int) -> np.ndarray:
+        """Top-``k`` column indices of every row, cached per matrix and k (computed in
+        blocks of rows, so the temporaries stay small)."""
+        key = (_key(view), k)
         with self._lock:
             found = self._top.get(key)
         if found is None:
-            k = min(k, ranking.shape[1] - 1)
-            found = _top_of(ranking, k) if k > 0 else np.zeros((ranking.shape[0], 0), np.int64)
+            every = np.arange(matrix.shape[0])
+            found = np.concatenate(
+                [
+                    _top_rows(matrix, kind, every[start : start + 256], k)
+                    for start in range(0, matrix.shape[0], 256)
+                ]
+            )
             with self._lock:
                 self._top[key] = found
         return found
@@ -93,12 +106,13 @@ def _top_of(scored: np.ndarray, k: int) -> np.ndarray:
     return np.take_along_axis(part, order, axis=1)
 
 
-def _top_rows(ranking: np.ndarray, rows: np.ndarray, k: int) -> np.ndarray:
-    n = ranking.shape[1]
+def _top_rows(matrix: np.ndarray, kind: str, rows: np.ndarray, k: int) -> np.ndarray:
+    """Top-``k`` columns of the ``rows`` of ``matrix``, the row's own task left out."""
+    n = matrix.shape[1]
     k = min(k, n - 1)
     if k <= 0:
         return np.zeros((rows.shape[0], 0), dtype=np.int64)
-    scored = ranking[rows].astype(np.float64, copy=True)
+    scored = _ranking(np.array(matrix[rows], dtype=np.float64), kind)
     scored[np.arange(rows.shape[0]), rows] = -np.inf
     return _top_of(scored, k)
 
@@ -152,15 +166,11 @@ def relations_body(
     if with_matrix:
         body["matrix"] = (matrix if rows is None else matrix[np.ix_(rows, rows)]).tolist()
     if top_k is not None:
-        ranking = _ranking(matrix, kind)
         if rows is None:
-            if ranking is matrix:
-                ranking = ranking.copy()
-            np.fill_diagonal(ranking, -np.inf)
-            top = _CACHE.top_all(view, ranking, top_k)
+            top = _CACHE.top_all(view, matrix, kind, top_k)
             row_ids = np.arange(len(names))
         else:
-            top = _top_rows(ranking, rows, top_k)
+            top = _top_rows(matrix, kind, rows, top_k)
             row_ids = rows
         values = matrix[row_ids[:, None], top]
         body["top"] = {
