@@ -97,13 +97,24 @@ def _ranking(matrix: np.ndarray, kind: str) -> np.ndarray:
     return np.abs(matrix) if kind.endswith("-interaction") else matrix
 
 
+#: Up to this k, top-k is k passes of argmax (linear, whatever the ties: a fixed matrix
+#: has thousands of equal entries, on which argpartition degrades).
+_ARGMAX_K = 16
+
+
 def _top_of(scored: np.ndarray, k: int) -> np.ndarray:
     """Top-``k`` columns of ``scored`` rows whose own-task entries are already excluded
-    (set to -inf by the caller) -- best first, ties by column index."""
-    part = np.argpartition(-scored, k - 1, axis=1)[:, :k]
-    vals = np.take_along_axis(scored, part, axis=1)
-    order = np.lexsort((part, -vals), axis=1)
-    return np.take_along_axis(part, order, axis=1)
+    (set to -inf by the caller) -- best first, ties by column index. Changes ``scored``."""
+    rows = np.arange(scored.shape[0])
+    if k <= _ARGMAX_K:
+        out = np.empty((scored.shape[0], k), dtype=np.int64)
+        for j in range(k):
+            best = np.argmax(scored, axis=1)
+            out[:, j] = best
+            scored[rows, best] = -np.inf
+        return out
+    order = np.argsort(-scored, axis=1, kind="stable")
+    return np.ascontiguousarray(order[:, :k])
 
 
 def _top_rows(matrix: np.ndarray, kind: str, rows: np.ndarray, k: int) -> np.ndarray:
