@@ -26,7 +26,9 @@ __all__ = [
     "PredictRequest",
     "PredictResponse",
     "RelationsResponse",
+    "RollbackRequest",
     "ServiceInfo",
+    "SnapshotVersions",
     "SparseX",
     "TaskStats",
 ]
@@ -263,6 +265,20 @@ class RelationsResponse(BaseModel):
         description="With top_k: per task, the top_k most related other tasks and their values, "
         "best first (by magnitude for interaction matrices, by value otherwise).",
     )
+
+
+class RollbackRequest(BaseModel):
+    """Which kept snapshot ``POST /models/{m}/rollback`` restores."""
+
+    model_config = ConfigDict(extra="forbid")
+    version: int = Field(ge=1, description="A version from GET /models/{m}/snapshots.")
+
+
+class SnapshotVersions(BaseModel):
+    """Snapshot versions a rollback can restore."""
+
+    model: str
+    versions: list[int] = Field(description="Newest first: the latest and the kept ones.")
 
 
 class ServiceInfo(BaseModel):

@@ -45,7 +45,7 @@ import redis.asyncio as aredis
 
 import learners
 from learners import Learner
-from service.store.keys import config_key, lease_key, snapshot_key
+from service.store.keys import config_key, lease_key, snapshot_history_key, snapshot_key
 from service.store.scripts import WRITE_SNAPSHOT
 
 __all__ = [
@@ -58,6 +58,7 @@ __all__ = [
     "SnapshotInvalid",
     "decode",
     "encode",
+    "npz_bytes",
     "read_snapshot",
     "read_snapshot_async",
     "read_version",
@@ -210,9 +211,24 @@ def encode(snapshot: Snapshot) -> tuple[bytes, bytes]:
         "counters": {k: int(v) for k, v in snapshot.totals.items()},
         "scalars": scalars,
     }
+    return json.dumps(header).encode(), npz_bytes(arrays)
+
+
+#: Timestamp of every archive member: a fixed one, so that the same state always encodes
+#: to the same bytes (np.savez stamps the time of writing).
+_ZIP_TIME = (1980, 1, 1, 0, 0, 0)
+
+
+def npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
+    """An ``.npz`` archive of ``arrays`` (what ``np.savez`` writes, ``np.load`` reads), with
+    fixed member timestamps: equal arrays give equal bytes."""
     buf = io.BytesIO()
-    np.savez(buf, allow_pickle=False, **arrays)
-    return json.dumps(header).encode(), buf.getvalue()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED) as zf:
+        for name, arr in arrays.items():
+            info = zipfile.ZipInfo(name + ".npy", date_time=_ZIP_TIME)
+            with zf.open(info, "w", force_zip64=True) as f:
+                np.lib.format.write_array(f, np.asanyarray(arr), allow_pickle=False)
+    return buf.getvalue()
 
 
 def decode(
@@ -452,21 +468,24 @@ async def read_version_async(r: aredis.Redis, model: str) -> int | None:
     return None if v is None else int(v)
 
 
-def write_snapshot(r: redis.Redis, model: str, snapshot: Snapshot, owner: str | None = None) -> int:
+def write_snapshot(
+    r: redis.Redis, model: str, snapshot: Snapshot, owner: str | None = None, keep: int = 1
+) -> int:
     """Write ``snapshot`` atomically and return its new version (also set on ``snapshot``).
 
     With ``owner`` the write happens only while ``owner`` holds the model's
     lease; it also refuses a snapshot of another generation than the model's
     config (another configuration or another incarnation of the name) and a
     snapshot of a deleted model. Every refusal raises :class:`SnapshotFenced`
-    and writes nothing.
+    and writes nothing. With ``keep`` > 1 the snapshot it replaces moves to the
+    model's snapshot history, which keeps the ``keep - 1`` newest (rollback).
     """
     header, arrays = encode(snapshot)
     result = int(
         WRITE_SNAPSHOT.run(
             r,
-            [snapshot_key(model), lease_key(model), config_key(model)],
-            [header, arrays, str(snapshot.generation), owner or ""],
+            [snapshot_key(model), lease_key(model), config_key(model), snapshot_history_key(model)],
+            [header, arrays, str(snapshot.generation), owner or "", str(keep)],
         )
     )
     if result == -1:

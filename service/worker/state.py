@@ -15,6 +15,7 @@ yet, so that label requests are counted as issued, answered and pending.
 
 from __future__ import annotations
 
+import math
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -95,6 +96,8 @@ class ModelState:
         self.recent: OrderedDict[str, Any] = OrderedDict()
         self.entries_since_snapshot = 0
         self.last_snapshot_at = time.monotonic()
+        #: when a replaced snapshot last went to the history (monotonic; never yet: -inf)
+        self.archived_at = -math.inf
         #: label requests / dead letters up to these entry ids were already written
         #: before a restart; replaying them does not write them again.
         self.queries_done_upto: tuple[int, int, int] = (-1, -1, -1)

@@ -14,9 +14,11 @@ from service.api.schemas import (
     ModelInfo,
     ModelPut,
     RelationsResponse,
+    RollbackRequest,
+    SnapshotVersions,
     TaskStats,
 )
-from service.api.services import modelling
+from service.api.services import exporting, modelling
 from service.api.services.relations import MAX_TOP_K
 
 router = APIRouter(prefix="/models", tags=["models"])
@@ -48,6 +50,32 @@ async def put_model(
     info, created = await modelling.put(ctx, model, body)
     response.status_code = 201 if created else 200
     return info
+
+
+@router.post(
+    "/import",
+    status_code=201,
+    response_model=ModelInfo,
+    responses=ERRORS,
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {"application/zip": {"schema": {"type": "string", "format": "binary"}}},
+        }
+    },
+)
+async def import_model(
+    ctx: ContextDep,
+    request: Request,
+    as_: Annotated[
+        str | None,
+        Query(alias="as", pattern=MODEL_NAME_PATTERN, description="Name of the new model."),
+    ] = None,
+) -> dict[str, Any]:
+    """Create a model from a file of ``GET /models/{m}/export`` (the body, as it is): 201
+    with its description, 409 when the name is taken, 422 for a file that is not a valid
+    export (format, checksum, limits)."""
+    return await exporting.import_file(ctx, await request.body(), as_)
 
 
 @router.get("/{model}", response_model=ModelInfo, responses=ERRORS)
@@ -104,3 +132,41 @@ async def get_relations(
     ``kind`` and ``meaning``. A full matrix is sent for at most 500 tasks; larger models
     name a subset (``tasks=``) or ask ``top_k`` with ``matrix=false``."""
     return json_response(await modelling.relations(ctx, model, _task_list(tasks), top_k, matrix))
+
+
+@router.get(
+    "/{model}/export",
+    responses={200: {"content": {"application/zip": {}}}, **ERRORS},
+    response_class=Response,
+)
+async def export_model(ctx: ContextDep, model: ModelName) -> Response:
+    """The model as one file: configuration, latest snapshot and task names (a zip of JSON
+    and numpy arrays, no pickle; versioned and checksummed). ``POST /models/import`` or
+    ``omtl import`` read it."""
+    data = await exporting.export(ctx, model)
+    return Response(
+        data,
+        media_type="application/zip",
+        headers={"content-disposition": f'attachment; filename="{model}.omtl.zip"'},
+    )
+
+
+@router.get("/{model}/snapshots", response_model=SnapshotVersions, responses=ERRORS)
+async def get_snapshots(ctx: ContextDep, model: ModelName) -> dict[str, Any]:
+    """The snapshot versions ``POST /models/{m}/rollback`` can restore (``OMTL_SNAPSHOT_KEEP``)."""
+    await modelling.describe(ctx, model)  # 404 for an unknown model
+    return {"model": model, "versions": await exporting.versions(ctx, model)}
+
+
+@router.post(
+    "/{model}/rollback",
+    response_model=ModelInfo,
+    responses=ERRORS,
+    openapi_extra=raw_body(RollbackRequest),
+)
+async def rollback(ctx: ContextDep, model: ModelName, request: Request) -> dict[str, Any]:
+    """Restore a kept snapshot and discard the log after it: the model moves to a new
+    generation whose state is that snapshot (its owner reloads it); events after it are
+    gone, not replayed. 404 for a version that is not kept."""
+    body = parse_body(RollbackRequest, await read_json(request))
+    return await exporting.rollback(ctx, model, body.version)
