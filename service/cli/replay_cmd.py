@@ -21,6 +21,7 @@ import scipy.sparse as sp
 from evaluation.catalog import load_dataset
 from evaluation.dataset import Dataset
 from service.cli.client import Api, ApiCallError, HttpApi
+from service.cli.progress import Progress, progress
 from service.settings import get_settings
 
 __all__ = ["ReplayStats", "ensure_model", "event_json", "register", "replay", "run"]
@@ -88,8 +89,10 @@ def replay(
     labelled: float = 0.0,
     limit: int | None = None,
     shuffle: int | None = None,
+    bar: Progress | None = None,
 ) -> ReplayStats:
-    """Send the dataset's rows as events; ``rate`` caps events per second."""
+    """Send the dataset's rows as events; ``rate`` caps events per second; ``bar`` (a
+    :func:`service.cli.progress.progress` bar) counts the events sent."""
     order = np.arange(ds.n)
     if shuffle is not None:
         order = np.random.default_rng(shuffle).permutation(ds.n)
@@ -109,6 +112,8 @@ def replay(
         stats.events += len(rows)
         stats.labelled += int(with_label[rows].sum())
         stats.requests += 1
+        if bar is not None:
+            bar.update(len(rows))
         if rate:
             ahead = stats.events / rate - (time.monotonic() - started)
             if ahead > 0:
@@ -142,16 +147,19 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.create:
             ensure_model(api, args.model, ds, args.create, {})
-        stats = replay(
-            api,
-            ds,
-            args.model,
-            rate=args.rate,
-            batch=args.batch,
-            labelled=args.labelled,
-            limit=args.limit,
-            shuffle=args.shuffle,
-        )
+        total = ds.n if args.limit is None else min(ds.n, args.limit)
+        with progress(total, f"replay {ds.name}", "event") as bar:
+            stats = replay(
+                api,
+                ds,
+                args.model,
+                rate=args.rate,
+                batch=args.batch,
+                labelled=args.labelled,
+                limit=args.limit,
+                shuffle=args.shuffle,
+                bar=bar,
+            )
     except (ApiCallError, OSError) as exc:
         print(f"omtl replay: {exc}", file=sys.stderr)
         return 1

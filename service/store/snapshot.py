@@ -30,6 +30,7 @@ with the reason, which the worker reports by marking the model failed
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import math
@@ -449,11 +450,20 @@ def read_snapshot(r: redis.Redis, model: str, expected: Expected | None = None) 
     return _from_reply(r.hmget(snapshot_key(model), _FIELDS), expected)
 
 
+#: Snapshots with more bytes than this are decoded in a worker thread (off the event loop).
+DECODE_IN_THREAD_BYTES = 64 * 1024
+
+
 async def read_snapshot_async(
     r: aredis.Redis, model: str, expected: Expected | None = None
 ) -> Snapshot | None:
-    """:func:`read_snapshot` for an asyncio client."""
-    return _from_reply(await r.hmget(snapshot_key(model), _FIELDS), expected)
+    """:func:`read_snapshot` for an asyncio client; a large snapshot is decoded (and its
+    learner rebuilt and probed) in a worker thread, so the event loop keeps serving."""
+    reply = await r.hmget(snapshot_key(model), _FIELDS)
+    arrays = reply[2]
+    if isinstance(arrays, bytes) and len(arrays) > DECODE_IN_THREAD_BYTES:
+        return await asyncio.to_thread(_from_reply, reply, expected)
+    return _from_reply(reply, expected)
 
 
 def read_version(r: redis.Redis, model: str) -> int | None:
