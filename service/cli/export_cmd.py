@@ -1,6 +1,7 @@
 """``omtl export``, ``omtl import`` and ``omtl rollback``: move a model between services and
-restore an earlier state, through the HTTP API (docs/architecture.md, "Export, import and
-rollback").
+restore an earlier state, through the HTTP API.
+
+See docs/architecture.md, "Export, import and rollback".
 
 * ``omtl export M FILE`` writes ``GET /models/M/export`` to FILE;
 * ``omtl import FILE [--as M2]`` sends FILE to ``POST /models/import``;

@@ -1,5 +1,6 @@
-"""Model export, import and rollback for the HTTP API (docs/architecture.md, "Export, import
-and rollback").
+"""Model export, import and rollback for the HTTP API.
+
+See docs/architecture.md, "Export, import and rollback".
 
 These are rare administrative steps that move whole snapshots (up to hundreds of
 megabytes): each runs in a worker thread with a short-lived synchronous client,
