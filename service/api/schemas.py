@@ -174,7 +174,7 @@ class ModelPut(BaseModel):
 
 class LabelRequestCounts(BaseModel):
     """Label requests of a model as of its snapshot: ``issued = answered + pending`` plus the
-    requests that expired (their event left the log, or more than 200,000 were pending)."""
+    requests that expired (their event left the log, or more than 100,000 were pending)."""
 
     issued: int = Field(description="Label requests the worker emitted.")
     answered: int = Field(description="Requested events whose label was applied.")

@@ -42,8 +42,9 @@ TOTAL_NAMES = (
 )
 
 #: Most label requests remembered as unanswered; beyond it the oldest expire (still
-#: labelable, but no longer counted as pending). 200,000 ids are 4.8 MB of snapshot.
-REQUESTED_LIMIT = 200_000
+#: labelable, but no longer counted as pending): as many as the label-request stream keeps
+#: by default (OMTL_QUERIES_MAXLEN), 2.4 MB of snapshot.
+REQUESTED_LIMIT = 100_000
 
 
 def _no_limit(n_tasks: int) -> None:
