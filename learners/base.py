@@ -71,6 +71,7 @@ __all__ = [
     "OutlierReporter",
     "Param",
     "QueryProbabilityReporter",
+    "RELATION_KINDS",
     "StateValue",
     "outlier_reporter",
     "query_probability_reporter",
@@ -153,6 +154,21 @@ BUDGET = Param(
 )
 
 
+#: The kinds of relation matrix a learner may declare (``Learner.relation_kind``):
+#: a fixed or learned interaction matrix of the update rule, committee weights,
+#: a covariance of the task weights, a derived cosine similarity (of codes or of
+#: weight vectors), or none.
+RELATION_KINDS = (
+    "none",
+    "fixed-interaction",
+    "learned-interaction",
+    "committee-weights",
+    "task-covariance",
+    "code-similarity",
+    "weight-similarity",
+)
+
+
 class Learner:
     """Base class of every online multitask learner (see the module docstring).
 
@@ -191,6 +207,10 @@ class Learner:
     state_fields: ClassVar[tuple[str, ...]] = ()
     #: Names of conformance checks this learner opts out of, with the reason.
     check_exemptions: ClassVar[Mapping[str, str]] = {}
+    #: What :meth:`relation_matrix` returns, one of :data:`RELATION_KINDS` ("none" when it
+    #: returns None), and one sentence saying what its entries mean for people.
+    relation_kind: ClassVar[str] = "none"
+    relation_meaning: ClassVar[str] = "This learner keeps no task relation matrix."
 
     def __init__(self, *, n_features: int, n_tasks: int, seed: int = 0, **params: Any) -> None:
         self._n_features = strict_int(n_features, "n_features", 1)
@@ -347,6 +367,11 @@ class Learner:
     def relation_matrix(self) -> np.ndarray | None:
         """The ``K x K`` interaction / relationship matrix, or None if the learner has none."""
         return self._relation()
+
+    def relation_description(self) -> tuple[str, str]:
+        """``(kind, meaning)`` of :meth:`relation_matrix` for this instance: the class's
+        ``relation_kind`` and ``relation_meaning`` unless a wrapper delegates them."""
+        return self.relation_kind, self.relation_meaning
 
     def task_weights(self) -> np.ndarray | None:
         """The learned per-task linear predictors, shape ``(K, dim)``, or None.

@@ -128,6 +128,20 @@ class Settings(BaseSettings):
         default=50, ge=1, description="Task names beyond this share the metric label 'other'."
     )
 
+    # -- snapshot history and rollback (docs/architecture.md, "Export, import and rollback")
+    snapshot_keep: int = Field(
+        default=3,
+        ge=1,
+        description="Snapshots kept per model for POST /models/{m}/rollback: the latest and "
+        "up to N-1 earlier ones (1: no history).",
+    )
+    snapshot_keep_every_s: float = Field(
+        default=60.0,
+        ge=0,
+        description="An earlier snapshot goes to the history at most once per this many "
+        "seconds (snapshots come every second under load; 0: every one).",
+    )
+
     @field_validator("log_level")
     @classmethod
     def _check_level(cls, v: str) -> str:

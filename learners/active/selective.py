@@ -356,6 +356,10 @@ class SelectiveSampling(ActiveLearner):
     def _relation(self) -> np.ndarray | None:
         return self.base_.relation_matrix()
 
+    def relation_description(self) -> tuple[str, str]:
+        """The base learner's: the relation matrix is the base's."""
+        return self.base_.relation_description()
+
     def _task_weights(self) -> np.ndarray | None:
         return self.base_.task_weights()
 

@@ -212,6 +212,12 @@ class ActiveMultitaskCommittees(PerTaskPerceptrons):
         grown = grow_committee(self.tau_ / self._row_sum())
         self.tau_ = grown * (self.n_tasks + 1 if self.code_faithful else 1.0)
 
+    relation_kind = "committee-weights"
+    relation_meaning = (
+        "Learned committee weights: row k says how much each task's predictor counts in "
+        "task k's committee (rows sum to 1)."
+    )
+
     def _relation(self) -> np.ndarray:
         return self.tau_ / self._row_sum()
 

@@ -134,6 +134,12 @@ class PeerLearning(PerTaskPerceptrons):
         super()._add_task()
         self.tau_ = grow_peer_weights(self.tau_)
 
+    relation_kind = "committee-weights"
+    relation_meaning = (
+        "Learned peer weights: row k says how much each other task is trusted to answer "
+        "for task k (rows sum to 1 over the peers)."
+    )
+
     def _relation(self) -> np.ndarray:
         return self.tau_.copy()
 

@@ -72,5 +72,8 @@ class RandomQuery(PerTaskPerceptrons):
         )
         return drawn, asked
 
+    relation_kind = "fixed-interaction"
+    relation_meaning = "Fixed identity matrix: every task learns on its own, nothing is shared."
+
     def _relation(self) -> np.ndarray:
         return np.eye(self.n_tasks)

@@ -10,7 +10,12 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from learners.base import Learner, outlier_reporter, query_probability_reporter
+from learners.base import (
+    RELATION_KINDS,
+    Learner,
+    outlier_reporter,
+    query_probability_reporter,
+)
 from learners.checks.kernels import check_kernel_matches_reference
 from learners.checks.streams import Stream, related_tasks
 
@@ -346,8 +351,24 @@ def check_declared_capabilities(make: Factory) -> None:
     assert_states_equal(before, learner.state_dict(), "after the capability calls")
 
 
+def check_relation_kind(make: Factory) -> None:
+    """The declared relation kind is a known one, has a meaning, and is "none" exactly when
+    :meth:`Learner.relation_matrix` returns None (docs/architecture.md, "The API")."""
+    learner = make()
+    _run(learner, _stream(learner, n=200, seed=12))
+    kind, meaning = learner.relation_description()
+    assert kind in RELATION_KINDS, f"relation_kind {kind!r} is not one of {RELATION_KINDS}"
+    assert isinstance(meaning, str) and meaning.strip(), "relation_meaning is empty"
+    matrix = learner.relation_matrix()
+    assert (matrix is None) == (kind == "none"), (
+        f"relation_kind is {kind!r} but relation_matrix() returns "
+        f"{'None' if matrix is None else 'a matrix'}"
+    )
+
+
 ALL_CHECKS: tuple[Check, ...] = (
     check_declared_capabilities,
+    check_relation_kind,
     check_kernel_matches_reference,
     check_task_weights,
     check_score_and_learn_one,

@@ -260,6 +260,12 @@ class BasisLearner(Learner):
     def _task_weights(self) -> np.ndarray:
         return self.S_ @ self.L_.T
 
+    relation_kind = "code-similarity"
+    relation_meaning = (
+        "Cosine similarity of the tasks' codes over the shared basis (derived, 1 on the "
+        "diagonal): tasks built from the same atoms with the same signs are close."
+    )
+
     def _relation(self) -> np.ndarray:
         norms = np.linalg.norm(self.S_, axis=1)
         unit = self.S_ / np.where(norms > 0, norms, 1.0)[:, None]

@@ -368,6 +368,12 @@ class TaskRelationships(CompiledLearner, MatrixPerceptron):
         self.G_ = G
         self.colsum_ = np.append(self.colsum_, 0.0)
 
+    relation_kind = "learned-interaction"
+    relation_meaning = (
+        "Learned interaction matrix A: larger |A_ij| means tasks i and j share more of "
+        "their updates; it starts at I/K and changes as the tasks make mistakes."
+    )
+
     def _relation(self) -> np.ndarray:
         return self.A_.copy()
 
@@ -477,6 +483,11 @@ class OMTLCovariance(TaskRelationships):
 
     name = "omtl-cov"
     summary = "OMTL with A set to the covariance of the task weight vectors"
+    relation_kind = "task-covariance"
+    relation_meaning = (
+        "Learned matrix A set to the (ridged) covariance of the task weight vectors: "
+        "positive entries mean tasks whose weights move together."
+    )
     paper = f"{SAHA2011} (Eq. 3.9, Algorithm 1)"
     params = (*_SHARED, RIDGE, COV_IS_A_INVERSE, _sampling_b(None))
     conformance_params = (

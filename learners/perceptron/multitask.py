@@ -178,6 +178,9 @@ class IndependentPerceptronsReference(MistakeDriven):
     def _add_task(self) -> None:
         self.W_ = np.vstack([self.W_, np.zeros((1, self.dim))])
 
+    relation_kind = "fixed-interaction"
+    relation_meaning = "Fixed identity matrix: every task learns on its own, nothing is shared."
+
     def _relation(self) -> np.ndarray:
         return np.eye(self.n_tasks)
 
@@ -230,6 +233,9 @@ class PooledPerceptronReference(MistakeDriven):
 
     def _add_task(self) -> None:
         """Nothing to grow: all tasks share one vector."""
+
+    relation_kind = "fixed-interaction"
+    relation_meaning = "Fixed all-ones matrix: one predictor is pooled over every task."
 
     def _relation(self) -> np.ndarray:
         return np.ones((self.n_tasks, self.n_tasks))
@@ -412,6 +418,13 @@ class MultitaskPerceptron(MistakeDriven):
     def interaction_matrix(self) -> np.ndarray:
         """The current ``K x K`` interaction matrix A."""
         raise NotImplementedError
+
+    relation_kind = "fixed-interaction"
+    relation_meaning = (
+        "Fixed interaction matrix A chosen in the configuration, not learned; a mistake "
+        "of task i moves task j by (A^-1)_ji, so negative off-diagonal entries of A mean "
+        "shared updates, not opposed tasks."
+    )
 
     def _relation(self) -> np.ndarray:
         return self.interaction_matrix()

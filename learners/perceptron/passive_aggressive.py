@@ -124,6 +124,9 @@ class PassiveAggressiveIndividualReference(PassiveAggressive):
     def _add_task(self) -> None:
         self.W_ = np.vstack([self.W_, np.zeros((1, self.dim))])
 
+    relation_kind = "fixed-interaction"
+    relation_meaning = "Fixed identity matrix: every task learns on its own, nothing is shared."
+
     def _relation(self) -> np.ndarray:
         return np.eye(self.n_tasks)
 
@@ -164,6 +167,9 @@ class PassiveAggressiveGlobalReference(PassiveAggressive):
 
     def _add_task(self) -> None:
         """Nothing to grow: all tasks share one vector."""
+
+    relation_kind = "fixed-interaction"
+    relation_meaning = "Fixed all-ones matrix: one predictor is pooled over every task."
 
     def _relation(self) -> np.ndarray:
         return np.ones((self.n_tasks, self.n_tasks))

@@ -194,6 +194,12 @@ class PNormMultitaskPerceptronReference(Learner):
             self.theta_ = np.vstack([self.theta_, np.zeros((1, self.dim))])
         self._refresh()
 
+    relation_kind = "fixed-interaction"
+    relation_meaning = (
+        "Fixed interaction matrix A chosen in the configuration, not learned; negative "
+        "off-diagonal entries of A mean shared updates, not opposed tasks."
+    )
+
     def _relation(self) -> np.ndarray:
         return self.interaction.matrix(self.Ainv_)
 

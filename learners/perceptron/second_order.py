@@ -291,6 +291,12 @@ class SecondOrderMultitaskPerceptronReference(Learner):
         G = self.Ainv_[t[:, None], t[None, :]] * (X @ X.T).toarray()
         self._Q[:s, :s] = spd_inverse(float(self.hyper["a"]) * np.eye(s) + G)
 
+    relation_kind = "fixed-interaction"
+    relation_meaning = (
+        "Fixed interaction matrix A chosen in the configuration, not learned; negative "
+        "off-diagonal entries of A mean shared updates, not opposed tasks."
+    )
+
     def _relation(self) -> np.ndarray:
         return self.interaction.matrix(self.Ainv_)
 

@@ -137,6 +137,12 @@ class RobustMultitask(CompiledLearner):
     def _outlier_norms(self) -> np.ndarray:
         raise NotImplementedError
 
+    relation_kind = "weight-similarity"
+    relation_meaning = (
+        "Cosine similarity of the tasks' predictors (derived, not a model parameter): "
+        "tasks whose weight vectors point the same way are close."
+    )
+
     def _relation(self) -> np.ndarray:
         W = self._task_weights()
         assert W is not None

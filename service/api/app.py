@@ -125,6 +125,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         path="/predict",
     )
     app.add_middleware(
-        GuardMiddleware, max_body_bytes=settings.max_body_bytes, observe=_observe_request
+        GuardMiddleware,
+        max_body_bytes=settings.max_body_bytes,
+        observe=_observe_request,
+        # a model import carries a whole snapshot: up to the model budget plus bookkeeping
+        large_bodies={"/models/import": settings.max_model_bytes + 256 * 1024**2},
     )
     return app

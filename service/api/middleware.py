@@ -24,17 +24,26 @@ RequestObserver = Callable[[str, str, int], None]
 class GuardMiddleware:
     """Refuse bodies larger than ``max_body_bytes`` and report every request."""
 
-    def __init__(self, app: ASGIApp, *, max_body_bytes: int, observe: RequestObserver) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        max_body_bytes: int,
+        observe: RequestObserver,
+        large_bodies: dict[str, int] | None = None,
+    ) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
         self.observe = observe
+        #: paths whose bodies may be larger (e.g. a model import), with their limit
+        self.large_bodies = large_bodies or {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         status = 500
-        limit = self.max_body_bytes
+        limit = self.large_bodies.get(scope["path"], self.max_body_bytes)
         declared = self._declared_length(scope)
         if declared is not None and declared > limit:
             status = 413

@@ -18,6 +18,7 @@ __all__ = [
     "EventsRequest",
     "LabelAccepted",
     "LabelRequest",
+    "LabelRequestCounts",
     "ModelInfo",
     "ModelPut",
     "PredictBatchRequest",
@@ -25,7 +26,9 @@ __all__ = [
     "PredictRequest",
     "PredictResponse",
     "RelationsResponse",
+    "RollbackRequest",
     "ServiceInfo",
+    "SnapshotVersions",
     "SparseX",
     "TaskStats",
 ]
@@ -201,6 +204,15 @@ class ModelPut(BaseModel):
     seed: int = Field(default=0, ge=0, description="Seed of the learner's random generator.")
 
 
+class LabelRequestCounts(BaseModel):
+    """Label requests of a model as of its snapshot: ``issued = answered + pending`` plus the
+    requests that expired (their event left the log, or more than 100,000 were pending)."""
+
+    issued: int = Field(description="Label requests the worker emitted.")
+    answered: int = Field(description="Requested events whose label was applied.")
+    pending: int = Field(description="Requested events not labelled yet.")
+
+
 class ModelInfo(BaseModel):
     """A model's configuration and progress."""
 
@@ -221,7 +233,11 @@ class ModelInfo(BaseModel):
     last_applied_id: str = Field(description="Last log entry the snapshot includes.")
     counts: dict[str, int] = Field(
         description="Totals over tasks (events, labels, mistakes, queries, predictions) "
-        "and stream lengths (log_entries, label_requests_pending, dead_letters)."
+        "stream lengths (log_entries, dead_letters) and label_requests_pending (issued and "
+        "not labelled yet, as in label_requests)."
+    )
+    label_requests: LabelRequestCounts | None = Field(
+        default=None, description="Label requests issued / answered / pending (null: failed)."
     )
     status: Literal["ok", "failed"] = Field(
         default="ok",
@@ -249,21 +265,57 @@ class TaskStats(BaseModel):
     label_requests: int
     predictions: int
     online_accuracy: float | None = Field(
-        description="1 - mistakes / labels; null before any label. The worker scores every label "
+        description="1 - mistakes / labels; null before any label and for regression models. "
+        "The worker scores every label "
         "before learning it (progressive validation): an event that arrives with its label is "
         "scored on arrival, a label posted later through /label is scored when it is applied."
+    )
+    rmse: float | None = Field(
+        default=None,
+        description="Regression models: root mean squared online error (prediction just before "
+        "each label was learned); null for classification and before any label.",
+    )
+    mae: float | None = Field(
+        default=None, description="Regression models: mean absolute online error (as rmse)."
     )
     outlier_score: float | None = None
     outlier: bool | None = None
 
 
 class RelationsResponse(BaseModel):
-    """The learner's K x K task relation matrix, rows and columns named by task."""
+    """The learner's task relation matrix, rows and columns named by task, with what it is."""
 
     model: str
     version: int
-    tasks: list[str]
-    matrix: list[list[float]] | None
+    kind: str = Field(
+        description="What the matrix is: none, fixed-interaction, learned-interaction, "
+        "committee-weights, task-covariance, code-similarity or weight-similarity."
+    )
+    meaning: str = Field(description="What the entries mean, in one sentence.")
+    tasks: list[str] = Field(description="Names of the rows and columns (the subset if given).")
+    total_tasks: int = Field(description="Number of tasks of the model.")
+    matrix: list[list[float]] | None = Field(
+        description="The matrix over `tasks`; null when the learner has none or matrix=false."
+    )
+    top: dict[str, list[tuple[str, float]]] | None = Field(
+        default=None,
+        description="With top_k: per task, the top_k most related other tasks and their values, "
+        "best first (by magnitude for interaction matrices, by value otherwise).",
+    )
+
+
+class RollbackRequest(BaseModel):
+    """Which kept snapshot ``POST /models/{m}/rollback`` restores."""
+
+    model_config = ConfigDict(extra="forbid")
+    version: int = Field(ge=1, description="A version from GET /models/{m}/snapshots.")
+
+
+class SnapshotVersions(BaseModel):
+    """Snapshot versions a rollback can restore."""
+
+    model: str
+    versions: list[int] = Field(description="Newest first: the latest and the kept ones.")
 
 
 class ServiceInfo(BaseModel):

@@ -29,6 +29,7 @@ from evaluation.catalog import load_any
 from evaluation.dataset import Dataset
 from evaluation.multiview import MultiviewDataset
 from service.cli.client import Api, ApiCallError, HttpApi, sse_messages
+from service.cli.progress import Progress, progress
 from service.cli.replay_cmd import default_url
 
 __all__ = ["AnnotateStats", "annotate", "register", "run"]
@@ -84,6 +85,7 @@ def annotate(
     flip: float = 0.0,
     seed: int = 0,
     reconnect_for: float = 60.0,
+    bar: Progress | None = None,
 ) -> AnnotateStats:
     """Answer label requests until ``limit`` requests or ``timeout`` seconds have passed
     (forever without either), reconnecting after a dropped stream.
@@ -91,6 +93,7 @@ def annotate(
     ``flip`` is the probability of answering the wrong class (a noisy annotator;
     classification datasets only). Raises :class:`ApiCallError` for an error
     answer and ``OSError`` once reconnecting has failed for ``reconnect_for`` s.
+    ``bar`` counts the requests answered.
     """
     rng = np.random.default_rng(seed)
     stats = AnnotateStats()
@@ -107,6 +110,8 @@ def annotate(
             for message in sse_messages(position.track(api.sse("/queries", params))):
                 failing_since = None
                 _answer(api, ds, model, orjson.loads(message["data"]), stats, annotator, flip, rng)
+                if bar is not None:
+                    bar.update(1)
             failing_since = None
         except _DROPS:
             now = time.monotonic()
@@ -179,17 +184,19 @@ def run(args: argparse.Namespace) -> int:
     ds = load_any(args.dataset)  # a multiview set: rows are rounds, ref = round index
     api = HttpApi(args.url or default_url())
     try:
-        stats = annotate(
-            api,
-            ds,
-            args.model,
-            after="0-0" if args.from_start else "$",
-            limit=args.limit,
-            timeout=args.timeout,
-            annotator=args.annotator,
-            flip=args.flip,
-            reconnect_for=args.reconnect_for,
-        )
+        with progress(args.limit, f"annotate {args.model}", "label") as bar:
+            stats = annotate(
+                api,
+                ds,
+                args.model,
+                after="0-0" if args.from_start else "$",
+                limit=args.limit,
+                timeout=args.timeout,
+                annotator=args.annotator,
+                flip=args.flip,
+                reconnect_for=args.reconnect_for,
+                bar=bar,
+            )
     except (ApiCallError, OSError) as exc:
         print(f"omtl annotate: {exc}", file=sys.stderr)
         return 1

@@ -30,6 +30,7 @@ from evaluation.catalog import load_any
 from evaluation.dataset import Dataset
 from evaluation.multiview import MultiviewDataset
 from service.cli.client import Api, ApiCallError, HttpApi
+from service.cli.progress import Progress, progress
 from service.settings import get_settings
 
 __all__ = [
@@ -162,9 +163,11 @@ def replay(
     labelled: float = 0.0,
     limit: int | None = None,
     shuffle: int | None = None,
+    bar: Progress | None = None,
 ) -> ReplayStats:
     """Send the dataset's rows as events (a multiview set's rounds as multiview rounds);
-    ``rate`` caps events per second."""
+    ``rate`` caps events per second; ``bar`` (a :func:`service.cli.progress.progress` bar)
+    counts the events sent."""
     order = np.arange(ds.n)
     if shuffle is not None:
         order = np.random.default_rng(shuffle).permutation(ds.n)
@@ -187,6 +190,8 @@ def replay(
         stats.events += len(rows)
         stats.labelled += int(with_label[rows].sum())
         stats.requests += 1
+        if bar is not None:
+            bar.update(len(rows))
         if rate:
             ahead = stats.events / rate - (time.monotonic() - started)
             if ahead > 0:
@@ -225,16 +230,19 @@ def run(args: argparse.Namespace) -> int:
             ds = ensure_multiview_model(api, args.model, ds, args.create, {})
         elif args.create:
             ensure_model(api, args.model, ds, args.create, {})
-        stats = replay(
-            api,
-            ds,
-            args.model,
-            rate=args.rate,
-            batch=args.batch,
-            labelled=args.labelled,
-            limit=args.limit,
-            shuffle=args.shuffle,
-        )
+        total = ds.n if args.limit is None else min(ds.n, args.limit)
+        with progress(total, f"replay {ds.name}", "event") as bar:
+            stats = replay(
+                api,
+                ds,
+                args.model,
+                rate=args.rate,
+                batch=args.batch,
+                labelled=args.labelled,
+                limit=args.limit,
+                shuffle=args.shuffle,
+                bar=bar,
+            )
     except (ApiCallError, OSError) as exc:
         print(f"omtl replay: {exc}", file=sys.stderr)
         return 1

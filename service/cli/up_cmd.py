@@ -8,7 +8,10 @@
   started again (the server on the same port and data directory, so the API and
   the worker reconnect by themselves). Ctrl-C or SIGTERM stops the API, then the
   worker (which drains and snapshots), then the server (which fsyncs its
-  append-only file).
+  append-only file). Before anything starts it checks that the API port and
+  the worker's metrics port are free (and says which is taken); the embedded
+  server's URL is printed and kept in ``<data dir>/redis/url`` for
+  ``omtl redis-cli``.
 * ``omtl api`` serves the API alone, ``omtl worker`` runs a worker alone; both
   need ``REDIS_URL`` (for compose and Kubernetes).
 """
@@ -50,6 +53,12 @@ def register(sub: Any) -> None:
     up.add_argument(
         "--data-dir", default=None, help="data directory of the embedded server (OMTL_DATA_DIR)"
     )
+    up.add_argument(
+        "--metrics-port",
+        type=int,
+        default=None,
+        help="the worker's Prometheus port (default: OMTL_WORKER_METRICS_PORT, 9101)",
+    )
     up.set_defaults(func=run_up)
 
     api = sub.add_parser("api", help="serve the HTTP API against REDIS_URL")
@@ -75,7 +84,32 @@ def _settings(args: argparse.Namespace) -> Settings:
         update["api_port"] = args.port
     if getattr(args, "data_dir", None):
         update["data_dir"] = Path(args.data_dir)
+    if getattr(args, "metrics_port", None) is not None:
+        update["worker_metrics_port"] = args.metrics_port
     return base.model_copy(update=update)
+
+
+def busy_ports(settings: Settings) -> list[str]:
+    """What keeps ``omtl up`` from starting: each of its fixed ports already in use."""
+    import socket
+
+    wanted = [
+        ("API", settings.api_host, settings.api_port, "--port"),
+        ("worker metrics", settings.api_host, settings.worker_metrics_port, "--metrics-port"),
+    ]
+    busy = []
+    for what, host, port, option in wanted:
+        if port == 0:
+            continue
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                s.bind((host, port))
+            except OSError as exc:
+                busy.append(
+                    f"the {what} port {port} on {host} is in use ({exc.strerror}); {option}"
+                )
+    return busy
 
 
 def _logging(settings: Settings) -> None:
@@ -153,6 +187,7 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child before e
 def _start_worker(settings: Settings) -> subprocess.Popen[bytes]:
     env = dict(os.environ)
     env["REDIS_URL"] = str(settings.redis_url)
+    env["OMTL_WORKER_METRICS_PORT"] = str(settings.worker_metrics_port)
     env.setdefault("OPENBLAS_NUM_THREADS", "1")
     return subprocess.Popen(
         [sys.executable, "-m", "service.worker"],
@@ -250,6 +285,7 @@ def _banner(settings: Settings, redis_url: str, embedded: bool) -> str:
         f"                  Redis stream omtl:{{{model}}}:queries on {redis_url}",
         f"  Redis           {redis_url}"
         + (f"  (embedded, data in {settings.data_dir.resolve() / 'redis'})" if embedded else ""),
+        "                  `omtl redis-cli <command>` runs a command there",
         "  Ctrl-C stops everything",
     ]
     return "\n".join(lines)
@@ -257,11 +293,17 @@ def _banner(settings: Settings, redis_url: str, embedded: bool) -> str:
 
 def run_up(args: argparse.Namespace) -> int:
     """``omtl up``: embedded Redis (unless ``REDIS_URL``), the worker and the API."""
+    from service.cli.redis_cli_cmd import embedded_url_file
     from service.embedded_redis import DataDirLocked, EmbeddedRedis
     from service.store.models import ensure_default_model
 
     settings = _settings(args)
     _logging(settings)
+    busy = busy_ports(settings)
+    if busy:
+        for line in busy:
+            print(f"omtl up: {line}", file=sys.stderr)
+        return 1
     server: EmbeddedRedis | None = None
     server_watch: _Supervisor | None = None
     worker: _Supervisor | None = None
@@ -279,6 +321,7 @@ def run_up(args: argparse.Namespace) -> int:
                 return 1
             settings = settings.model_copy(update={"redis_url": server.url})
             server_watch = _supervise_server(server)
+            embedded_url_file(settings.data_dir).write_text(server.url + "\n")
         url = str(settings.redis_url)
         client = redis.Redis.from_url(url)
         try:

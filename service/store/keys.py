@@ -85,3 +85,9 @@ def progress_key(m: str) -> str:
     """Hash: ``applied`` (log entries the worker applied that are still in the log) and the
     ``generation`` it counts for; the log's backlog is its length minus ``applied``."""
     return f"omtl:{{{m}}}:progress"
+
+
+def snapshot_history_key(m: str) -> str:
+    """Hash: the snapshots before the latest one, ``<version>:header`` and
+    ``<version>:arrays``, the newest ``OMTL_SNAPSHOT_KEEP - 1`` of them (rollback)."""
+    return f"omtl:{{{m}}}:snapshots"

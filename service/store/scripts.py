@@ -223,9 +223,11 @@ end
 return 0
 """)
 
-#: KEYS: snapshot, lease, config. ARGV: header, arrays, generation, owner ("" = no check).
-#: Returns the new version, -1 (lease held by another owner), -2 (other generation, which
-#: is also another incarnation of the name) or -3 (the model was deleted).
+#: KEYS: snapshot, lease, config, history. ARGV: header, arrays, generation, owner ("" = no
+#: check), keep. Returns the new version, -1 (lease held by another owner), -2 (other
+#: generation, which is also another incarnation of the name) or -3 (the model was deleted).
+#: With keep > 1 the snapshot being replaced moves to the history hash first, which keeps
+#: the keep - 1 newest (``<version>:header``, ``<version>:arrays``; see ``rollback``).
 WRITE_SNAPSHOT = LuaScript("""
 if ARGV[4] ~= '' and redis.call('GET', KEYS[2]) ~= ARGV[4] then
   return -1
@@ -236,6 +238,23 @@ if not gen then
 end
 if gen ~= ARGV[3] then
   return -2
+end
+local keep = tonumber(ARGV[5]) or 0
+if keep > 1 then
+  local old = redis.call('HMGET', KEYS[1], 'version', 'header', 'arrays')
+  if old[1] and old[2] and old[3] then
+    redis.call('HSET', KEYS[4], old[1] .. ':header', old[2], old[1] .. ':arrays', old[3])
+  end
+  local versions = {}
+  for _, f in ipairs(redis.call('HKEYS', KEYS[4])) do
+    local v = string.match(f, '^(%d+):header$')
+    if v then table.insert(versions, tonumber(v)) end
+  end
+  table.sort(versions)
+  for i = 1, #versions - (keep - 1) do
+    local v = string.format('%d', versions[i])
+    redis.call('HDEL', KEYS[4], v .. ':header', v .. ':arrays')
+  end
 end
 local v = redis.call('HINCRBY', KEYS[1], 'version', 1)
 redis.call('HSET', KEYS[1], 'header', ARGV[1], 'arrays', ARGV[2])

@@ -11,7 +11,10 @@ one atomic step:
 * ``arrays``: an ``.npz`` archive with the array values of the ``state_dict``
   (``learner.<key>``), the per-task counters (``counter.<name>``, length K) and
   the ids of the events labelled by label entries (``worker.labelled``, rows of
-  ``(ms, seq, row)``, row -1 for a single-event entry).
+  ``(ms, seq, row)``, row -1 for a single-event entry), the ids of the events
+  whose label was requested and not given yet (``worker.requested``, same rows)
+  and, for regression, the per-task sums of squared and absolute online errors
+  (``error.<name>``, float64, length K).
 
 Nothing is pickled: the archive's members are read with
 ``np.lib.format.read_array(allow_pickle=False)``, so whoever can write to
@@ -27,6 +30,7 @@ with the reason, which the worker reports by marking the model failed
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import math
@@ -42,11 +46,12 @@ import redis.asyncio as aredis
 
 import learners
 from learners import Learner
-from service.store.keys import config_key, lease_key, snapshot_key
+from service.store.keys import config_key, lease_key, snapshot_history_key, snapshot_key
 from service.store.scripts import WRITE_SNAPSHOT
 
 __all__ = [
     "COUNTER_NAMES",
+    "ERROR_NAMES",
     "FORMAT",
     "Expected",
     "Snapshot",
@@ -54,6 +59,7 @@ __all__ = [
     "SnapshotInvalid",
     "decode",
     "encode",
+    "npz_bytes",
     "read_snapshot",
     "read_snapshot_async",
     "read_version",
@@ -65,9 +71,15 @@ FORMAT = 1
 #: Per-task counters, each an int64 array of length K.
 COUNTER_NAMES = ("events", "labels", "mistakes", "queries", "predictions")
 
+#: Per-task sums of online errors of regression models, each a float64 array of length K:
+#: squared and absolute differences of the prediction made just before a label was learned.
+ERROR_NAMES = ("sq_error", "abs_error")
+
 _LEARNER = "learner."
 _COUNTER = "counter."
+_ERROR = "error."
 _LABELLED = "worker.labelled"
+_REQUESTED = "worker.requested"
 
 
 class SnapshotFenced(RuntimeError):
@@ -101,6 +113,14 @@ def _empty_labelled() -> np.ndarray:
     return np.zeros((0, 3), dtype=np.int64)
 
 
+def _padded(values: np.ndarray | None, k: int, dtype: type[np.generic]) -> np.ndarray:
+    """``values`` as a ``dtype`` array of length at least ``k`` (zeros appended)."""
+    arr = np.asarray(values if values is not None else np.zeros(0), dtype=dtype)
+    if arr.shape[0] < k:
+        arr = np.concatenate([arr, np.zeros(k - arr.shape[0], dtype=dtype)])
+    return arr
+
+
 @dataclass
 class Snapshot:
     """One model's state at a position of its log.
@@ -108,7 +128,10 @@ class Snapshot:
     ``last_id`` is the id of the last applied log entry (``"0-0"`` before any).
     ``counters`` maps each of :data:`COUNTER_NAMES` to an int64 array of length
     ``learner.n_tasks``; ``totals`` holds the worker's scalar counters;
-    ``labelled`` the ``(ms, seq, row)`` ids of events labelled by label entries.
+    ``labelled`` the ``(ms, seq, row)`` ids of events labelled by label entries;
+    ``requested`` those of events with a label request not answered yet, in log
+    order; ``errors`` maps each of :data:`ERROR_NAMES` to a float64 array of
+    length K (zeros for classification models).
     """
 
     version: int
@@ -121,14 +144,15 @@ class Snapshot:
     model: str = ""
     totals: dict[str, int] = field(default_factory=dict)
     labelled: np.ndarray = field(default_factory=_empty_labelled)
+    requested: np.ndarray = field(default_factory=_empty_labelled)
+    errors: dict[str, np.ndarray] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         k = self.learner.n_tasks
         for name in COUNTER_NAMES:
-            arr = np.asarray(self.counters.get(name, np.zeros(0)), dtype=np.int64)
-            if arr.shape[0] < k:
-                arr = np.concatenate([arr, np.zeros(k - arr.shape[0], dtype=np.int64)])
-            self.counters[name] = arr
+            self.counters[name] = _padded(self.counters.get(name), k, np.int64)
+        for name in ERROR_NAMES:
+            self.errors[name] = _padded(self.errors.get(name), k, np.float64)
 
     def task_index(self, name: str) -> int | None:
         """Index of the task called ``name``, or None for a task not seen yet."""
@@ -173,7 +197,10 @@ def encode(snapshot: Snapshot) -> tuple[bytes, bytes]:
             scalars[key] = _jsonable(value)
     for name, arr in snapshot.counters.items():
         arrays[_COUNTER + name] = np.asarray(arr, dtype=np.int64)
+    for name, arr in snapshot.errors.items():
+        arrays[_ERROR + name] = np.asarray(arr, dtype=np.float64)
     arrays[_LABELLED] = np.asarray(snapshot.labelled, dtype=np.int64).reshape(-1, 3)
+    arrays[_REQUESTED] = np.asarray(snapshot.requested, dtype=np.int64).reshape(-1, 3)
     header = {
         "format": FORMAT,
         "model": snapshot.model,
@@ -185,9 +212,24 @@ def encode(snapshot: Snapshot) -> tuple[bytes, bytes]:
         "counters": {k: int(v) for k, v in snapshot.totals.items()},
         "scalars": scalars,
     }
+    return json.dumps(header).encode(), npz_bytes(arrays)
+
+
+#: Timestamp of every archive member: a fixed one, so that the same state always encodes
+#: to the same bytes (np.savez stamps the time of writing).
+_ZIP_TIME = (1980, 1, 1, 0, 0, 0)
+
+
+def npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
+    """An ``.npz`` archive of ``arrays`` (what ``np.savez`` writes, ``np.load`` reads), with
+    fixed member timestamps: equal arrays give equal bytes."""
     buf = io.BytesIO()
-    np.savez(buf, allow_pickle=False, **arrays)
-    return json.dumps(header).encode(), buf.getvalue()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED) as zf:
+        for name, arr in arrays.items():
+            info = zipfile.ZipInfo(name + ".npy", date_time=_ZIP_TIME)
+            with zf.open(info, "w", force_zip64=True) as f:
+                np.lib.format.write_array(f, np.asanyarray(arr), allow_pickle=False)
+    return buf.getvalue()
 
 
 def decode(
@@ -336,7 +378,9 @@ def _decode(header_json: bytes | str, npz_bytes: bytes, version: int, bounds: Ex
     k = _check_shape(header, scalars, bounds)
     state = dict(scalars)
     counters: dict[str, np.ndarray] = {}
+    errors: dict[str, np.ndarray] = {}
     labelled = _empty_labelled()
+    requested = _empty_labelled()
     for key, arr in _read_arrays(npz_bytes, bounds).items():
         if key.startswith(_LEARNER):
             state[key[len(_LEARNER) :]] = arr
@@ -344,8 +388,14 @@ def _decode(header_json: bytes | str, npz_bytes: bytes, version: int, bounds: Ex
             if arr.ndim != 1 or arr.shape[0] > k:
                 raise SnapshotInvalid(f"snapshot counter {key!r} has shape {arr.shape}, K is {k}")
             counters[key[len(_COUNTER) :]] = arr.astype(np.int64)
+        elif key.startswith(_ERROR):
+            if arr.ndim != 1 or arr.shape[0] > k:
+                raise SnapshotInvalid(f"snapshot error sum {key!r} has shape {arr.shape}, K is {k}")
+            errors[key[len(_ERROR) :]] = arr.astype(np.float64)
         elif key == _LABELLED:
             labelled = arr.astype(np.int64).reshape(-1, 3)
+        elif key == _REQUESTED:
+            requested = arr.astype(np.int64).reshape(-1, 3)
     params = {
         key[len("param.") :]: (v.item() if isinstance(v, np.ndarray) and v.ndim == 0 else v)
         for key, v in state.items()
@@ -370,6 +420,8 @@ def _decode(header_json: bytes | str, npz_bytes: bytes, version: int, bounds: Ex
         model=str(header.get("model", "")),
         totals={str(key): int(v) for key, v in header.get("counters", {}).items()},
         labelled=labelled,
+        requested=requested,
+        errors=errors,
     )
 
 
@@ -399,11 +451,20 @@ def read_snapshot(r: redis.Redis, model: str, expected: Expected | None = None) 
     return _from_reply(r.hmget(snapshot_key(model), _FIELDS), expected)
 
 
+#: Snapshots with more bytes than this are decoded in a worker thread (off the event loop).
+DECODE_IN_THREAD_BYTES = 64 * 1024
+
+
 async def read_snapshot_async(
     r: aredis.Redis, model: str, expected: Expected | None = None
 ) -> Snapshot | None:
-    """:func:`read_snapshot` for an asyncio client."""
-    return _from_reply(await r.hmget(snapshot_key(model), _FIELDS), expected)
+    """:func:`read_snapshot` for an asyncio client; a large snapshot is decoded (and its
+    learner rebuilt and probed) in a worker thread, so the event loop keeps serving."""
+    reply = await r.hmget(snapshot_key(model), _FIELDS)
+    arrays = reply[2]
+    if isinstance(arrays, bytes) and len(arrays) > DECODE_IN_THREAD_BYTES:
+        return await asyncio.to_thread(_from_reply, reply, expected)
+    return _from_reply(reply, expected)
 
 
 def read_version(r: redis.Redis, model: str) -> int | None:
@@ -418,21 +479,24 @@ async def read_version_async(r: aredis.Redis, model: str) -> int | None:
     return None if v is None else int(v)
 
 
-def write_snapshot(r: redis.Redis, model: str, snapshot: Snapshot, owner: str | None = None) -> int:
+def write_snapshot(
+    r: redis.Redis, model: str, snapshot: Snapshot, owner: str | None = None, keep: int = 1
+) -> int:
     """Write ``snapshot`` atomically and return its new version (also set on ``snapshot``).
 
     With ``owner`` the write happens only while ``owner`` holds the model's
     lease; it also refuses a snapshot of another generation than the model's
     config (another configuration or another incarnation of the name) and a
     snapshot of a deleted model. Every refusal raises :class:`SnapshotFenced`
-    and writes nothing.
+    and writes nothing. With ``keep`` > 1 the snapshot it replaces moves to the
+    model's snapshot history, which keeps the ``keep - 1`` newest (rollback).
     """
     header, arrays = encode(snapshot)
     result = int(
         WRITE_SNAPSHOT.run(
             r,
-            [snapshot_key(model), lease_key(model), config_key(model)],
-            [header, arrays, str(snapshot.generation), owner or ""],
+            [snapshot_key(model), lease_key(model), config_key(model), snapshot_history_key(model)],
+            [header, arrays, str(snapshot.generation), owner or "", str(keep)],
         )
     )
     if result == -1:

@@ -142,6 +142,7 @@ class Applier:
                 return
         st.single["queries"][t] += 1
         st.totals["label_requests"] += 1
+        st.note_request(parse_event_id(event_id))
         if self._replaying_queries and parse_event_id(event_id) <= st.queries_done_upto:
             return
         self._replaying_queries = False
@@ -313,6 +314,8 @@ class Applier:
         st = self.state
         wrong = (scores >= 0.0) != (y > 0.0) if self.classification else None
         st.deferred.append((tasks, wrong))
+        if not self.classification:
+            st.count_errors(tasks, scores, y)
         st.totals["labelled_events"] += int(tasks.shape[0])
 
     def _generic(self, entry_id: str, flat: Sequence[Any]) -> int:
@@ -386,7 +389,9 @@ class Applier:
         st.single["predictions"][t] += 1
         st.single["labels"][t] += 1
         st.totals["labelled_events"] += 1
-        if self.classification and (s >= 0.0) != (y > 0.0):
+        if not self.classification:
+            st.count_error(t, s, y)
+        elif (s >= 0.0) != (y > 0.0):
             st.single["mistakes"][t] += 1
 
     def _batch(self, b: BatchEvent) -> int:
@@ -498,9 +503,12 @@ class Applier:
         st = self.state
         st.labelled.add(key)
         st.single["labels"][t] += 1
-        if self.classification and (s >= 0.0) != (y > 0.0):
+        if not self.classification:
+            st.count_error(t, s, y)
+        elif (s >= 0.0) != (y > 0.0):
             st.single["mistakes"][t] += 1
         st.totals["labels_applied"] += 1
+        st.note_label(key)
         st.recent.pop(lab.event, None)
 
     def _known_task(self, name: str, event_id: str) -> int:

@@ -21,7 +21,7 @@ from service.store.snapshot import write_snapshot
 from service.worker.owned import Owned
 from service.worker.state import ModelState
 
-__all__ = ["snapshot_due", "snapshot_state", "trim_log"]
+__all__ = ["history_keep", "snapshot_due", "snapshot_state", "trim_log"]
 
 
 def snapshot_due(state: ModelState, settings: Settings, now: float) -> bool:
@@ -34,14 +34,32 @@ def snapshot_due(state: ModelState, settings: Settings, now: float) -> bool:
     )
 
 
-def snapshot_state(r: Store, state: ModelState, owner: str) -> int:
+def history_keep(state: ModelState, settings: Settings | None, now: float) -> int:
+    """How many snapshots the next write keeps: ``OMTL_SNAPSHOT_KEEP`` when the one it
+    replaces is to go to the history (at most once per ``OMTL_SNAPSHOT_KEEP_EVERY_S``),
+    else 1 (replaced, not kept). See docs/architecture.md, "Export, import and rollback"."""
+    if settings is None or settings.snapshot_keep <= 1:
+        return 1
+    if now - state.archived_at < settings.snapshot_keep_every_s:
+        return 1
+    return settings.snapshot_keep
+
+
+def snapshot_state(
+    r: Store, state: ModelState, owner: str, settings: Settings | None = None
+) -> int:
     """Write a snapshot of ``state`` while ``owner`` holds the lease; its new version.
+    With ``settings``, the snapshot it replaces may go to the history (:func:`history_keep`).
 
     Raises :class:`service.store.snapshot.SnapshotFenced` (writing nothing) when
     the lease is lost or the model was reconfigured.
     """
     snap = state.to_snapshot()
-    state.version = write_snapshot(r, state.name, snap, owner=owner)
+    now = time.monotonic()
+    keep = history_keep(state, settings, now)
+    state.version = write_snapshot(r, state.name, snap, owner=owner, keep=keep)
+    if keep > 1:
+        state.archived_at = now
     state.snapshot_created = snap.created
     state.entries_since_snapshot = 0
     state.last_snapshot_at = time.monotonic()
@@ -73,4 +91,5 @@ def trim_log(r: Store, owned: Owned, keep: int) -> int:
             for start in range(0, len(fields), 1000):
                 r.hdel(keys.labels_key(name), *fields[start : start + 1000])
             st.forget_labelled_before(head)
+        st.forget_requested_before(head)
     return deleted

@@ -5,10 +5,17 @@
 they are added up only when a snapshot is taken), the ids of events labelled
 by label entries, and the id of the last applied log entry. It converts from
 and to a :class:`service.store.snapshot.Snapshot`.
+
+Two more figures make the API's numbers right per model kind
+(docs/architecture.md, "Label requests and error figures"): for regression
+models the per-task sums of squared and absolute online errors (accuracy means
+nothing there), and the ids of events whose label was requested and not given
+yet, so that label requests are counted as issued, answered and pending.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -17,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from learners import Learner
-from service.store.snapshot import COUNTER_NAMES, Snapshot
+from service.store.snapshot import COUNTER_NAMES, ERROR_NAMES, Snapshot
 
 __all__ = ["TOTAL_NAMES", "ModelState"]
 
@@ -30,7 +37,14 @@ TOTAL_NAMES = (
     "labels_applied",
     "label_requests",
     "dead_letters",
+    "label_requests_answered",
+    "label_requests_expired",
 )
+
+#: Most label requests remembered as unanswered; beyond it the oldest expire (still
+#: labelable, but no longer counted as pending): as many as the label-request stream keeps
+#: by default (OMTL_QUERIES_MAXLEN), 2.4 MB of snapshot.
+REQUESTED_LIMIT = 100_000
 
 
 def _no_limit(n_tasks: int) -> None:
@@ -71,9 +85,20 @@ class ModelState:
         self.labelled: set[tuple[int, int, int]] = {
             (int(a), int(b), int(c)) for a, b, c in snapshot.labelled.tolist()
         }
+        #: events with a label request not answered yet, oldest first (a dict keeps order)
+        self.requested: dict[tuple[int, int, int], None] = dict.fromkeys(
+            (int(a), int(b), int(c)) for a, b, c in snapshot.requested.tolist()
+        )
+        #: per-task sums of online errors (regression) and rows of the batch path not added yet
+        self.errors: dict[str, np.ndarray] = {
+            name: np.asarray(snapshot.errors[name], dtype=np.float64).copy() for name in ERROR_NAMES
+        }
+        self.deferred_errors: list[tuple[np.ndarray, np.ndarray]] = []
         self.recent: OrderedDict[str, Any] = OrderedDict()
         self.entries_since_snapshot = 0
         self.last_snapshot_at = time.monotonic()
+        #: when a replaced snapshot last went to the history (monotonic; never yet: -inf)
+        self.archived_at = -math.inf
         #: label requests / dead letters up to these entry ids were already written
         #: before a restart; replaying them does not write them again.
         self.queries_done_upto: tuple[int, int, int] = (-1, -1, -1)
@@ -113,6 +138,8 @@ class ModelState:
                 lst.append(0)
             for name_ in COUNTER_NAMES:
                 self.batched[name_] = np.append(self.batched[name_], 0)
+            for name_ in ERROR_NAMES:
+                self.errors[name_] = np.append(self.errors[name_], 0.0)
         self.task_names.append(name)
         self.task_index[key] = idx
         self.task_by_name[name] = idx
@@ -152,6 +179,59 @@ class ModelState:
             out[name] = total
         return out
 
+    # ------------------------------------------------------------ errors (regression)
+    def count_error(self, task: int, prediction: float, y: float) -> None:
+        """Add the online error of one label learned by a regression model."""
+        diff = prediction - y
+        self.errors["sq_error"][task] += diff * diff
+        self.errors["abs_error"][task] += abs(diff)
+
+    def count_errors(self, tasks: np.ndarray, predictions: np.ndarray, y: np.ndarray) -> None:
+        """Keep the online errors of labelled rows of the batch path (added up later)."""
+        self.deferred_errors.append((tasks, np.asarray(predictions, np.float64) - y))
+
+    def error_sums(self) -> dict[str, np.ndarray]:
+        """Per-task sums of squared and absolute online errors (length K, float64)."""
+        if self.deferred_errors:
+            k = self.learner.n_tasks
+            tasks = np.concatenate([t for t, _ in self.deferred_errors])
+            diff = np.concatenate([d for _, d in self.deferred_errors])
+            self.errors["sq_error"] += np.bincount(tasks, weights=diff * diff, minlength=k)
+            self.errors["abs_error"] += np.bincount(tasks, weights=np.abs(diff), minlength=k)
+            self.deferred_errors.clear()
+        return {name: arr.copy() for name, arr in self.errors.items()}
+
+    # ------------------------------------------------------------ label requests
+    def note_request(self, key: tuple[int, int, int]) -> None:
+        """Remember that event ``key`` was asked for (the oldest beyond the limit expire)."""
+        requested = self.requested
+        requested[key] = None
+        if len(requested) > REQUESTED_LIMIT:
+            del requested[next(iter(requested))]
+            self.totals["label_requests_expired"] += 1
+
+    def note_label(self, key: tuple[int, int, int]) -> None:
+        """A label for event ``key`` was applied: it answers its request, if it had one."""
+        if self.requested.pop(key, 0) is None:
+            self.totals["label_requests_answered"] += 1
+
+    def forget_requested_before(self, first_id: tuple[int, int]) -> int:
+        """Requests for events trimmed from the log can no longer be answered: they
+        expire. Returns how many."""
+        old = [key for key in self.requested if (key[0], key[1]) < first_id]
+        for key in old:
+            del self.requested[key]
+        self.totals["label_requests_expired"] += len(old)
+        return len(old)
+
+    def label_requests(self) -> dict[str, int]:
+        """Label requests issued, answered and pending (issued and not labelled yet)."""
+        return {
+            "issued": self.totals["label_requests"],
+            "answered": self.totals["label_requests_answered"],
+            "pending": len(self.requested),
+        }
+
     # ------------------------------------------------------------ event cache
     def remember(self, event_id: str, value: Any) -> None:
         """Keep a recent unlabelled event (bounded FIFO) so its label needs no lookup."""
@@ -179,6 +259,8 @@ class ModelState:
             model=self.name,
             totals=dict(self.totals),
             labelled=labelled,
+            requested=np.asarray(list(self.requested), dtype=np.int64).reshape(-1, 3),
+            errors=self.error_sums(),
         )
 
     def forget_labelled_before(self, first_id: tuple[int, int]) -> int:

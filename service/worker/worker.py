@@ -282,7 +282,7 @@ class Worker:
     def _snapshot(self, owned: Owned) -> bool:
         st = owned.state
         try:
-            snapshot_state(self.r, st, self.id)
+            snapshot_state(self.r, st, self.id, self.settings)
         except SnapshotFenced as exc:
             self._drop(st.name, str(exc))
             return False

@@ -91,6 +91,8 @@ def test_tasks_and_relations_come_from_the_latest_snapshot(
         "label_requests": 3,
         "predictions": 10,
         "online_accuracy": 0.75,
+        "rmse": None,
+        "mae": None,
         "outlier_score": None,
         "outlier": None,
     }

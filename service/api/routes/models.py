@@ -4,19 +4,22 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Request, Response
+from fastapi import APIRouter, Path, Query, Request, Response
 
 from service.api.deps import ContextDep
-from service.api.jsonio import parse_body, read_json
+from service.api.jsonio import json_response, parse_body, read_json
 from service.api.openapi import ERRORS, raw_body
 from service.api.schemas import (
     MODEL_NAME_PATTERN,
     ModelInfo,
     ModelPut,
     RelationsResponse,
+    RollbackRequest,
+    SnapshotVersions,
     TaskStats,
 )
-from service.api.services import modelling
+from service.api.services import exporting, modelling
+from service.api.services.relations import MAX_TOP_K
 
 router = APIRouter(prefix="/models", tags=["models"])
 
@@ -49,6 +52,32 @@ async def put_model(
     return info
 
 
+@router.post(
+    "/import",
+    status_code=201,
+    response_model=ModelInfo,
+    responses=ERRORS,
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {"application/zip": {"schema": {"type": "string", "format": "binary"}}},
+        }
+    },
+)
+async def import_model(
+    ctx: ContextDep,
+    request: Request,
+    as_: Annotated[
+        str | None,
+        Query(alias="as", pattern=MODEL_NAME_PATTERN, description="Name of the new model."),
+    ] = None,
+) -> dict[str, Any]:
+    """Create a model from a file of ``GET /models/{m}/export`` (the body, as it is): 201
+    with its description, 409 when the name is taken, 422 for a file that is not a valid
+    export (format, checksum, limits)."""
+    return await exporting.import_file(ctx, await request.body(), as_)
+
+
 @router.get("/{model}", response_model=ModelInfo, responses=ERRORS)
 async def get_model(ctx: ContextDep, model: ModelName) -> dict[str, Any]:
     """A model's configuration, snapshot version and age, and counts."""
@@ -63,12 +92,81 @@ async def delete_model(ctx: ContextDep, model: ModelName) -> Response:
 
 
 @router.get("/{model}/tasks", response_model=list[TaskStats], responses=ERRORS)
-async def get_tasks(ctx: ContextDep, model: ModelName) -> list[dict[str, Any]]:
-    """Per-task counts, online accuracy, label requests and (ROM learners) outlier scores."""
-    return await modelling.tasks(ctx, model)
+async def get_tasks(
+    ctx: ContextDep,
+    model: ModelName,
+    offset: Annotated[int, Query(ge=0, description="First task (index order).")] = 0,
+    limit: Annotated[int, Query(ge=1, le=10_000, description="Most tasks returned.")] = 10_000,
+) -> Response:
+    """Per-task counts, online accuracy (rMSE and MAE for regression models), label requests
+    and (ROM learners) outlier scores, a page at a time; the number of tasks is in the
+    ``X-Total-Count`` header. Serialised by orjson (thousands of rows)."""
+    rows, total = await modelling.tasks(ctx, model, offset, limit)
+    response = json_response(rows)
+    response.raw_headers.append((b"x-total-count", str(total).encode()))
+    return response
+
+
+def _task_list(tasks: str | None) -> list[str] | None:
+    if tasks is None:
+        return None
+    return [t for t in tasks.split(",") if t]
 
 
 @router.get("/{model}/relations", response_model=RelationsResponse, responses=ERRORS)
-async def get_relations(ctx: ContextDep, model: ModelName) -> dict[str, Any]:
-    """The task relation matrix (null when the learner has none), named by task."""
-    return await modelling.relations(ctx, model)
+async def get_relations(
+    ctx: ContextDep,
+    model: ModelName,
+    tasks: Annotated[
+        str | None, Query(description="Comma-separated task names: rows and columns to return.")
+    ] = None,
+    top_k: Annotated[
+        int | None,
+        Query(ge=1, le=MAX_TOP_K, description="Add the top_k most related tasks of each task."),
+    ] = None,
+    matrix: Annotated[
+        bool, Query(description="Include the matrix (false: only kind, meaning and top).")
+    ] = True,
+) -> Response:
+    """The task relation matrix (null when the learner has none), named by task, with its
+    ``kind`` and ``meaning``. A full matrix is sent for at most 500 tasks; larger models
+    name a subset (``tasks=``) or ask ``top_k`` with ``matrix=false``."""
+    return json_response(await modelling.relations(ctx, model, _task_list(tasks), top_k, matrix))
+
+
+@router.get(
+    "/{model}/export",
+    responses={200: {"content": {"application/zip": {}}}, **ERRORS},
+    response_class=Response,
+)
+async def export_model(ctx: ContextDep, model: ModelName) -> Response:
+    """The model as one file: configuration, latest snapshot and task names (a zip of JSON
+    and numpy arrays, no pickle; versioned and checksummed). ``POST /models/import`` or
+    ``omtl import`` read it."""
+    data = await exporting.export(ctx, model)
+    return Response(
+        data,
+        media_type="application/zip",
+        headers={"content-disposition": f'attachment; filename="{model}.omtl.zip"'},
+    )
+
+
+@router.get("/{model}/snapshots", response_model=SnapshotVersions, responses=ERRORS)
+async def get_snapshots(ctx: ContextDep, model: ModelName) -> dict[str, Any]:
+    """The snapshot versions ``POST /models/{m}/rollback`` can restore (``OMTL_SNAPSHOT_KEEP``)."""
+    await modelling.describe(ctx, model)  # 404 for an unknown model
+    return {"model": model, "versions": await exporting.versions(ctx, model)}
+
+
+@router.post(
+    "/{model}/rollback",
+    response_model=ModelInfo,
+    responses=ERRORS,
+    openapi_extra=raw_body(RollbackRequest),
+)
+async def rollback(ctx: ContextDep, model: ModelName, request: Request) -> dict[str, Any]:
+    """Restore a kept snapshot and discard the log after it: the model moves to a new
+    generation whose state is that snapshot (its owner reloads it); events after it are
+    gone, not replayed. 404 for a version that is not kept."""
+    body = parse_body(RollbackRequest, await read_json(request))
+    return await exporting.rollback(ctx, model, body.version)

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from typing import Any
 
+import anyio.to_thread
 import numpy as np
 
 from learners import outlier_reporter
@@ -12,6 +15,7 @@ from service.api.context import ApiContext
 from service.api.errors import BadInput, ModelFailed, NotFound
 from service.api.schemas import ModelPut
 from service.api.services import predicting
+from service.api.services.relations import RelationsTooLarge, relations_body
 from service.store import StoreReplyError, keys
 from service.store.failures import read_failed_async
 from service.store.models import (
@@ -36,13 +40,22 @@ async def _view(ctx: ApiContext, name: str) -> ModelView:
 async def _streams(ctx: ApiContext, name: str) -> dict[str, int]:
     async with ctx.redis.pipeline(transaction=False) as p:
         p.xlen(keys.log_key(name))
-        p.xlen(keys.queries_key(name))
         p.xlen(keys.dead_key(name))
-        log_len, queries_len, dead_len = await p.execute(raise_on_error=False)
+        log_len, dead_len = await p.execute(raise_on_error=False)
     return {
         "log_entries": int(log_len) if isinstance(log_len, int) else 0,
-        "label_requests_pending": int(queries_len) if isinstance(queries_len, int) else 0,
         "dead_letters": int(dead_len) if isinstance(dead_len, int) else 0,
+    }
+
+
+def _label_requests(view: ModelView) -> dict[str, int]:
+    """Label requests issued, answered and pending (issued, not labelled yet) as of the
+    snapshot (docs/architecture.md, "Label requests and error figures")."""
+    totals = view.snapshot.totals
+    return {
+        "issued": int(totals.get("label_requests", 0)),
+        "answered": int(totals.get("label_requests_answered", 0)),
+        "pending": int(view.snapshot.requested.shape[0]),
     }
 
 
@@ -81,6 +94,7 @@ async def _failed_info(ctx: ApiContext, name: str, reason: str) -> dict[str, Any
         "snapshot_age_seconds": None,
         "last_applied_id": "",
         "counts": await _streams(ctx, name),
+        "label_requests": None,
         "status": "failed",
         "failure": failure.reason if failure is not None else reason,
     }
@@ -91,6 +105,7 @@ async def _info(ctx: ApiContext, view: ModelView) -> dict[str, Any]:
     counts = await _streams(ctx, name)
     failure = await read_failed_async(ctx.redis, name)
     totals = {k: int(v.sum()) for k, v in view.snapshot.counters.items()}
+    requests = _label_requests(view)
     cfg = view.config
     return {
         "name": name,
@@ -105,7 +120,8 @@ async def _info(ctx: ApiContext, view: ModelView) -> dict[str, Any]:
         "version": view.version,
         "snapshot_age_seconds": view.age_seconds(),
         "last_applied_id": view.snapshot.last_id,
-        "counts": {**totals, **counts},
+        "counts": {**totals, **counts, "label_requests_pending": requests["pending"]},
+        "label_requests": requests,
         "status": "ok" if failure is None else "failed",
         "failure": None if failure is None else failure.reason,
         "task_dims": _task_dims(view),
@@ -190,26 +206,36 @@ def _outliers(view: ModelView) -> tuple[np.ndarray | None, set[int]]:
     return scores, {int(t) for t in reporter.outlier_tasks()}
 
 
-async def tasks(ctx: ApiContext, name: str) -> list[dict[str, Any]]:
-    """Per-task counts, online accuracy, label requests and outlier fields."""
-    view = await _view(ctx, name)
-    counters = view.task_counters()
+def _task_rows(view: ModelView, offset: int, limit: int) -> list[dict[str, Any]]:
+    """Rows ``offset .. offset + limit`` of the per-task table (blocking: run in a thread)."""
+    names = view.snapshot.task_names
+    stop = min(len(names), offset + limit)
+    counters = {k: v[offset:stop].tolist() for k, v in view.task_counters().items()}
+    regression = view.regression
+    errors = {k: v[offset:stop].tolist() for k, v in view.snapshot.errors.items()}
     scores, flagged = _outliers(view)
     out = []
-    for i, task in enumerate(view.snapshot.task_names):
-        labels = int(counters["labels"][i])
-        mistakes = int(counters["mistakes"][i])
+    for j, i in enumerate(range(offset, stop)):
+        labels = counters["labels"][j]
+        mistakes = counters["mistakes"][j]
         row: dict[str, Any] = {
-            "task": task,
-            "events": int(counters["events"][i]),
+            "task": names[i],
+            "events": counters["events"][j],
             "labels": labels,
             "mistakes": mistakes,
-            "label_requests": int(counters["queries"][i]),
-            "predictions": int(counters["predictions"][i]),
-            "online_accuracy": None if labels == 0 else 1.0 - mistakes / labels,
+            "label_requests": counters["queries"][j],
+            "predictions": counters["predictions"][j],
+            "online_accuracy": None,
+            "rmse": None,
+            "mae": None,
             "outlier_score": None,
             "outlier": None,
         }
+        if labels and regression:
+            row["rmse"] = math.sqrt(errors["sq_error"][j] / labels)
+            row["mae"] = errors["abs_error"][j] / labels
+        elif labels:
+            row["online_accuracy"] = 1.0 - mistakes / labels
         if scores is not None and i < scores.shape[0]:
             row["outlier_score"] = float(scores[i])
             row["outlier"] = i in flagged
@@ -217,13 +243,31 @@ async def tasks(ctx: ApiContext, name: str) -> list[dict[str, Any]]:
     return out
 
 
-async def relations(ctx: ApiContext, name: str) -> dict[str, Any]:
-    """The relation matrix restricted to the named tasks, or null when the learner has none."""
+async def tasks(
+    ctx: ApiContext, name: str, offset: int = 0, limit: int = 10_000
+) -> tuple[list[dict[str, Any]], int]:
+    """Per-task counts, online accuracy (rMSE and MAE for regression), label requests and
+    outlier fields of the tasks ``offset .. offset + limit``, and the number of tasks
+    (docs/architecture.md, "Relations and tasks at scale")."""
     view = await _view(ctx, name)
-    names = list(view.snapshot.task_names)
-    matrix = view.snapshot.learner.relation_matrix()
-    rows = None
-    if matrix is not None:
-        k = len(names)
-        rows = np.asarray(matrix, dtype=np.float64)[:k, :k].tolist()
-    return {"model": name, "version": view.version, "tasks": names, "matrix": rows}
+    rows = await anyio.to_thread.run_sync(_task_rows, view, offset, limit)
+    return rows, len(view.snapshot.task_names)
+
+
+async def relations(
+    ctx: ApiContext,
+    name: str,
+    tasks: Sequence[str] | None = None,
+    top_k: int | None = None,
+    with_matrix: bool = True,
+) -> dict[str, Any]:
+    """The relation matrix with its kind and meaning, for a task subset and with the top-k
+    related tasks on request; computed in a worker thread, off the event loop
+    (docs/architecture.md, "Relations and tasks at scale")."""
+    view = await _view(ctx, name)
+    try:
+        return await anyio.to_thread.run_sync(relations_body, view, tasks, top_k, with_matrix)
+    except KeyError as exc:
+        raise NotFound(str(exc.args[0])) from None
+    except RelationsTooLarge as exc:
+        raise BadInput(str(exc)) from None
