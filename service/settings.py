@@ -120,6 +120,17 @@ class Settings(BaseSettings):
         default=50, ge=1, description="Task names beyond this share the metric label 'other'."
     )
 
+    # --- dashboard history (docs/architecture.md, "The history stream") ---
+    history_interval_s: float = Field(
+        default=5.0,
+        ge=0,
+        description="The worker appends a model's counter totals to its history stream at "
+        "most this often (and when it publishes a snapshot); 0: at every snapshot.",
+    )
+    history_maxlen: int = Field(
+        default=2000, ge=10, description="Approximate length bound of each history stream."
+    )
+
     @field_validator("log_level")
     @classmethod
     def _check_level(cls, v: str) -> str:

@@ -9,6 +9,7 @@ __all__ = [
     "dead_key",
     "failed_key",
     "heartbeat_key",
+    "history_key",
     "labels_key",
     "lease_key",
     "log_key",
@@ -85,3 +86,9 @@ def progress_key(m: str) -> str:
     """Hash: ``applied`` (log entries the worker applied that are still in the log) and the
     ``generation`` it counts for; the log's backlog is its length minus ``applied``."""
     return f"omtl:{{{m}}}:progress"
+
+
+def history_key(m: str) -> str:
+    """Stream: periodic counter totals of the model, for the dashboard's curves
+    (docs/architecture.md, "The history stream")."""
+    return f"omtl:{{{m}}}:history"

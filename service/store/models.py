@@ -303,6 +303,7 @@ def _reset_keys(name: str) -> list[str]:
         keys.failed_key(name),
         keys.cuts_key(name),
         keys.progress_key(name),
+        keys.history_key(name),
     ]
 
 
@@ -320,6 +321,7 @@ def _all_keys(name: str) -> list[str]:
         keys.failed_key(name),
         keys.cuts_key(name),
         keys.progress_key(name),
+        keys.history_key(name),
     ]
 
 
