@@ -19,6 +19,7 @@ from functools import lru_cache
 from typing import Any
 
 from fastapi import FastAPI
+from fastapi.staticfiles import StaticFiles
 
 import learners
 from service import __version__, metrics
@@ -27,7 +28,8 @@ from service.api.context import ApiContext
 from service.api.errors import install_handlers
 from service.api.fastpath import PredictFastPath
 from service.api.middleware import GuardMiddleware
-from service.api.routes import events, health, label, models, predict, queries
+from service.api.pages import STATIC_DIR
+from service.api.routes import annotate, dashboard, events, health, label, models, predict, queries
 from service.settings import Settings, get_settings
 from service.store import connect
 from service.store.models import ensure_default_model
@@ -80,6 +82,14 @@ def _serve_docs_last(app: FastAPI) -> None:
     routes[:] = [r for r in routes if r not in docs] + docs
 
 
+def _install_pages(app: FastAPI) -> None:
+    """The dashboard and annotator pages, their assets (package data, no CDN) and data
+    endpoints (docs/architecture.md, "The dashboard and annotator pages")."""
+    app.mount("/static/pages", StaticFiles(directory=STATIC_DIR), name="pages-static")
+    for module in (dashboard, annotate):
+        app.include_router(module.router)
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the API for ``settings`` (default: :func:`service.settings.get_settings`)."""
     settings = settings or get_settings()
@@ -111,9 +121,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version=__version__,
         description=DESCRIPTION,
         lifespan=lifespan,
+        docs_url=None,  # served from installed assets by openapi.install_offline_docs
+        redoc_url=None,
     )
     for module in (predict, label, events, queries, models, health):
         app.include_router(module.router)
+    _install_pages(app)
+    openapi.install_offline_docs(app)
     _serve_docs_last(app)
     install_handlers(app)
     openapi.install(app)

@@ -16,10 +16,15 @@ FastAPI's default 422 schema (``HTTPValidationError``) by that one.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from fastapi import FastAPI
+import fastapi_offline
+from fastapi import FastAPI, Request
+from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 from fastapi.openapi.utils import get_openapi
+from fastapi.responses import HTMLResponse
+from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field
 from pydantic.json_schema import models_json_schema
 
@@ -30,6 +35,7 @@ __all__ = [
     "UnprocessableBody",
     "ValidationIssue",
     "install",
+    "install_offline_docs",
     "raw_body",
 ]
 
@@ -126,3 +132,42 @@ def install(app: FastAPI) -> None:
         return doc
 
     app.openapi = openapi  # type: ignore[method-assign]
+
+
+# --- documentation pages without a CDN (docs/architecture.md, "The dashboard and annotator pages")
+
+#: Where the Swagger UI and ReDoc assets are served from.
+DOCS_STATIC = "/static/docs"
+
+
+def install_offline_docs(app: FastAPI) -> None:
+    """Serve ``/docs`` (Swagger UI) and ``/redoc`` (ReDoc) with their JavaScript and CSS
+    from the ``fastapi-offline`` package, so both pages work without internet access.
+
+    ``app`` must be built with ``docs_url=None, redoc_url=None``.
+    """
+    static = Path(fastapi_offline.__file__).parent / "static"
+    app.mount(DOCS_STATIC, StaticFiles(directory=static), name="docs-static")
+    openapi_url = app.openapi_url or "/openapi.json"
+
+    @app.get("/docs", include_in_schema=False)
+    async def swagger_ui(request: Request) -> HTMLResponse:
+        root = request.scope.get("root_path", "")
+        return get_swagger_ui_html(
+            openapi_url=f"{root}{openapi_url}",
+            title=f"{app.title} - Swagger UI",
+            swagger_js_url=f"{root}{DOCS_STATIC}/swagger-ui-bundle.js",
+            swagger_css_url=f"{root}{DOCS_STATIC}/swagger-ui.css",
+            swagger_favicon_url=f"{root}{DOCS_STATIC}/favicon.png",
+        )
+
+    @app.get("/redoc", include_in_schema=False)
+    async def redoc(request: Request) -> HTMLResponse:
+        root = request.scope.get("root_path", "")
+        return get_redoc_html(
+            openapi_url=f"{root}{openapi_url}",
+            title=f"{app.title} - ReDoc",
+            redoc_js_url=f"{root}{DOCS_STATIC}/redoc.standalone.js",
+            redoc_favicon_url=f"{root}{DOCS_STATIC}/favicon.png",
+            with_google_fonts=False,
+        )

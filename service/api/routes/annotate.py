@@ -1,0 +1,38 @@
+"""``GET /annotate`` (the page) and ``GET /models/{m}/queries/pending``."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path, Query
+from fastapi.responses import HTMLResponse
+
+from service.api.deps import ContextDep
+from service.api.openapi import ERRORS
+from service.api.pages import page
+from service.api.schemas import MODEL_NAME_PATTERN
+from service.api.services.pending import pending_requests
+
+router = APIRouter(tags=["queries"])
+
+ModelName = Annotated[str, Path(pattern=MODEL_NAME_PATTERN, description="Model name.")]
+
+
+@router.get("/annotate", response_class=HTMLResponse, include_in_schema=False)
+async def annotate_page() -> HTMLResponse:
+    """The annotator page (assets under /static/pages, no CDN)."""
+    return HTMLResponse(page("annotate"), headers={"Cache-Control": "no-cache"})
+
+
+@router.get("/models/{model}/queries/pending", responses={404: ERRORS[404]})
+async def pending(
+    ctx: ContextDep,
+    model: ModelName,
+    limit: Annotated[int, Query(ge=1, le=1000, description="At most this many.")] = 100,
+    scan: Annotated[
+        int, Query(ge=1, le=1_000_000, description="Read at most this many requests.")
+    ] = 100_000,
+) -> dict[str, Any]:
+    """Label requests issued and not yet labelled, oldest first, with the prediction
+    (the sign of the score, or the score for regression) and the producer's ``ref``."""
+    return await pending_requests(ctx, model, limit, scan)
