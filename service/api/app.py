@@ -10,6 +10,7 @@ serves, so that no request pays a compilation.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import logging
 import time
@@ -18,20 +19,23 @@ from contextlib import asynccontextmanager
 from functools import lru_cache
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request, Response
 from fastapi.staticfiles import StaticFiles
 
 import learners
 from service import __version__, metrics
 from service.api import openapi
 from service.api.context import ApiContext
-from service.api.errors import install_handlers
+from service.api.deps import get_context
+from service.api.errors import ModelFailed, NotFound, install_handlers
 from service.api.fastpath import PredictFastPath
+from service.api.jsonio import json_response
 from service.api.middleware import GuardMiddleware
 from service.api.pages import STATIC_DIR
 from service.api.routes import annotate, dashboard, events, health, label, models, predict, queries
+from service.api.services.pending import pending_requests
 from service.settings import Settings, get_settings
-from service.store import connect
+from service.store import STORE_UNAVAILABLE, connect
 from service.store.models import ensure_default_model
 
 __all__ = ["create_app"]
@@ -90,6 +94,28 @@ def _install_pages(app: FastAPI) -> None:
         app.include_router(module.router)
 
 
+def _install_examples(app: FastAPI, settings: Settings) -> None:
+    """Request examples in the OpenAPI document that work as sent: ``/openapi.json`` is
+    served by a route that names the default model's oldest pending label request in
+    the ``POST /label`` example (docs/architecture.md, "The dashboard and annotator pages")."""
+    openapi.install_examples(app, settings.default_n_features, settings.default_model)
+    url = app.openapi_url or "/openapi.json"
+    app.router.routes[:] = [r for r in app.router.routes if getattr(r, "path", None) != url]
+
+    async def openapi_json(request: Request) -> Response:
+        doc = app.openapi()
+        event = None
+        if settings.default_model:
+            with contextlib.suppress(NotFound, ModelFailed, *STORE_UNAVAILABLE):
+                found = await pending_requests(
+                    get_context(request), settings.default_model, 1, 1000
+                )
+                event = found["requests"][0]["event_id"] if found["requests"] else None
+        return json_response(openapi.with_label_example(doc, event))
+
+    app.add_route(url, openapi_json, include_in_schema=False)
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the API for ``settings`` (default: :func:`service.settings.get_settings`)."""
     settings = settings or get_settings()
@@ -131,6 +157,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     _serve_docs_last(app)
     install_handlers(app)
     openapi.install(app)
+    _install_examples(app, settings)
     # Added first, so it runs inside the guard (body limit, request counter).
     app.add_middleware(
         PredictFastPath,

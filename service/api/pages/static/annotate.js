@@ -25,9 +25,14 @@ function idCompare(a, b) {
 
 function setStatus(text) { document.getElementById("status").textContent = text; }
 
+let shown = null;            // what the list shows (redrawn only when it changes)
+
 function render() {
   const box = document.getElementById("requests");
   cursor = Math.max(0, Math.min(cursor, requests.length - 1));
+  const signature = kind + "|" + cursor + "|" + answered + "|" + requests.slice(0, SHOWN).map((r) => r.id).join(",");
+  if (signature === shown) return;
+  shown = signature;
   box.innerHTML = requests.slice(0, SHOWN).map((r, i) => {
     const answer = kind === "regression"
       ? '<input class="value" type="number" step="any" placeholder="value" data-i="' + i + '">' +
