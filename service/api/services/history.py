@@ -131,7 +131,8 @@ class CurveSet:
         for task in self.top_tasks(n):
             pts = [(x, self.value(c)) for x, c in self.points[task]]
             pts = [(x, y) for x, y in pts if math.isfinite(y)]
-            out.append(Series(task, [p[0] for p in pts], [p[1] for p in pts]))
+            if pts:
+                out.append(Series(task, [p[0] for p in pts], [p[1] for p in pts]))
         overall = self._overall()
         if overall.xs:
             out.insert(0, overall)
