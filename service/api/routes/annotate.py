@@ -4,24 +4,22 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Query
 from fastapi.responses import HTMLResponse
 
 from service.api.deps import ContextDep
 from service.api.openapi import ERRORS
-from service.api.pages import page
-from service.api.schemas import MODEL_NAME_PATTERN
+from service.api.pages import page_response
+from service.api.routes.models import ModelName
 from service.api.services.pending import pending_requests
 
 router = APIRouter(tags=["queries"])
-
-ModelName = Annotated[str, Path(pattern=MODEL_NAME_PATTERN, description="Model name.")]
 
 
 @router.get("/annotate", response_class=HTMLResponse, include_in_schema=False)
 async def annotate_page() -> HTMLResponse:
     """The annotator page (assets under /static/pages, no CDN)."""
-    return HTMLResponse(page("annotate"), headers={"Cache-Control": "no-cache"})
+    return page_response("annotate")
 
 
 @router.get("/models/{model}/queries/pending", responses={404: ERRORS[404]})

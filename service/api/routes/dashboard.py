@@ -4,25 +4,23 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Query
 from fastapi.responses import HTMLResponse
 
 from service.api.deps import ContextDep
 from service.api.openapi import ERRORS
-from service.api.pages import page
-from service.api.schemas import MODEL_NAME_PATTERN
+from service.api.pages import page_response
+from service.api.routes.models import ModelName
 from service.api.services import dashboard
 from service.api.services.history import read_history
 
 router = APIRouter(tags=["dashboard"])
 
-ModelName = Annotated[str, Path(pattern=MODEL_NAME_PATTERN, description="Model name.")]
-
 
 @router.get("/dashboard", response_class=HTMLResponse, include_in_schema=False)
 async def dashboard_page() -> HTMLResponse:
     """The dashboard (assets under /static/pages, no CDN)."""
-    return HTMLResponse(page("dashboard"), headers={"Cache-Control": "no-cache"})
+    return page_response("dashboard")
 
 
 @router.get("/dashboard/data/{model}", responses={404: ERRORS[404]})
