@@ -22,7 +22,7 @@ from service.api.pages.svg import curves_svg, heatmap_svg
 from service.api.services import modelling
 from service.api.services.appending import view_of
 from service.api.services.history import CurveSet, read_history
-from service.api.services.pending import pending_requests
+from service.api.services.pending import count_pending
 from service.store import keys
 
 __all__ = ["HEATMAP_TASKS", "summary"]
@@ -51,6 +51,22 @@ def relation_description(view: ModelView) -> tuple[str, str]:
     if learner.relation_matrix() is None:
         return "none", "This learner keeps no task relation matrix."
     return "unknown", "The learner's task relation matrix (its meaning is not declared)."
+
+
+#: The last heatmap per model, by (generation, snapshot version, tasks shown): a learner
+#: may compute its K x K matrix on every call, and every open dashboard asks every 2 s.
+_HEATMAPS: dict[str, tuple[tuple[int, int, tuple[int, ...]], dict[str, Any]]] = {}
+
+
+def _cached_heatmap(view: ModelView, order: list[int]) -> dict[str, Any]:
+    """:func:`_heatmap`, computed once per snapshot version of the model."""
+    key = (view.generation, view.version, tuple(order))
+    cached = _HEATMAPS.get(view.name)
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    out = _heatmap(view, order)
+    _HEATMAPS[view.name] = (key, out)
+    return out
 
 
 def _heatmap(view: ModelView, order: list[int]) -> dict[str, Any]:
@@ -114,8 +130,7 @@ async def _label_requests(ctx: ApiContext, info: dict[str, Any]) -> dict[str, in
     if isinstance(given, dict):
         return {k: int(given.get(k, 0)) for k in ("issued", "answered", "pending")}
     issued = int(info["counts"].get("queries", 0))
-    pending = await pending_requests(ctx, info["name"], PENDING_SCAN, PENDING_SCAN)
-    waiting = len(pending["requests"])
+    waiting, _ = await count_pending(ctx, info["name"], PENDING_SCAN)
     return {"issued": issued, "answered": max(0, issued - waiting), "pending": waiting}
 
 
@@ -129,7 +144,7 @@ async def summary(ctx: ApiContext, name: str) -> dict[str, Any]:
     order = sorted(range(len(rows)), key=lambda i: (-rows[i]["labels"], i))[:HEATMAP_TASKS]
     history = await read_history(ctx, name, HISTORY_ENTRIES)
     heatmap, curves = await asyncio.gather(
-        asyncio.to_thread(_heatmap, view, order),
+        asyncio.to_thread(_cached_heatmap, view, order),
         asyncio.to_thread(_curves, history["entries"], view.regression),
     )
     return {

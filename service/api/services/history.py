@@ -62,6 +62,10 @@ async def read_history(ctx: ApiContext, name: str, limit: int) -> dict[str, Any]
     }
 
 
+#: Name parts of a per-task counter of squared-error sums (regression models).
+_SQUARED = ("squared", "sq_")
+
+
 def _counter(names: list[str], *parts: str) -> str | None:
     """The first per-task counter whose name contains one of ``parts``."""
     for name in names:
@@ -86,21 +90,26 @@ class CurveSet:
         for entry in entries:
             tasks = entry["tasks"]
             names = tasks.get("names", [])
-            counter_names = [k for k in tasks if k != "names"]
+            # only the counters a curve needs: labels, mistakes, squared-error sums
+            counter_names = [
+                k for k in tasks if k in ("labels", "mistakes") or _counter([k], *_SQUARED)
+            ]
+            columns = [(c, tasks[c]) for c in counter_names]
+            changed = []
             for i, task in enumerate(names):
-                counts = {c: float(tasks[c][i]) for c in counter_names}
-                before = current.get(task, {})
+                counts = {c: float(values[i]) for c, values in columns}
+                before = current.get(task)
                 for c, v in counts.items():
-                    running[c] = running.get(c, 0.0) + v - before.get(c, 0.0)
-                current[task] = counts
+                    running[c] = running.get(c, 0.0) + v - (before.get(c, 0.0) if before else 0.0)
+                current[task] = counts  # a new dict per entry: the points keep the old ones
+                changed.append((task, counts))
             x = running.get("labels", 0.0)
             self.x.append(x)
             self.pooled.append(dict(running))
-            for task in names:
-                self.points.setdefault(task, []).append((x, dict(current[task])))
+            for task, counts in changed:
+                self.points.setdefault(task, []).append((x, counts))
         self.latest = current
-        self.squared = _counter(counter_names, "squared", "sq_")
-        self.absolute = _counter(counter_names, "absolute", "abs_")
+        self.squared = _counter(counter_names, *_SQUARED)
 
     @property
     def y_label(self) -> str:

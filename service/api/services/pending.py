@@ -17,7 +17,7 @@ from service.api.services.appending import view_of
 from service.api.services.fanout import request_body
 from service.store import keys
 
-__all__ = ["PAGE", "pending_requests"]
+__all__ = ["PAGE", "count_pending", "pending_requests"]
 
 #: Requests read per round trip.
 PAGE = 500
@@ -64,3 +64,23 @@ async def pending_requests(ctx: ApiContext, name: str, limit: int, scan: int) ->
         "requests": found,
         "complete": at_end,
     }
+
+
+async def count_pending(ctx: ApiContext, name: str, scan: int) -> tuple[int, bool]:
+    """How many of the first ``scan`` label requests of model ``name`` are pending, and
+    whether that covers the whole stream."""
+    stream, labels = keys.queries_key(name), keys.labels_key(name)
+    count = read = 0
+    start = "-"
+    while read < scan:
+        want = min(PAGE, scan - read)
+        page = await ctx.redis.xrange(stream, min=start, count=want) or []
+        read += len(page)
+        if page:
+            events = [_text((fields or {}).get(b"event", b"")) for _, fields in page]
+            answered = await ctx.redis.hmget(labels, events)
+            count += sum(1 for label in answered if label is None)
+            start = "(" + _text(page[-1][0])
+        if len(page) < want:
+            return count, True
+    return count, False
