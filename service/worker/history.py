@@ -18,17 +18,20 @@ See ``docs/architecture.md``, "The history stream".
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-from service.store import Store, keys
+from service.store import Store, StoreReplyError, keys
 from service.worker.owned import Owned
 from service.worker.state import ModelState
 
 __all__ = ["HistoryRecorder", "history_fields"]
+
+log = logging.getLogger("omtl.worker")
 
 
 def _plain(values: np.ndarray) -> list[Any]:
@@ -90,7 +93,10 @@ class HistoryRecorder:
 
     def _write(self, r: Store, state: ModelState, now: float) -> None:
         fields, counters = history_fields(state, self._previous.get(state.name))
-        r.xadd(keys.history_key(state.name), fields, maxlen=self.maxlen, approximate=True)  # type: ignore[arg-type]
+        try:
+            r.xadd(keys.history_key(state.name), fields, maxlen=self.maxlen, approximate=True)  # type: ignore[arg-type]
+        except StoreReplyError as exc:  # e.g. a key of another type: the curves go without
+            log.warning("cannot append to the history of model %r: %s", state.name, exc)
         self._previous[state.name] = counters
         self._last_at[state.name] = now
         self._due.discard(state.name)

@@ -158,3 +158,18 @@ def test_regression_curves_are_rmse_from_squared_error_sums() -> None:
     bare = CurveSet([_entry(["a"], [4], [0])], regression=True)
     assert math.isnan(bare.value({"labels": 4.0}))
     assert bare.series(3) == []
+
+
+def test_a_history_key_of_another_type_does_not_stop_the_worker(
+    rb: redis.Redis, settings: Settings
+) -> None:
+    put_model(rb, "m", ModelConfig(learner="cmtl", n_features=3, tasks=["a"]))
+    rb.set(keys.history_key("m"), "not a stream")
+    _labelled(rb, "m", ["a", "a"], 0)
+    _labelled(rb, "m", ["a"], 1)
+    settings = settings.model_copy(
+        update={"history_interval_s": 0.0, "snapshot_every_entries": 1, "read_count": 1}
+    )
+    result = Worker(settings, models=["m"], worker_id="w-hist").run(until_idle=True, timeout=30)
+    assert result.events == 3 and result.snapshots >= 2
+    assert rb.type(keys.history_key("m")) == b"string"
