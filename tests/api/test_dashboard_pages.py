@@ -71,6 +71,11 @@ def test_pending_lists_unanswered_requests_oldest_first(
     assert limited["complete"] is False
     scanned = client.get("/models/default/queries/pending?scan=2").json()
     assert [r["event_id"] for r in scanned["requests"]] == [events[0]]
+    # from a stream id on: the requests before it are not read
+    later = client.get(f"/models/default/queries/pending?start={body['requests'][1]['id']}").json()
+    assert [r["event_id"] for r in later["requests"]] == events[2:]
+    assert later["scanned_to"] == body["requests"][-1]["id"]
+    assert client.get("/models/default/queries/pending?start=nope").status_code == 422
     assert client.get("/models/nope/queries/pending").status_code == 404
     assert client.get("/models/default/queries/pending?limit=0").status_code == 422
 

@@ -30,7 +30,15 @@ async def pending(
     scan: Annotated[
         int, Query(ge=1, le=1_000_000, description="Read at most this many requests.")
     ] = 100_000,
+    start: Annotated[
+        str,
+        Query(
+            pattern=r"^(-|[0-9]{1,20}-[0-9]{1,20})$",
+            description="Read from this stream id on (a request once answered stays answered: "
+            "a client passes its oldest pending id, or the last scanned_to, to skip the rest).",
+        ),
+    ] = "-",
 ) -> dict[str, Any]:
     """Label requests issued and not yet labelled, oldest first, with the prediction
     (the sign of the score, or the score for regression) and the producer's ``ref``."""
-    return await pending_requests(ctx, model, limit, scan)
+    return await pending_requests(ctx, model, limit, scan, start)

@@ -27,15 +27,18 @@ def _text(v: Any) -> str:
     return v.decode() if isinstance(v, bytes) else str(v)
 
 
-async def pending_requests(ctx: ApiContext, name: str, limit: int, scan: int) -> dict[str, Any]:
-    """Up to ``limit`` pending label requests of model ``name``, oldest first, with the
-    prediction their score gives; ``complete``: the stream was read to its end."""
+async def pending_requests(
+    ctx: ApiContext, name: str, limit: int, scan: int, start: str = "-"
+) -> dict[str, Any]:
+    """Up to ``limit`` pending label requests of model ``name`` from stream id ``start`` on,
+    oldest first, with the prediction their score gives; ``complete``: the stream was read
+    to its end; ``scanned_to``: the last stream id read (None: none)."""
     view = await view_of(ctx, name)
     stream, labels = keys.queries_key(name), keys.labels_key(name)
     found: list[dict[str, Any]] = []
-    start = "-"
     read = 0
     at_end = False
+    scanned_to: str | None = None
     while len(found) < limit and read < scan and not at_end:
         want = min(PAGE, scan - read)
         page = [
@@ -56,13 +59,17 @@ async def pending_requests(ctx: ApiContext, name: str, limit: int, scan: int) ->
             found.append(body)
             if len(found) == limit:
                 at_end = at_end and i == len(page) - 1
+                scanned_to = _text(entry_id)
                 break
+        else:
+            scanned_to = _text(page[-1][0])
         start = "(" + _text(page[-1][0])
     return {
         "model": name,
         "kind": "regression" if view.regression else "classification",
         "requests": found,
         "complete": at_end,
+        "scanned_to": scanned_to,
     }
 
 

@@ -13,6 +13,7 @@ let cursor = 0;             // index of the highlighted request
 let answered = 0;
 let stopStream = null;
 let pollTimer = null;
+let floor = null;           // stream id before which every request is answered
 const gone = new Set();     // event ids answered here or elsewhere
 const channel = "BroadcastChannel" in window ? new BroadcastChannel("omtl-annotate") : null;
 
@@ -105,7 +106,8 @@ function add(r) {
 async function poll() {
   clearTimeout(pollTimer);
   try {
-    const data = await api("/models/" + encodeURIComponent(model) + "/queries/pending?limit=" + SHOWN);
+    const from = floor ? "&start=" + floor : "";
+    const data = await api("/models/" + encodeURIComponent(model) + "/queries/pending?limit=" + SHOWN + from);
     kind = data.kind;
     const live = new Set(data.requests.map((r) => r.event_id));
     const last = data.requests.length ? data.requests[data.requests.length - 1].id : null;
@@ -113,6 +115,9 @@ async function poll() {
     requests = requests.filter((r) => live.has(r.event_id) || (!data.complete && last !== null && idCompare(r.id, last) > 0));
     for (const r of data.requests) add(r);
     requests.sort((a, b) => idCompare(a.id, b.id));
+    // requests answered once stay answered: the next read starts at the oldest pending one
+    if (data.requests.length) floor = data.requests[0].id;
+    else if (data.complete && data.scanned_to) floor = data.scanned_to;
     render();
     setStatus("live · " + new Date().toLocaleTimeString());
     document.body.dataset.loaded = "1";
@@ -137,6 +142,7 @@ async function choose(name) {
   rememberModel(name);
   requests = [];
   cursor = 0;
+  floor = null;
   await poll();
   follow();
 }
