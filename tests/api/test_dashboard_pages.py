@@ -109,6 +109,9 @@ def test_dashboard_data_has_the_pictures_and_the_figures(
     assert body["label_requests"]["pending"] == 2
     assert body["log_lag"] == 2  # the two unapplied events _ask appended
     assert body["dead_letters"] == []
+    assert body["worker_alive"] is False  # the worker ran and stopped: no heartbeat
+    rb.set(keys.heartbeat_key("default"), "1", ex=10)
+    assert client.get("/dashboard/data/default").json()["worker_alive"] is True
     assert client.get("/dashboard/data/nope").status_code == 404
 
 
@@ -134,3 +137,22 @@ def test_curves_are_scaled_into_the_plot_and_empty_charts_say_so() -> None:
     assert "no history yet" in curves_svg([], "x", "y")
     single = curves_svg([Series("a", [3], [0.5])], "x", "y")
     assert 'data-points="1"' in single
+
+
+def test_a_regression_model_is_shown_as_one(
+    client: TestClient, rb: redis.Redis, api_settings: Settings
+) -> None:
+    body = {"learner": "ella", "params": {"base_learner": "linear"}, "n_features": 3}
+    assert client.put("/models/r", json=body).status_code == 201
+    events = [{"task": "a", "x": [1.0, 0.5, -1.0], "y": 12.5}, {"task": "a", "x": [0.1, 0.2, 0.3]}]
+    client.post("/events", json={"model": "r", "events": events}).raise_for_status()
+    Worker(api_settings.model_copy(update={"history_interval_s": 0.0}), models=["r"]).run(
+        until_idle=True, timeout=30
+    )
+    data = client.get("/dashboard/data/r").json()
+    assert data["kind"] == "regression"
+    # no accuracy curve for real-valued labels: rMSE once the worker keeps error sums
+    assert data["curves"]["metric"] in ("rMSE", "no error sums recorded")
+    assert "online accuracy" not in data["curves"]["svg"]
+    (request,) = client.get("/models/r/queries/pending").json()["requests"]
+    assert request["prediction"] == request["score"]  # a real value, not a sign

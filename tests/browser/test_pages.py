@@ -116,6 +116,7 @@ def test_dashboard_shows_the_heatmap_and_the_curves_with_data(browser: Any, live
     ]
     assert len(points) >= 2 and max(points) >= 3, points
     assert page.locator("#card-pending .v").text_content() == "5"
+    assert page.locator("#card-worker .v").text_content() == "live"
     # pixels: the heatmap is coloured (not blank, not one colour), the first curve is drawn
     heat = _pixels(page.locator("svg.heatmap").screenshot())
     assert len({tuple(p) for p in heat.reshape(-1, 3)[::7].tolist()}) > 10

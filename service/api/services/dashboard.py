@@ -1,7 +1,8 @@
 """What the dashboard shows of one model, in one answer (``GET /dashboard/data/{m}``).
 
-The model's description (``GET /models/{m}``), label requests issued / answered /
-pending, the log's backlog (log lag), the most labelled tasks with their figures,
+The model's description (``GET /models/{m}``), whether a worker serves it
+(a fresh heartbeat), label requests issued / answered / pending, the log's
+backlog (log lag), the most labelled tasks with their figures,
 outlier tasks, the newest dead letters, and two server-rendered SVG pictures: the
 task relation matrix of the most labelled tasks, with what the matrix means for
 this learner, and the per-task learning curves from the history stream. The
@@ -104,12 +105,13 @@ def _task_rows(rows: list[dict[str, Any]], order: list[int]) -> list[dict[str, A
 
 
 async def _streams(ctx: ApiContext, name: str, generation: int) -> dict[str, Any]:
-    """Log backlog, and the newest dead letters."""
+    """Log backlog, the newest dead letters, and whether a worker's heartbeat is fresh."""
     async with ctx.redis.pipeline(transaction=False) as p:
         p.xlen(keys.log_key(name))
         p.hgetall(keys.progress_key(name))
         p.xrevrange(keys.dead_key(name), count=5)
-        log_len, progress, dead = await p.execute(raise_on_error=False)
+        p.exists(keys.heartbeat_key(name))
+        log_len, progress, dead, beating = await p.execute(raise_on_error=False)
     applied = 0
     if isinstance(progress, dict):
         fields = {_text(k): _text(v) for k, v in progress.items()}
@@ -121,7 +123,7 @@ async def _streams(ctx: ApiContext, name: str, generation: int) -> dict[str, Any
             f = {_text(k): _text(v) for k, v in fields.items() if _text(k) != "fields"}
             letters.append({"id": _text(entry_id), **f})
     backlog = max(0, int(log_len) - applied) if isinstance(log_len, int) else None
-    return {"log_lag": backlog, "dead_letters": letters}
+    return {"log_lag": backlog, "dead_letters": letters, "worker_alive": beating == 1}
 
 
 async def _label_requests(ctx: ApiContext, info: dict[str, Any]) -> dict[str, int]:

@@ -52,6 +52,7 @@ function render(data) {
   const lr = data.label_requests || {};
   document.getElementById("cards").innerHTML = [
     card("model", m.name), card("learner", m.learner), card("kind", m.kind),
+    card("worker", data.worker_alive ? "live" : "no heartbeat", "card-worker"),
     card("snapshot version", fmt(m.version), "card-version"),
     card("snapshot age", age(m.snapshot_age_seconds)),
     card("log lag", data.log_lag === null ? "–" : fmt(data.log_lag)),
