@@ -141,6 +141,16 @@ class Settings(BaseSettings):
         description="An earlier snapshot goes to the history at most once per this many "
         "seconds (snapshots come every second under load; 0: every one).",
     )
+    # --- dashboard history (docs/architecture.md, "The history stream") ---
+    history_interval_s: float = Field(
+        default=5.0,
+        ge=0,
+        description="The worker appends a model's counter totals to its history stream at "
+        "most this often (and when it publishes a snapshot); 0: at every snapshot.",
+    )
+    history_maxlen: int = Field(
+        default=2000, ge=10, description="Approximate length bound of each history stream."
+    )
 
     @field_validator("log_level")
     @classmethod

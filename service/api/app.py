@@ -10,6 +10,7 @@ serves, so that no request pays a compilation.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import logging
 import time
@@ -18,18 +19,23 @@ from contextlib import asynccontextmanager
 from functools import lru_cache
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request, Response
+from fastapi.staticfiles import StaticFiles
 
 import learners
 from service import __version__, metrics
 from service.api import openapi
 from service.api.context import ApiContext
-from service.api.errors import install_handlers
+from service.api.deps import get_context
+from service.api.errors import ModelFailed, NotFound, install_handlers
 from service.api.fastpath import PredictFastPath
+from service.api.jsonio import json_response
 from service.api.middleware import GuardMiddleware
-from service.api.routes import events, health, label, models, predict, queries
+from service.api.pages import STATIC_DIR
+from service.api.routes import annotate, dashboard, events, health, label, models, predict, queries
+from service.api.services.pending import pending_requests
 from service.settings import Settings, get_settings
-from service.store import connect
+from service.store import STORE_UNAVAILABLE, connect
 from service.store.models import ensure_default_model
 
 __all__ = ["create_app"]
@@ -80,6 +86,36 @@ def _serve_docs_last(app: FastAPI) -> None:
     routes[:] = [r for r in routes if r not in docs] + docs
 
 
+def _install_pages(app: FastAPI) -> None:
+    """The dashboard and annotator pages, their assets (package data, no CDN) and data
+    endpoints (docs/architecture.md, "The dashboard and annotator pages")."""
+    app.mount("/static/pages", StaticFiles(directory=STATIC_DIR), name="pages-static")
+    for module in (dashboard, annotate):
+        app.include_router(module.router)
+
+
+def _install_examples(app: FastAPI, settings: Settings) -> None:
+    """Request examples in the OpenAPI document that work as sent: ``/openapi.json`` is
+    served by a route that names the default model's oldest pending label request in
+    the ``POST /label`` example (docs/architecture.md, "The dashboard and annotator pages")."""
+    openapi.install_examples(app, settings.default_n_features, settings.default_model)
+    url = app.openapi_url or "/openapi.json"
+    app.router.routes[:] = [r for r in app.router.routes if getattr(r, "path", None) != url]
+
+    async def openapi_json(request: Request) -> Response:
+        doc = app.openapi()
+        event = None
+        if settings.default_model:
+            with contextlib.suppress(NotFound, ModelFailed, *STORE_UNAVAILABLE):
+                found = await pending_requests(
+                    get_context(request), settings.default_model, 1, 1000
+                )
+                event = found["requests"][0]["event_id"] if found["requests"] else None
+        return json_response(openapi.with_label_example(doc, event))
+
+    app.add_route(url, openapi_json, include_in_schema=False)
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the API for ``settings`` (default: :func:`service.settings.get_settings`)."""
     settings = settings or get_settings()
@@ -111,12 +147,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version=__version__,
         description=DESCRIPTION,
         lifespan=lifespan,
+        docs_url=None,  # served from installed assets by openapi.install_offline_docs
+        redoc_url=None,
     )
     for module in (predict, label, events, queries, models, health):
         app.include_router(module.router)
+    _install_pages(app)
+    openapi.install_offline_docs(app)
     _serve_docs_last(app)
     install_handlers(app)
     openapi.install(app)
+    _install_examples(app, settings)
     # Added first, so it runs inside the guard (body limit, request counter).
     app.add_middleware(
         PredictFastPath,

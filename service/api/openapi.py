@@ -16,10 +16,15 @@ FastAPI's default 422 schema (``HTTPValidationError``) by that one.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from fastapi import FastAPI
+import fastapi_offline
+from fastapi import FastAPI, Request
+from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 from fastapi.openapi.utils import get_openapi
+from fastapi.responses import HTMLResponse, Response
+from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field
 from pydantic.json_schema import models_json_schema
 
@@ -30,6 +35,7 @@ __all__ = [
     "UnprocessableBody",
     "ValidationIssue",
     "install",
+    "install_offline_docs",
     "raw_body",
 ]
 
@@ -123,6 +129,158 @@ def install(app: FastAPI) -> None:
             schemas.setdefault(name, schema)
         _one_422_schema(doc)
         app.openapi_schema = doc
+        return doc
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
+# --- documentation pages without a CDN (docs/architecture.md, "The dashboard and annotator pages")
+
+#: Where the Swagger UI and ReDoc assets are served from.
+DOCS_STATIC = "/static/docs"
+#: The one CDN address in ReDoc's bundle (an image); the API serves the bundle without it.
+_REDOC_CDN_LOGO = b"https://cdn.redoc.ly/redoc/logo-mini.svg"
+
+
+class _DocsAssets(StaticFiles):
+    """The ``fastapi-offline`` assets, with ReDoc's one CDN link (the attribution logo)
+    pointed at the local favicon, so the page makes no request beyond this server."""
+
+    _redoc: bytes | None = None
+
+    async def get_response(self, path: str, scope: Any) -> Response:
+        if path != "redoc.standalone.js":
+            return await super().get_response(path, scope)
+        if self._redoc is None:
+            bundle = (Path(str(self.directory)) / path).read_bytes()
+            self._redoc = bundle.replace(_REDOC_CDN_LOGO, f"{DOCS_STATIC}/favicon.png".encode())
+        return Response(
+            self._redoc,
+            media_type="text/javascript",
+            headers={"Cache-Control": "public, max-age=86400"},
+        )
+
+
+def install_offline_docs(app: FastAPI) -> None:
+    """Serve ``/docs`` (Swagger UI) and ``/redoc`` (ReDoc) with their JavaScript and CSS
+    from the ``fastapi-offline`` package, so both pages work without internet access.
+
+    ``app`` must be built with ``docs_url=None, redoc_url=None``.
+    """
+    static = Path(fastapi_offline.__file__).parent / "static"
+    app.mount(DOCS_STATIC, _DocsAssets(directory=static), name="docs-static")
+    openapi_url = app.openapi_url or "/openapi.json"
+
+    @app.get("/docs", include_in_schema=False)
+    async def swagger_ui(request: Request) -> HTMLResponse:
+        root = request.scope.get("root_path", "")
+        return get_swagger_ui_html(
+            openapi_url=f"{root}{openapi_url}",
+            title=f"{app.title} - Swagger UI",
+            swagger_js_url=f"{root}{DOCS_STATIC}/swagger-ui-bundle.js",
+            swagger_css_url=f"{root}{DOCS_STATIC}/swagger-ui.css",
+            swagger_favicon_url=f"{root}{DOCS_STATIC}/favicon.png",
+        )
+
+    @app.get("/redoc", include_in_schema=False)
+    async def redoc(request: Request) -> HTMLResponse:
+        root = request.scope.get("root_path", "")
+        return get_redoc_html(
+            openapi_url=f"{root}{openapi_url}",
+            title=f"{app.title} - ReDoc",
+            redoc_js_url=f"{root}{DOCS_STATIC}/redoc.standalone.js",
+            redoc_favicon_url=f"{root}{DOCS_STATIC}/favicon.png",
+            with_google_fonts=False,
+        )
+
+
+# --- request examples that work as sent (docs/architecture.md, "The dashboard and annotator pages")
+
+#: Model name used by the examples that create and delete a model.
+EXAMPLE_MODEL = "example"
+
+
+def _body_examples(n_features: int) -> dict[tuple[str, str], dict[str, Any]]:
+    """Request body examples per operation, for a default model of ``n_features``."""
+    x = [round(0.1 * (i % 10 + 1), 1) for i in range(n_features)]
+    return {
+        ("post", "/predict"): {
+            "one event": {"task": "task-a", "x": x, "ref": "row-1"},
+            "a batch": {"items": [{"task": "task-a", "x": x}, {"task": "task-b", "x": x}]},
+            "score only": {"task": "task-a", "x": x, "learn": False},
+        },
+        ("post", "/events"): {
+            "labelled and unlabelled": {
+                "events": [{"task": "task-a", "x": x, "y": 1.0}, {"task": "task-b", "x": x}]
+            }
+        },
+        ("post", "/label"): {"a label": {"event_id": "0-0", "y": 1.0, "annotator": "docs"}},
+        ("put", "/models/{model}"): {
+            "a cmtl model": {"learner": "cmtl", "n_features": 3, "tasks": ["task-a", "task-b"]}
+        },
+    }
+
+
+def _parameter_examples(default_model: str) -> dict[tuple[str, str], dict[str, Any]]:
+    """Query and path parameter examples per operation (``*``: every method)."""
+    return {
+        ("put", "/models/{model}"): {"model": EXAMPLE_MODEL},
+        ("delete", "/models/{model}"): {"model": EXAMPLE_MODEL},
+        ("get", "/queries"): {"model": default_model, "after": "0-0", "limit": 1, "timeout": 2},
+        ("get", "/models/{model}/history"): {"limit": 100},
+        ("get", "/models/{model}/queries/pending"): {"limit": 10},
+        ("*", "*"): {"model": default_model},
+    }
+
+
+def add_examples(doc: dict[str, Any], n_features: int, default_model: str) -> None:
+    """Put request examples into every operation of ``doc``: the bodies of
+    :func:`_body_examples` and a value for each path parameter and documented query
+    parameter, so that "Try it out" on ``/docs`` answers 2xx as sent."""
+    bodies = _body_examples(n_features)
+    params = _parameter_examples(default_model)
+    for path, operations in doc.get("paths", {}).items():
+        for method, operation in operations.items():
+            body = bodies.get((method, path))
+            content = operation.get("requestBody", {}).get("content", {}).get("application/json")
+            if body is not None and content is not None:
+                content["examples"] = {k: {"summary": k, "value": v} for k, v in body.items()}
+            chosen = {**params[("*", "*")], **params.get((method, path), {})}
+            for parameter in operation.get("parameters", []):
+                if parameter.get("in") in ("path", "query") and parameter["name"] in chosen:
+                    parameter["example"] = chosen[parameter["name"]]
+
+
+def with_label_example(doc: dict[str, Any], event_id: str | None) -> dict[str, Any]:
+    """``doc`` with the ``POST /label`` example naming ``event_id`` (a pending label
+    request's event), so that the example labels a real event; ``doc`` is not changed."""
+    try:
+        content = doc["paths"]["/label"]["post"]["requestBody"]["content"]["application/json"]
+        examples = content["examples"]
+    except KeyError:
+        return doc
+    if event_id is None:
+        return doc
+    patched = {k: {**v, "value": {**v["value"], "event_id": event_id}} for k, v in examples.items()}
+    label_post = doc["paths"]["/label"]["post"]
+    body = label_post["requestBody"]
+    new_content = {**content, "examples": patched}
+    new_post = {**label_post, "requestBody": {**body, "content": {"application/json": new_content}}}
+    return {
+        **doc,
+        "paths": {**doc["paths"], "/label": {**doc["paths"]["/label"], "post": new_post}},
+    }
+
+
+def install_examples(app: FastAPI, n_features: int, default_model: str) -> None:
+    """Make ``app.openapi()`` carry the request examples of :func:`add_examples`."""
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is not None:
+            return app.openapi_schema
+        doc = build()
+        add_examples(doc, n_features, default_model)
         return doc
 
     app.openapi = openapi  # type: ignore[method-assign]

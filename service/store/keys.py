@@ -9,12 +9,14 @@ __all__ = [
     "dead_key",
     "failed_key",
     "heartbeat_key",
+    "history_key",
     "labels_key",
     "lease_key",
     "log_key",
     "models_key",
     "progress_key",
     "queries_key",
+    "snapshot_history_key",
     "snapshot_key",
 ]
 
@@ -91,3 +93,9 @@ def snapshot_history_key(m: str) -> str:
     """Hash: the snapshots before the latest one, ``<version>:header`` and
     ``<version>:arrays``, the newest ``OMTL_SNAPSHOT_KEEP - 1`` of them (rollback)."""
     return f"omtl:{{{m}}}:snapshots"
+
+
+def history_key(m: str) -> str:
+    """Stream: periodic counter totals of the model, for the dashboard's curves
+    (docs/architecture.md, "The history stream")."""
+    return f"omtl:{{{m}}}:history"

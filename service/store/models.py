@@ -304,6 +304,7 @@ def _reset_keys(name: str) -> list[str]:
         keys.cuts_key(name),
         keys.progress_key(name),
         keys.snapshot_history_key(name),
+        keys.history_key(name),
     ]
 
 
@@ -322,6 +323,7 @@ def _all_keys(name: str) -> list[str]:
         keys.cuts_key(name),
         keys.progress_key(name),
         keys.snapshot_history_key(name),
+        keys.history_key(name),
     ]
 
 

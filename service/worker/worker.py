@@ -39,6 +39,7 @@ from service.store.lease import acquire, new_worker_id, release
 from service.store.models import ModelLimits, list_models
 from service.store.snapshot import SnapshotFenced
 from service.worker.blas import single_thread_blas
+from service.worker.history import HistoryRecorder
 from service.worker.owned import Owned, load_owned
 from service.worker.ownership import LeaseKeeper, as_generation
 from service.worker.publishing import PUBLISH_EVERY, PublishedMarks, RunResult, publish
@@ -105,6 +106,8 @@ class Worker:
         #: what was published per model and generation, kept across reloads so that
         #: replaying entries after a reload never counts them twice
         self.published: dict[tuple[str, int], PublishedMarks] = {}
+        #: the dashboard's per-model history stream (docs/architecture.md, "The history stream")
+        self.history = HistoryRecorder(settings.history_interval_s, settings.history_maxlen)
 
     # ------------------------------------------------------------ control
     def stop(self, *_: Any) -> None:
@@ -170,6 +173,7 @@ class Worker:
             self.by_log.pop(owned.log_key.encode(), None)
             self.keeper.disown(name)
             self.published[(name, owned.state.generation)] = PublishedMarks.of(owned.state)
+            self.history.forget(name)
             self.result.count(owned)
             m.LEASE_OWNER.labels(name, self.id).set(0)
             log.warning("worker %s dropped model %r: %s", self.id, name, reason)
@@ -289,6 +293,7 @@ class Worker:
         self.result.snapshots += 1
         m.SNAPSHOT_VERSION.labels(st.name).set(st.version)
         trim_log(self.r, owned, self.settings.stream_maxlen)
+        self.history.snapshotted(self.r, st)
         return True
 
     # ------------------------------------------------------------ the loop
@@ -319,6 +324,7 @@ class Worker:
                         next_maintain = now + self.tick
                     if now >= next_publish:
                         publish(self.r, self.owned, self.settings.task_label_cap)
+                        self.history.tick(self.r, self.owned)
                         next_publish = now + PUBLISH_EVERY
                     if self._step(until_idle, block_ms):
                         break
@@ -402,6 +408,7 @@ class Worker:
                 if owned.state.entries_since_snapshot > 0:
                     self._snapshot(owned)
             publish(self.r, self.owned, self.settings.task_label_cap)
+            self.history.tick(self.r, self.owned, force=True)
         except StoreError as exc:
             log.error("worker %s could not write its final snapshots: %s", self.id, exc)
         for name in list(self.owned):
