@@ -33,6 +33,7 @@ from service.api.jsonio import json_response
 from service.api.middleware import GuardMiddleware
 from service.api.pages import STATIC_DIR
 from service.api.routes import annotate, dashboard, events, health, label, models, predict, queries
+from service.api.services import exporting
 from service.api.services.pending import pending_requests
 from service.settings import Settings, get_settings
 from service.store import STORE_UNAVAILABLE, connect
@@ -97,21 +98,24 @@ def _install_pages(app: FastAPI) -> None:
 def _install_examples(app: FastAPI, settings: Settings) -> None:
     """Request examples in the OpenAPI document that work as sent: ``/openapi.json`` is
     served by a route that names the default model's oldest pending label request in
-    the ``POST /label`` example (docs/architecture.md, "The dashboard and annotator pages")."""
+    the ``POST /label`` example and its newest kept snapshot in the rollback example
+    (docs/architecture.md, "The dashboard and annotator pages")."""
     openapi.install_examples(app, settings.default_n_features, settings.default_model)
     url = app.openapi_url or "/openapi.json"
     app.router.routes[:] = [r for r in app.router.routes if getattr(r, "path", None) != url]
 
     async def openapi_json(request: Request) -> Response:
         doc = app.openapi()
-        event = None
+        event = version = None
         if settings.default_model:
+            ctx = get_context(request)
             with contextlib.suppress(NotFound, ModelFailed, *STORE_UNAVAILABLE):
-                found = await pending_requests(
-                    get_context(request), settings.default_model, 1, 1000
-                )
+                found = await pending_requests(ctx, settings.default_model, 1, 1000)
                 event = found["requests"][0]["event_id"] if found["requests"] else None
-        return json_response(openapi.with_label_example(doc, event))
+            with contextlib.suppress(NotFound, ModelFailed, *STORE_UNAVAILABLE):
+                kept = await exporting.versions(ctx, settings.default_model)
+                version = kept[0] if kept else None
+        return json_response(openapi.with_live_examples(doc, event, version))
 
     app.add_route(url, openapi_json, include_in_schema=False)
 

@@ -218,6 +218,8 @@ def _body_examples(n_features: int) -> dict[tuple[str, str], dict[str, Any]]:
         ("put", "/models/{model}"): {
             "a cmtl model": {"learner": "cmtl", "n_features": 3, "tasks": ["task-a", "task-b"]}
         },
+        # the version is replaced by the default model's newest kept snapshot when served
+        ("post", "/models/{model}/rollback"): {"the newest kept snapshot": {"version": 1}},
     }
 
 
@@ -229,6 +231,7 @@ def _parameter_examples(default_model: str) -> dict[tuple[str, str], dict[str, A
         ("get", "/queries"): {"model": default_model, "after": "0-0", "limit": 1, "timeout": 2},
         ("get", "/models/{model}/history"): {"limit": 100},
         ("get", "/models/{model}/queries/pending"): {"limit": 10},
+        ("post", "/models/import"): {"as": "imported"},
         ("*", "*"): {"model": default_model},
     }
 
@@ -251,25 +254,41 @@ def add_examples(doc: dict[str, Any], n_features: int, default_model: str) -> No
                     parameter["example"] = chosen[parameter["name"]]
 
 
-def with_label_example(doc: dict[str, Any], event_id: str | None) -> dict[str, Any]:
-    """``doc`` with the ``POST /label`` example naming ``event_id`` (a pending label
-    request's event), so that the example labels a real event; ``doc`` is not changed."""
+def _with_body_example(
+    doc: dict[str, Any], path: str, method: str, patch: dict[str, Any]
+) -> dict[str, Any]:
+    """``doc`` with ``patch`` merged into every body example of ``method path``;
+    ``doc`` is not changed (it is the app's cached document)."""
     try:
-        content = doc["paths"]["/label"]["post"]["requestBody"]["content"]["application/json"]
+        operation = doc["paths"][path][method]
+        body = operation["requestBody"]
+        content = body["content"]["application/json"]
         examples = content["examples"]
     except KeyError:
         return doc
-    if event_id is None:
-        return doc
-    patched = {k: {**v, "value": {**v["value"], "event_id": event_id}} for k, v in examples.items()}
-    label_post = doc["paths"]["/label"]["post"]
-    body = label_post["requestBody"]
+    patched = {k: {**v, "value": {**v["value"], **patch}} for k, v in examples.items()}
     new_content = {**content, "examples": patched}
-    new_post = {**label_post, "requestBody": {**body, "content": {"application/json": new_content}}}
+    new_operation = {
+        **operation,
+        "requestBody": {**body, "content": {**body["content"], "application/json": new_content}},
+    }
     return {
         **doc,
-        "paths": {**doc["paths"], "/label": {**doc["paths"]["/label"], "post": new_post}},
+        "paths": {**doc["paths"], path: {**doc["paths"][path], method: new_operation}},
     }
+
+
+def with_live_examples(
+    doc: dict[str, Any], event_id: str | None, version: int | None
+) -> dict[str, Any]:
+    """``doc`` with the examples that depend on the default model's state: ``POST /label``
+    names ``event_id`` (a pending label request's event), so that it labels a real event,
+    and ``POST /models/{model}/rollback`` names ``version`` (its newest kept snapshot)."""
+    if event_id is not None:
+        doc = _with_body_example(doc, "/label", "post", {"event_id": event_id})
+    if version is not None:
+        doc = _with_body_example(doc, "/models/{model}/rollback", "post", {"version": version})
+    return doc
 
 
 def install_examples(app: FastAPI, n_features: int, default_model: str) -> None:

@@ -278,6 +278,8 @@ def _banner(settings: Settings, redis_url: str, embedded: bool) -> str:
     model = settings.default_model or "<model>"
     lines = [
         "omtl is up",
+        f"  dashboard       {base}/dashboard",
+        f"  annotator page  {base}/annotate",
         f"  API docs        {base}/docs",
         f"  API metrics     {base}/metrics",
         f"  worker metrics  http://{host}:{settings.worker_metrics_port}/metrics",

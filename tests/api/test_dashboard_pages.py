@@ -106,10 +106,16 @@ def test_dashboard_data_has_the_pictures_and_the_figures(
     assert curves["entries"] == 3
     assert curves["series"][0] == "all tasks" and set(curves["series"][1:]) == {"a", "b", "c"}
     assert 'class="curves"' in curves["svg"] and 'class="curve"' in curves["svg"]
-    assert body["label_requests"]["pending"] == 2
+    assert body["label_requests"] == {"issued": 0, "answered": 0, "pending": 0}
     assert body["log_lag"] == 2  # the two unapplied events _ask appended
     assert body["dead_letters"] == []
     assert body["worker_alive"] is False  # the worker ran and stopped: no heartbeat
+    # the worker applies the two unlabelled events and asks for their labels (cmtl asks for all)
+    Worker(settings, models=["default"]).run(until_idle=True, timeout=30)
+    body = client.get("/dashboard/data/default").json()
+    assert body["label_requests"] == {"issued": 2, "answered": 0, "pending": 2}
+    assert body["log_lag"] == 0
+    assert body["label_requests"] == body["model"]["label_requests"]
     rb.set(keys.heartbeat_key("default"), "1", ex=10)
     assert client.get("/dashboard/data/default").json()["worker_alive"] is True
     assert client.get("/dashboard/data/nope").status_code == 404

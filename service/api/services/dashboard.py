@@ -23,7 +23,6 @@ from service.api.pages.svg import curves_svg, heatmap_svg
 from service.api.services import modelling
 from service.api.services.appending import view_of
 from service.api.services.history import CurveSet, read_history
-from service.api.services.pending import count_pending
 from service.store import keys
 
 __all__ = ["HEATMAP_TASKS", "summary"]
@@ -34,8 +33,6 @@ HEATMAP_TASKS = 24
 CURVE_TASKS = 7
 #: History entries the curves are drawn from.
 HISTORY_ENTRIES = 600
-#: Label requests scanned to count the pending ones when the model does not report them.
-PENDING_SCAN = 5000
 
 
 def _text(v: Any) -> str:
@@ -126,14 +123,11 @@ async def _streams(ctx: ApiContext, name: str, generation: int) -> dict[str, Any
     return {"log_lag": backlog, "dead_letters": letters, "worker_alive": beating == 1}
 
 
-async def _label_requests(ctx: ApiContext, info: dict[str, Any]) -> dict[str, int]:
-    """Issued / answered / pending, as the model reports them, else counted here."""
-    given = info.get("label_requests")
-    if isinstance(given, dict):
-        return {k: int(given.get(k, 0)) for k in ("issued", "answered", "pending")}
-    issued = int(info["counts"].get("queries", 0))
-    waiting, _ = await count_pending(ctx, info["name"], PENDING_SCAN)
-    return {"issued": issued, "answered": max(0, issued - waiting), "pending": waiting}
+def _label_requests(info: dict[str, Any]) -> dict[str, int]:
+    """Issued / answered / pending, as the model's snapshot counts them
+    (docs/architecture.md, "Label requests and error figures")."""
+    given = info["label_requests"]
+    return {k: int(given.get(k, 0)) for k in ("issued", "answered", "pending")}
 
 
 #: Every task: the heatmap picks the most-labelled ones, the table and outliers list all.
@@ -157,7 +151,7 @@ async def summary(ctx: ApiContext, name: str) -> dict[str, Any]:
         "model": info,
         "failed": False,
         "kind": history["kind"],
-        "label_requests": await _label_requests(ctx, info),
+        "label_requests": _label_requests(info),
         **await _streams(ctx, name, view.generation),
         "tasks": _task_rows(rows, order),
         "task_count": len(rows),
