@@ -4,6 +4,7 @@ from __future__ import annotations
 
 __all__ = [
     "alerts_key",
+    "answers_key",
     "config_key",
     "cuts_key",
     "dead_key",
@@ -39,6 +40,13 @@ def log_key(m: str) -> str:
 def queries_key(m: str) -> str:
     """Stream: label requests for annotators."""
     return f"omtl:{{{m}}}:queries"
+
+
+def answers_key(m: str) -> str:
+    """Stream (capped): the event ids ``POST /label`` accepted a label for, so that every
+    open annotator page drops a request as soon as anyone answers it
+    (docs/architecture.md, "Answered requests")."""
+    return f"omtl:{{{m}}}:answers"
 
 
 def snapshot_key(m: str) -> str:

@@ -140,12 +140,16 @@ end
 return {deleted, first}
 """)
 
-#: KEYS: config, log, labels. ARGV: entry id, batch row (-1 for a single
-#: event), event id, label text, then the label entry's field/values.
+#: KEYS: config, log, labels, answers. ARGV: entry id, batch row (-1 for a single
+#: event), event id, label text, then the label entry's field/values. An accepted
+#: label's event id also goes to the capped answers stream (the annotator pages).
 #: It reads the event entry's kind, row count and labels; their field names and
 #: kind codes are filled in from :mod:`service.store.codec`, the one definition.
 #: Returns {'nomodel'}, {'noevent', why}, {'inline', y text}, {'inline32', 4 bytes},
 #: {'inline64', 8 bytes}, {'labelled', y text} or {'accepted'}.
+#: Approximate length of a model's answers stream (the annotator pages read only new ones).
+ANSWERS_MAXLEN = 10_000
+
 APPEND_LABEL = LuaScript(
     f"""
 if redis.call('EXISTS', KEYS[1]) == 0 then return {{'nomodel'}} end
@@ -185,6 +189,7 @@ redis.call('HSET', KEYS[3], ARGV[3], ARGV[4])
 local args = {{'XADD', KEYS[2], '*'}}
 for j = 5, #ARGV do args[#args + 1] = ARGV[j] end
 redis.call(unpack(args))
+redis.call('XADD', KEYS[4], 'MAXLEN', '~', {ANSWERS_MAXLEN}, '*', 'event', ARGV[3])
 return {{'accepted'}}
 """
 )

@@ -314,9 +314,8 @@ def test_the_label_script_reads_what_the_encoders_write(
     args: list[Any] = [entry, -1 if row is None else row, event, label[codec.Y]]
     for item in label.items():
         args.extend(item)
-    reply = APPEND_LABEL.run(
-        rb, [keys.config_key("m"), keys.log_key("m"), keys.labels_key("m")], args
-    )
+    label_keys = [keys.config_key("m"), keys.log_key("m"), keys.labels_key("m")]
+    reply = APPEND_LABEL.run(rb, [*label_keys, keys.answers_key("m")], args)
     assert reply[0] == status
     if status == b"inline":
         assert reply[1] == b"-1"

@@ -32,6 +32,13 @@ async def queries(
     limit: Annotated[int | None, Query(ge=1, description="Stop after this many.")] = None,
     timeout: Annotated[float | None, Query(gt=0, description="Stop after seconds.")] = None,
     last_event_id: Annotated[str | None, Header(pattern=_ENTRY_ID)] = None,
+    answers: Annotated[
+        bool,
+        Query(
+            description="Also send event: label_answered {model, event_id} whenever "
+            "POST /label accepts a label (from any client)."
+        ),
+    ] = False,
 ) -> StreamingResponse:
     """Stream label requests (event: label_request, data: {event_id, task, score, p, ref, ts}).
 
@@ -41,7 +48,7 @@ async def queries(
     await view_of(ctx, name)  # 404 for an unknown model (the cached view: no round trip)
     start = last_event_id or after
     return StreamingResponse(
-        label_requests(ctx, name, start, limit, timeout),
+        label_requests(ctx, name, start, limit, timeout, answers),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )

@@ -3,7 +3,9 @@
 Each ``GET /queries`` subscriber of a model waits on the same
 :class:`QueryFanout`: a background task that holds one Redis connection of its
 own (:func:`service.store.connect_async_reader`, whose socket timeout is longer
-than its blocking read) and follows ``omtl:{m}:queries`` with ``XREAD BLOCK``.
+than its blocking read) and follows ``omtl:{m}:queries`` with ``XREAD BLOCK``,
+and, in the same read, ``omtl:{m}:answers`` (the event ids ``POST /label``
+accepted a label for; sent only to subscribers that ask for them).
 What it reads goes into a bounded in-memory buffer of ready SSE frames and
 wakes the subscribers; each subscriber keeps its own cursor (a stream id) into
 that buffer. So N subscribers cost one Redis connection, not N, and an idle
@@ -32,6 +34,7 @@ from service.store.codec import entry_id_tuple
 
 __all__ = [
     "BUFFER",
+    "answer_frame",
     "QueryFanout",
     "QueryFanouts",
     "catch_up",
@@ -84,6 +87,14 @@ def request_body(model: str, entry_id: str, fields: dict[Any, Any]) -> dict[str,
     }
 
 
+def answer_frame(model: str, fields: dict[Any, Any]) -> bytes:
+    """One SSE message ``event: label_answered`` (no ``id``: ``Last-Event-ID`` stays a
+    position in the label requests)."""
+    f = {_text(k): v for k, v in fields.items()}
+    body = orjson.dumps({"model": model, "event_id": _text(f.get("event", b""))})
+    return b"event: label_answered\ndata: " + body + b"\n\n"
+
+
 def frame_of(model: str, entry_id: str, fields: dict[Any, Any]) -> bytes:
     """One SSE message: ``id``, ``event: label_request`` and the JSON body."""
     body = orjson.dumps(request_body(model, entry_id, fields))
@@ -96,6 +107,7 @@ class QueryFanout:
     def __init__(self, url: str, model: str, block_s: float, on_stop: Callable[[], None]) -> None:
         self.model = model
         self.key = keys.queries_key(model)
+        self.answers_key = keys.answers_key(model)
         self._url = url
         self._block_s = block_s
         self._on_stop = on_stop
@@ -107,6 +119,10 @@ class QueryFanout:
         self.covered_from: EntryId = (0, 0)
         #: the reader's position: the newest id it has read
         self.last_id: EntryId = (0, 0)
+        #: answered event ids (``answers`` stream ids and frames), bounded like the requests
+        self._answer_ids: list[EntryId] = []
+        self._answer_frames: list[bytes] = []
+        self.answers_last: EntryId = (0, 0)
         self.ready = asyncio.Event()
         self._wakeup = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -130,14 +146,22 @@ class QueryFanout:
             while self.subscribers > 0:
                 try:
                     reply: Any = await client.xread(
-                        {self.key: id_text(self.last_id)}, count=PAGE, block=block_ms
+                        {
+                            self.key: id_text(self.last_id),
+                            self.answers_key: id_text(self.answers_last),
+                        },
+                        count=PAGE,
+                        block=block_ms,
                     )
                 except STORE_UNAVAILABLE as exc:
                     log.warning("label-request reader of %r: %s; retrying", self.model, exc)
                     await asyncio.sleep(0.5)
                     continue
-                if reply:
-                    self._add(reply[0][1])
+                for stream, entries in reply or ():
+                    if _text(stream) == self.answers_key:
+                        self._add_answers(entries)
+                    else:
+                        self._add(entries)
         finally:
             # no await between the last subscriber check and leaving the registry
             self._on_stop()
@@ -149,12 +173,15 @@ class QueryFanout:
         while True:
             try:
                 last = await client.xrevrange(self.key, count=1)
+                answered = await client.xrevrange(self.answers_key, count=1)
                 break
             except STORE_UNAVAILABLE as exc:
                 log.warning("label-request reader of %r: %s; retrying", self.model, exc)
                 await asyncio.sleep(0.5)
         if last:
             self.last_id = entry_id_tuple(_text(last[0][0]))
+        if answered:
+            self.answers_last = entry_id_tuple(_text(answered[0][0]))
         self.covered_from = self.last_id
         self.ready.set()
 
@@ -169,6 +196,22 @@ class QueryFanout:
             self.covered_from = self._ids[cut - 1]
             del self._ids[:cut], self._frames[:cut]
         self._wake()
+
+    def _add_answers(self, entries: list[Any]) -> None:
+        for raw_id, fields in entries:
+            self._answer_ids.append(entry_id_tuple(_text(raw_id)))
+            self._answer_frames.append(answer_frame(self.model, fields))
+        self.answers_last = self._answer_ids[-1]
+        if len(self._answer_ids) > 2 * BUFFER:
+            del self._answer_ids[:-BUFFER], self._answer_frames[:-BUFFER]
+        self._wake()
+
+    def answers_after(self, cursor: EntryId) -> tuple[list[bytes], EntryId]:
+        """The buffered ``label_answered`` frames after ``cursor`` and the new cursor."""
+        start = bisect_right(self._answer_ids, cursor)
+        if start >= len(self._answer_ids):
+            return [], cursor
+        return self._answer_frames[start:], self._answer_ids[-1]
 
     def _wake(self) -> None:
         woken, self._wakeup = self._wakeup, asyncio.Event()

@@ -38,7 +38,9 @@ async def label(ctx: ApiContext, req: LabelRequest) -> dict[str, Any]:
     for key, value in fields.items():
         args += [key, value]
     reply = await ctx.run_script(
-        APPEND_LABEL, [keys.config_key(name), keys.log_key(name), keys.labels_key(name)], args
+        APPEND_LABEL,
+        [keys.config_key(name), keys.log_key(name), keys.labels_key(name), keys.answers_key(name)],
+        args,
     )
     status = reply[0].decode()
     if status == "accepted":

@@ -6,7 +6,11 @@ A client resumes after a reconnect with the standard ``Last-Event-ID`` header;
 the stream opens with an ``id:`` line (no data) naming its starting position, so
 a client that connected with ``after=$`` and saw nothing yet resumes correctly.
 Every subscriber sees every request (a broadcast); annotators that must share
-the work read the stream with a consumer group instead (see the README).
+the work read the stream with a consumer group instead (see the README). With
+``answers=true`` a subscriber also gets ``event: label_answered`` (data:
+``{model, event_id}``, no ``id``) as soon as ``POST /label`` accepts a label
+from any client: how the annotator page drops answered requests on every open
+page at once.
 
 Subscribers of one model share one reader per API process
 (:mod:`service.api.services.fanout`); an idle stream sends a comment line every
@@ -30,7 +34,12 @@ KEEPALIVE = b": keep-alive\n\n"
 
 
 async def label_requests(
-    ctx: ApiContext, model: str, after: str, limit: int | None, timeout: float | None
+    ctx: ApiContext,
+    model: str,
+    after: str,
+    limit: int | None,
+    timeout: float | None,
+    answers: bool = False,
 ) -> AsyncIterator[bytes]:
     """SSE frames of the label requests after stream id ``after`` ("$": only new ones).
 
@@ -41,6 +50,7 @@ async def label_requests(
     try:
         await fanout.ready.wait()
         cursor = fanout.last_id if after == "$" else entry_id_tuple(after)
+        answered = fanout.answers_last  # answers from now on
         left = limit
         deadline = None if timeout is None else time.monotonic() + timeout
         keepalive = ctx.settings.queries_keepalive_s
@@ -54,10 +64,17 @@ async def label_requests(
             left = None if left is None else left - 1
         cursor = max(cursor, fanout.covered_from) if left != 0 else cursor
         while left is None or left > 0:
+            done: list[bytes] = []
+            if answers:
+                done, answered = fanout.answers_after(answered)
+                if done:
+                    yield b"".join(done)
             frames, cursor = fanout.after(cursor, left)
             if frames:
                 yield b"".join(frames)
                 left = None if left is None else left - len(frames)
+                continue
+            if done:  # look again before waiting: more may have come while we sent
                 continue
             if not fanout.running:
                 return

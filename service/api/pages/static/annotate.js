@@ -1,10 +1,12 @@
 // The annotator page: pending label requests of one model, answered with one click or one key.
-// Loads GET /models/{m}/queries/pending, follows GET /queries (server-sent events) for new
-// requests, answers with POST /label, and drops answered requests on every open page: at once
-// in this browser (BroadcastChannel), and within POLL_MS elsewhere (the pending list is re-read).
+// Loads GET /models/{m}/queries/pending, follows GET /queries?answers=true (server-sent events)
+// for new requests and for answers, answers with POST /label, and drops a request on every open
+// page as soon as anyone answers it (event: label_answered, fanned out by the API like the
+// requests). The pending list is also re-read every POLL_MS, for labels that reach the log
+// without POST /label.
 "use strict";
 
-const POLL_MS = 1000;
+const POLL_MS = 10000;
 const SHOWN = 200;
 let model = null;
 let kind = "classification";
@@ -130,7 +132,11 @@ async function poll() {
 
 function follow() {
   if (stopStream) stopStream();
-  stopStream = readEvents("/queries?model=" + encodeURIComponent(model), (id, event, data) => {
+  stopStream = readEvents("/queries?answers=true&model=" + encodeURIComponent(model), (id, event, data) => {
+    if (event === "label_answered") {
+      if (drop(JSON.parse(data).event_id)) render();
+      return;
+    }
     if (event !== "label_request") return;
     const r = JSON.parse(data);
     if (add(r)) render();
