@@ -9,6 +9,7 @@ from fastapi.testclient import TestClient
 from service import __version__
 from service.api.app import create_app
 from service.settings import Settings
+from service.store.durability import read_durability
 
 
 def test_info(client: TestClient) -> None:
@@ -21,7 +22,15 @@ def test_info(client: TestClient) -> None:
 def test_live_ready_and_model_health(client: TestClient, rb: redis.Redis) -> None:
     assert client.get("/health/live").json() == {"status": "alive"}
     r = client.get("/health/ready")  # the process is ready without any worker
-    assert r.status_code == 200 and r.json() == {"status": "ready", "redis": True}
+    assert r.status_code == 200 and r.json() == {
+        "status": "ready",
+        "redis": True,
+        # what the test server runs with (the embedded one: everysec, see tests/conftest.py)
+        "durability": read_durability(rb).as_dict(),
+    }
+    survives = r.json()["durability"]["acknowledged_writes_survive_a_server_crash"]
+    gauge = {True: "1.0", False: "0.0", None: "-1.0"}[survives]
+    assert f"omtl_redis_write_durability {gauge}" in client.get("/metrics").text
     h = client.get("/health/models")
     assert h.status_code == 503
     assert h.json()["unhealthy"] == ["default"]
