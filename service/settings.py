@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -118,6 +118,36 @@ class Settings(BaseSettings):
     )
     task_label_cap: int = Field(
         default=50, ge=1, description="Task names beyond this share the metric label 'other'."
+    )
+
+    # --- authentication and roles (docs/architecture.md, "Authentication and roles") ---
+    auth: Literal["required", "off"] | None = Field(
+        default=None,
+        description="API keys: 'required' or 'off'. Unset: off on a loopback bind address; "
+        "the API refuses to start on any other address until this is set explicitly.",
+    )
+    bootstrap_admin_key_file: Path | None = Field(
+        default=None,
+        description="File holding an admin key (from `omtl keys token`) registered at start-up "
+        "as the key 'bootstrap-admin' (a Kubernetes or compose secret).",
+    )
+    label_rate_per_key: float = Field(
+        default=0.0, ge=0, description="POST /label requests per second per key (0: no limit)."
+    )
+    events_rate_per_key: float = Field(
+        default=0.0, ge=0, description="POST /events requests per second per key (0: no limit)."
+    )
+    rate_burst: int = Field(
+        default=20, ge=1, description="Requests a key may send at once above its rate."
+    )
+    auth_cache_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="Seconds a verified key stays cached in an API process (a revocation "
+        "reaches every process within OMTL_AUTH_REVOCATION_CHECK_S regardless).",
+    )
+    auth_revocation_check_s: float = Field(
+        default=1.0, gt=0, description="How often an API process reads the revocation counter."
     )
 
     @field_validator("log_level")

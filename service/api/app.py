@@ -23,11 +23,14 @@ from fastapi import FastAPI
 import learners
 from service import __version__, metrics
 from service.api import openapi
+from service.api.access import AccessControl
 from service.api.context import ApiContext
 from service.api.errors import install_handlers
 from service.api.fastpath import PredictFastPath
-from service.api.middleware import GuardMiddleware
-from service.api.routes import events, health, label, models, predict, queries
+from service.api.middleware import AuthMiddleware, GuardMiddleware
+from service.api.routes import events, health, keys, label, models, predict, queries
+from service.auth.mode import auth_required, read_bootstrap_key
+from service.auth.store import ensure_bootstrap_key
 from service.settings import Settings, get_settings
 from service.store import connect
 from service.store.models import ensure_default_model
@@ -64,6 +67,14 @@ async def _ensure_default_model(settings: Settings) -> None:
         client.close()
 
 
+async def _register_bootstrap_key(settings: Settings, ctx: ApiContext) -> None:
+    """Register the key of ``OMTL_BOOTSTRAP_ADMIN_KEY_FILE`` (docs/architecture.md,
+    "Authentication and roles"); the key itself is never logged, only its public id."""
+    if settings.bootstrap_admin_key_file is not None:
+        token = read_bootstrap_key(settings.bootstrap_admin_key_file)
+        log.info(await ensure_bootstrap_key(ctx.redis, token))
+
+
 @lru_cache(maxsize=4096)
 def _request_counter(method: str, route: str, status: int) -> Any:
     return metrics.HTTP_REQUESTS.labels(method, route, str(status))
@@ -83,16 +94,20 @@ def _serve_docs_last(app: FastAPI) -> None:
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the API for ``settings`` (default: :func:`service.settings.get_settings`)."""
     settings = settings or get_settings()
+    # refuses a non-loopback bind address without an explicit OMTL_AUTH
+    require_keys = auth_required(settings)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         ctx = ApiContext.connect(settings)
         app.state.ctx = ctx
+        app.state.access = AccessControl.build(settings, ctx.redis, require_keys)
         try:
             await ctx.redis.ping()
             if ctx.fast is not None:
                 await asyncio.wait_for(ctx.fast.call("PING"), timeout=10)
             await _ensure_default_model(settings)
+            await _register_bootstrap_key(settings, ctx)
             await asyncio.to_thread(_warm_kernels)
             # Everything allocated so far (imported modules, the app, the clients) lives as
             # long as the process: kept out of the collector, a full collection costs
@@ -112,7 +127,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description=DESCRIPTION,
         lifespan=lifespan,
     )
-    for module in (predict, label, events, queries, models, health):
+    for module in (predict, label, events, queries, models, health, keys):
         app.include_router(module.router)
     _serve_docs_last(app)
     install_handlers(app)
@@ -124,6 +139,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         router=predict.router,
         path="/predict",
     )
+    # Outside the fast path: every path is authenticated, /predict included.
+    app.add_middleware(AuthMiddleware)
     app.add_middleware(
         GuardMiddleware, max_body_bytes=settings.max_body_bytes, observe=_observe_request
     )

@@ -12,6 +12,12 @@ is not JSON (including invalid UTF-8) or does not fit the request model lists
 every problem, a body that parses but does not fit the model (dimension, NaN,
 label kind, learner) gives one message. :func:`install` also replaces
 FastAPI's default 422 schema (``HTTPValidationError``) by that one.
+
+Security: :func:`needs` marks a route with the role it requires; the document
+declares one HTTP bearer scheme (``/docs`` then has an "Authorize" button to
+paste a key), each marked operation requires it, names its role in its
+description and documents 401 and 403 (docs/architecture.md, "Authentication
+and roles"). Unmarked routes (probes, ``/metrics``) are public.
 """
 
 from __future__ import annotations
@@ -23,6 +29,8 @@ from fastapi.openapi.utils import get_openapi
 from pydantic import BaseModel, Field
 from pydantic.json_schema import models_json_schema
 
+from service.auth import Role
+
 __all__ = [
     "ERRORS",
     "LABEL_ERRORS",
@@ -30,6 +38,7 @@ __all__ = [
     "UnprocessableBody",
     "ValidationIssue",
     "install",
+    "needs",
     "raw_body",
 ]
 
@@ -58,7 +67,7 @@ class UnprocessableBody(BaseModel):
     detail: str | list[ValidationIssue]
 
 
-_DOCUMENTED.append(UnprocessableBody)
+_DOCUMENTED.extend([UnprocessableBody, ErrorBody])
 
 
 def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
@@ -89,6 +98,57 @@ def raw_body(*models: type[BaseModel]) -> dict[str, Any]:
     refs = [{"$ref": _REF.format(model=m.__name__)} for m in models]
     schema = refs[0] if len(refs) == 1 else {"oneOf": refs}
     return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
+
+
+#: Name of the security scheme in the document.
+SCHEME = "apiKey"
+_ROLE = "x-omtl-role"
+_ROLE_TEXT = {
+    Role.ADMIN: "admin",
+    Role.PRODUCER: "producer (or admin)",
+    Role.ANNOTATOR: "annotator (or admin)",
+    Role.VIEWER: "any role (viewer, producer, annotator, admin)",
+}
+
+
+def needs(role: Role, keys_admin: bool = False) -> dict[str, Any]:
+    """``openapi_extra`` of a route that needs a key of ``role`` (with ``keys_admin``:
+    an admin key not limited to some models)."""
+    ref = {"$ref": _REF.format(model=ErrorBody.__name__)}
+    text = _ROLE_TEXT[role] + (", not limited to some models" if keys_admin else "")
+    return {
+        "security": [{SCHEME: []}],
+        _ROLE: role.value,
+        "x-omtl-role-text": text,
+        "responses": {
+            "401": {
+                "description": "No API key, or not a live one (unknown, revoked).",
+                "content": {"application/json": {"schema": ref}},
+            },
+            "403": {
+                "description": "The key's role or models do not allow this.",
+                "content": {"application/json": {"schema": ref}},
+            },
+        },
+    }
+
+
+def _security(doc: dict[str, Any]) -> None:
+    """Declare the bearer scheme; put each operation's role at the top of its description."""
+    doc["components"]["securitySchemes"] = {
+        SCHEME: {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "An API key from `omtl keys create` or `POST /keys`, sent as "
+            "`Authorization: Bearer <key>` (needed unless the service runs with OMTL_AUTH=off).",
+        }
+    }
+    for operations in doc.get("paths", {}).values():
+        for operation in operations.values():
+            text = operation.pop("x-omtl-role-text", None)
+            if text is not None:
+                described = operation.get("description", "")
+                operation["description"] = f"**Role:** {text}.\n\n{described}".rstrip()
 
 
 def _one_422_schema(doc: dict[str, Any]) -> None:
@@ -122,6 +182,7 @@ def install(app: FastAPI) -> None:
         for name, schema in defs.get("$defs", {}).items():
             schemas.setdefault(name, schema)
         _one_422_schema(doc)
+        _security(doc)
         app.openapi_schema = doc
         return doc
 

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 __all__ = [
     "alerts_key",
+    "audit_key",
+    "auth_keys_key",
+    "auth_names_key",
+    "auth_revoked_key",
+    "auth_version_key",
     "config_key",
     "cuts_key",
     "dead_key",
@@ -85,3 +90,31 @@ def progress_key(m: str) -> str:
     """Hash: ``applied`` (log entries the worker applied that are still in the log) and the
     ``generation`` it counts for; the log's backlog is its length minus ``applied``."""
     return f"omtl:{{{m}}}:progress"
+
+
+# --- API keys and the audit trail: service-wide, outside every model's hash tag ---
+
+
+def auth_keys_key() -> str:
+    """Hash: key id -> JSON record of an API key (name, role, models, sha256 of the key)."""
+    return "omtl:auth:keys"
+
+
+def auth_names_key() -> str:
+    """Hash: key name -> key id (names are unique; the audit trail records them)."""
+    return "omtl:auth:names"
+
+
+def auth_revoked_key() -> str:
+    """Set: ids of revoked keys (a bootstrap key is never registered again once revoked)."""
+    return "omtl:auth:revoked"
+
+
+def auth_version_key() -> str:
+    """String: a counter bumped by every revocation; API processes poll it to drop cached keys."""
+    return "omtl:auth:version"
+
+
+def audit_key() -> str:
+    """Stream: who created, reconfigured or deleted a model, and who created or revoked a key."""
+    return "omtl:audit"
