@@ -1,5 +1,8 @@
 """``omtl keys``: create, list and revoke API keys, straight in Redis (``REDIS_URL``).
 
+Without ``REDIS_URL`` it uses the embedded server of a running ``omtl up`` on
+the same data directory (``OMTL_DATA_DIR``).
+
 See docs/architecture.md, "Authentication and roles". ``omtl keys create``
 prints the new key once (only its hash is stored); ``omtl keys token`` prints a
 fresh key without storing it, for ``OMTL_BOOTSTRAP_ADMIN_KEY_FILE`` secrets.
@@ -17,6 +20,7 @@ from typing import Any
 from service.auth import Role
 from service.auth.store import create_key, list_keys, record_audit, revoke_key
 from service.auth.tokens import new_token
+from service.cli.up_cmd import URL_FILE
 from service.settings import get_settings
 from service.store import STORE_UNAVAILABLE, AsyncStore, connect_async
 
@@ -60,9 +64,12 @@ def _run(
     """A subcommand running ``action`` with a client of ``REDIS_URL``."""
 
     def run(args: argparse.Namespace) -> int:
-        url = get_settings().redis_url
+        url = _redis_url()
         if not url:
-            print("omtl keys needs REDIS_URL (the server the API uses)", file=sys.stderr)
+            print(
+                "omtl keys needs REDIS_URL (the server the API uses), or a running `omtl up`",
+                file=sys.stderr,
+            )
             return 2
 
         async def main() -> int:
@@ -82,6 +89,15 @@ def _run(
             return 1
 
     return run
+
+
+def _redis_url() -> str | None:
+    """``REDIS_URL``, else the URL `omtl up` wrote next to its embedded server."""
+    settings = get_settings()
+    if settings.redis_url:
+        return settings.redis_url
+    written = settings.data_dir / "redis" / URL_FILE
+    return written.read_text().strip() if written.exists() else None
 
 
 async def _create(client: AsyncStore, args: argparse.Namespace) -> int:

@@ -38,6 +38,8 @@ __all__ = ["register", "run_api", "run_up", "run_worker"]
 
 log = logging.getLogger("omtl.up")
 APP = "service.api.app:create_app"
+#: File in the embedded server's directory naming its URL while `omtl up` runs.
+URL_FILE = "url"
 
 
 def register(sub: Any) -> None:
@@ -302,6 +304,8 @@ def run_up(args: argparse.Namespace) -> int:
                 print(f"omtl up: {exc}", file=sys.stderr)
                 return 1
             settings = settings.model_copy(update={"redis_url": server.url})
+            # where `omtl keys` finds the embedded server when REDIS_URL is unset
+            (server.data_dir / URL_FILE).write_text(server.url + "\n")
             server_watch = _supervise_server(server)
         url = str(settings.redis_url)
         client = redis.Redis.from_url(url)

@@ -261,9 +261,9 @@ def test_a_bootstrap_file_without_a_key_stops_the_start(
 ) -> None:
     secret = tmp_path / "admin.key"
     secret.write_text("REPLACE_ME\n")
-    with pytest.raises(AuthNotConfigured, match="does not hold an omtl key"):
-        with _app(server, tmp_path, bootstrap_admin_key_file=secret):
-            pass
+    app = _app(server, tmp_path, bootstrap_admin_key_file=secret)
+    with pytest.raises(AuthNotConfigured, match="does not hold an omtl key"), app:
+        pass
 
 
 def test_openapi_declares_the_bearer_scheme_and_each_route_role(
