@@ -149,3 +149,44 @@ def test_omtl_keys_finds_the_embedded_server_of_omtl_up(
         get_settings.cache_clear()
     with redis.Redis.from_url(url) as r:
         assert r.hexists("omtl:auth:names", "found")
+
+
+def test_the_cli_http_client_sends_omtl_api_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`omtl replay` / `omtl annotate` talk through HttpApi: it sends OMTL_API_KEY."""
+    import http.server
+    import threading
+
+    from service.cli.client import HttpApi
+
+    seen: list[str | None] = []
+
+    class Recorder(http.server.BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            seen.append(self.headers.get("Authorization"))
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            body = b'{"ok": true}' if self.command == "POST" else b"data: {}\n\n"
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = _answer
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Recorder)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        base = f"http://127.0.0.1:{server.server_port}"
+        monkeypatch.setenv("OMTL_API_KEY", "omtl_0123456789ab_secret")
+        api = HttpApi(base)
+        assert api.request("POST", "/label", {"y": 1}) == (200, {"ok": True})
+        lines = list(api.sse("/queries", {"limit": 1}))
+        assert lines[0].startswith("data:")
+        api.close()
+        monkeypatch.delenv("OMTL_API_KEY")
+        HttpApi(base).request("POST", "/label", {"y": 1})
+    finally:
+        server.shutdown()
+    assert seen == ["Bearer omtl_0123456789ab_secret"] * 2 + [None]
