@@ -16,8 +16,8 @@ FastAPI's default 422 schema (``HTTPValidationError``) by that one.
 Security: :func:`needs` marks a route with the role it requires; the document
 declares one HTTP bearer scheme (``/docs`` then has an "Authorize" button to
 paste a key), each marked operation requires it, names its role in its
-description and documents 401 and 403 (docs/architecture.md, "Authentication
-and roles"). Unmarked routes (probes, ``/metrics``) are public.
+description and documents 401 and 403 (see docs/architecture.md,
+"Authentication and roles"). Unmarked routes (probes, ``/metrics``) are public.
 """
 
 from __future__ import annotations
