@@ -119,7 +119,7 @@ def _wrong(server: EmbeddedRedis) -> str:
 def test_wrong_credentials_fail_the_fast_path_cleanly(server: EmbeddedRedis) -> None:
     async def run() -> tuple[Any, Any]:
         conn = RespConnection(_wrong(server), timeout=5)
-        with pytest.raises(ConnectionError, match="WRONGPASS|invalid") as first:
+        with pytest.raises(ConnectionError, match=r"WRONGPASS|invalid") as first:
             await conn.call("PING")
         with pytest.raises(ConnectionError):  # the next call tries again, still refused
             await conn.call("PING")

@@ -1,0 +1,156 @@
+"""What API keys cost on ``POST /predict`` (docs/architecture.md, "Authentication and roles").
+
+Runs the real app in-process (its lifespan, a throwaway embedded Redis) and
+calls it through ASGI directly, so the figures are the app's own CPU per
+request, without an HTTP server or client: ``/predict`` with ``OMTL_AUTH=off``
+against ``OMTL_AUTH=required`` with a cached key, for ``learn=false`` (scoring
+only) and ``learn=true`` (one append to the log). Also times the key check
+alone (:meth:`service.auth.verifier.KeyVerifier.verify`, cached).
+
+``python -m bench.perf.auth_overhead [--requests N] [--rounds R]`` writes
+``bench/results/auth_overhead.md`` and prints it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import platform
+import statistics
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from service.api.app import create_app
+from service.auth.store import create_key
+from service.auth.verifier import KeyVerifier
+from service.embedded_redis import EmbeddedRedis
+from service.settings import Settings
+from service.store import connect_async
+
+RESULTS = Path(__file__).resolve().parents[1] / "results" / "auth_overhead.md"
+
+
+async def _call(app: Any, body: bytes, headers: list[tuple[bytes, bytes]]) -> int:
+    """One POST /predict through ASGI; returns the status."""
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/predict",
+        "raw_path": b"/predict",
+        "root_path": "",
+        "query_string": b"",
+        "headers": [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+            *headers,
+        ],
+        "client": ("127.0.0.1", 1),
+        "server": ("127.0.0.1", 8000),
+    }
+    sent = False
+    status = 0
+
+    async def receive() -> dict[str, Any]:
+        nonlocal sent
+        if sent:
+            await asyncio.sleep(3600)
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        nonlocal status
+        if message["type"] == "http.response.start":
+            status = message["status"]
+
+    await app(scope, receive, send)
+    return status
+
+
+async def _predict_us(url: str, learn: bool, n: int, rounds: int) -> tuple[float, float]:
+    """Median over ``rounds`` of the mean microseconds per sequential request, without and
+    with keys (the two apps run side by side and take turns, so load drifts hit both)."""
+    client = connect_async(url)
+    token, _ = await create_key(client, "producer", f"bench-{time.time_ns()}")
+    await client.aclose()
+    body = orjson.dumps({"task": "t0", "x": [0.1] * 10, "learn": learn})
+    apps = []
+    for auth in ("off", "required"):
+        settings = Settings(redis_url=url, auth=auth, default_n_features=10, max_backlog=10**9)
+        headers = [(b"authorization", f"Bearer {token}".encode())] if auth == "required" else []
+        apps.append((create_app(settings), headers))
+    means: list[list[float]] = [[], []]
+    (off, _), (on, _) = apps
+    async with off.router.lifespan_context(off), on.router.lifespan_context(on):
+        for app, headers in apps:
+            assert await _call(app, body, headers) == 200
+        for _ in range(rounds):
+            for i, (app, headers) in enumerate(apps):
+                start = time.perf_counter()
+                for _ in range(n):
+                    await _call(app, body, headers)
+                means[i].append((time.perf_counter() - start) / n * 1e6)
+    return statistics.median(means[0]), statistics.median(means[1])
+
+
+async def _verify_us(url: str, n: int) -> float:
+    client = connect_async(url)
+    token, _ = await create_key(client, "viewer", f"verify-{time.time_ns()}")
+    verifier = KeyVerifier(client, check_every_s=3600.0)
+    await verifier.verify(token)
+    start = time.perf_counter()
+    for _ in range(n):
+        await verifier.verify(token)
+    elapsed = time.perf_counter() - start
+    await client.aclose()
+    return elapsed / n * 1e6
+
+
+async def run(n: int, rounds: int) -> str:
+    with tempfile.TemporaryDirectory() as tmp, EmbeddedRedis(Path(tmp)) as server:
+        rows = []
+        for learn in (False, True):
+            off, required = await _predict_us(server.url, learn, n, rounds)
+            rows.append((learn, off, required))
+        verify = await _verify_us(server.url, n * 10)
+    lines = [
+        "# API keys on POST /predict",
+        "",
+        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.processor() or platform.machine()}, "
+        f"Python {platform.python_version()}; `python -m bench.perf.auth_overhead "
+        f"--requests {n} --rounds {rounds}`. The app in-process through ASGI (no HTTP server), "
+        "sequential requests; the two apps take turns, median of the rounds' mean time per "
+        "request.",
+        "",
+        "| /predict | OMTL_AUTH=off (us) | required, cached key (us) | overhead (us) | overhead |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
+    for learn, off, required in rows:
+        lines.append(
+            f"| learn={str(learn).lower()} | {off:.1f} | {required:.1f} | {required - off:.1f} "
+            f"| {100 * (required - off) / off:.1f}% |"
+        )
+    lines += ["", f"The key check alone (`KeyVerifier.verify`, cached key): {verify:.2f} us.", ""]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--requests", type=int, default=2000, help="requests per round")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds (the median is reported)")
+    args = parser.parse_args()
+    text = asyncio.run(run(args.requests, args.rounds))
+    RESULTS.write_text(text)
+    print(text)
+    print(f"wrote {RESULTS}")
+
+
+if __name__ == "__main__":
+    main()
