@@ -15,17 +15,21 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import platform
 import statistics
 import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import orjson
 
+from service.api.access import AccessControl
 from service.api.app import create_app
+from service.api.middleware import AuthMiddleware
 from service.auth.store import create_key
 from service.auth.verifier import KeyVerifier
 from service.embedded_redis import EmbeddedRedis
@@ -75,14 +79,24 @@ async def _call(app: Any, body: bytes, headers: list[tuple[bytes, bytes]]) -> in
 
 
 async def _predict_us(url: str, learn: bool, n: int, rounds: int) -> tuple[float, float]:
-    """Median over ``rounds`` of the mean microseconds per sequential request, without and
-    with keys (the two apps run side by side and take turns, so load drifts hit both)."""
+    """Mean CPU microseconds per request without and with keys: :func:`_pair_us` with either
+    app built first (the app built second measured a few microseconds slower in an A/A run)."""
+    one = await _pair_us(url, learn, n, rounds, ("off", "required"))
+    two = await _pair_us(url, learn, n, rounds, ("required", "off"))
+    return (one[0] + two[1]) / 2, (one[1] + two[0]) / 2
+
+
+async def _pair_us(
+    url: str, learn: bool, n: int, rounds: int, modes: tuple[str, str]
+) -> tuple[float, float]:
+    """Median over ``rounds`` of the mean microseconds per sequential request of two apps
+    with the ``modes`` (built in that order; they take turns, so load drifts hit both)."""
     client = connect_async(url)
     token, _ = await create_key(client, "producer", f"bench-{time.time_ns()}")
     await client.aclose()
     body = orjson.dumps({"task": "t0", "x": [0.1] * 10, "learn": learn})
     apps = []
-    for auth in ("off", "required"):
+    for auth in modes:
         settings = Settings(redis_url=url, auth=auth, default_n_features=10, max_backlog=10**9)
         headers = [(b"authorization", f"Bearer {token}".encode())] if auth == "required" else []
         apps.append((create_app(settings), headers))
@@ -91,12 +105,14 @@ async def _predict_us(url: str, learn: bool, n: int, rounds: int) -> tuple[float
     async with off.router.lifespan_context(off), on.router.lifespan_context(on):
         for app, headers in apps:
             assert await _call(app, body, headers) == 200
-        for _ in range(rounds):
-            for i, (app, headers) in enumerate(apps):
-                start = time.perf_counter()
+        for r in range(rounds):
+            order = [0, 1] if r % 2 == 0 else [1, 0]  # neither always goes first
+            for i in order:
+                app, headers = apps[i]
+                start = time.process_time()
                 for _ in range(n):
                     await _call(app, body, headers)
-                means[i].append((time.perf_counter() - start) / n * 1e6)
+                means[i].append((time.process_time() - start) / n * 1e6)
     return statistics.median(means[0]), statistics.median(means[1])
 
 
@@ -105,12 +121,37 @@ async def _verify_us(url: str, n: int) -> float:
     token, _ = await create_key(client, "viewer", f"verify-{time.time_ns()}")
     verifier = KeyVerifier(client, check_every_s=3600.0)
     await verifier.verify(token)
-    start = time.perf_counter()
+    start = time.process_time()
     for _ in range(n):
         await verifier.verify(token)
-    elapsed = time.perf_counter() - start
+    elapsed = time.process_time() - start
     await client.aclose()
     return elapsed / n * 1e6
+
+
+async def _middleware_us(url: str, n: int) -> tuple[float, float]:
+    """CPU microseconds of :class:`AuthMiddleware` around an app that does nothing, off and
+    required (a cached key): the whole per-request cost of authentication."""
+    client = connect_async(url)
+    token, _ = await create_key(client, "producer", f"mw-{time.time_ns()}")
+
+    async def nothing(scope: Any, receive: Any, send: Any) -> None:
+        return None
+
+    figures = []
+    for required in (False, True):
+        access = AccessControl.build(Settings(redis_url=url), client, required)
+        holder = SimpleNamespace(state=SimpleNamespace(access=access))
+        middleware = AuthMiddleware(nothing)
+        headers = [(b"authorization", f"Bearer {token}".encode())]
+        scope = {"type": "http", "path": "/predict", "headers": headers, "app": holder}
+        await middleware(dict(scope), nothing, nothing)
+        start = time.process_time()
+        for _ in range(n):
+            await middleware(dict(scope), nothing, nothing)
+        figures.append((time.process_time() - start) / n * 1e6)
+    await client.aclose()
+    return figures[0], figures[1]
 
 
 async def run(n: int, rounds: int) -> str:
@@ -120,16 +161,18 @@ async def run(n: int, rounds: int) -> str:
             off, required = await _predict_us(server.url, learn, n, rounds)
             rows.append((learn, off, required))
         verify = await _verify_us(server.url, n * 10)
+        mw_off, mw_on = await _middleware_us(server.url, n * 10)
     lines = [
         "# API keys on POST /predict",
         "",
         f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.processor() or platform.machine()}, "
         f"Python {platform.python_version()}; `python -m bench.perf.auth_overhead "
         f"--requests {n} --rounds {rounds}`. The app in-process through ASGI (no HTTP server), "
-        "sequential requests; the two apps take turns, median of the rounds' mean time per "
-        "request.",
+        "sequential requests; the two apps take turns, median of the rounds' mean CPU time "
+        "(process time, this process only: the API's side) per request, averaged over both "
+        "orders of building the two apps.",
         "",
-        "| /predict | OMTL_AUTH=off (us) | required, cached key (us) | overhead (us) | overhead |",
+        "| /predict | OMTL_AUTH=off (us CPU) | required, cached key (us CPU) | overhead (us) | overhead |",
         "| --- | ---: | ---: | ---: | ---: |",
     ]
     for learn, off, required in rows:
@@ -137,7 +180,17 @@ async def run(n: int, rounds: int) -> str:
             f"| learn={str(learn).lower()} | {off:.1f} | {required:.1f} | {required - off:.1f} "
             f"| {100 * (required - off) / off:.1f}% |"
         )
-    lines += ["", f"The key check alone (`KeyVerifier.verify`, cached key): {verify:.2f} us.", ""]
+    lines += [
+        "",
+        f"The key check alone (`KeyVerifier.verify`, cached key): {verify:.2f} us CPU. "
+        f"The whole authentication middleware around an app that does nothing: {mw_off:.2f} us "
+        f"with OMTL_AUTH=off, {mw_on:.2f} us with a cached key, i.e. {mw_on - mw_off:.2f} us "
+        "per request; the endpoint's role and model checks are attribute reads. The "
+        "end-to-end rows include the Redis round trip (socket send and poll are most of "
+        f"the time) on a shared machine (load average {os.getloadavg()[0]:.1f} at the end "
+        "of this run).",
+        "",
+    ]
     return "\n".join(lines)
 
 
