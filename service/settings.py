@@ -149,6 +149,17 @@ class Settings(BaseSettings):
     auth_revocation_check_s: float = Field(
         default=1.0, gt=0, description="How often an API process reads the revocation counter."
     )
+    metrics_public: bool = Field(
+        default=True, description="GET /metrics of the API without a key (false: any key)."
+    )
+    metrics_port: int = Field(
+        default=0,
+        ge=0,
+        le=65535,
+        description="If set, the API also serves its Prometheus metrics, without a key, on this "
+        "port of OMTL_METRICS_HOST (e.g. a private interface).",
+    )
+    metrics_host: str = Field(default="127.0.0.1", description="Bind address of OMTL_METRICS_PORT.")
 
     @field_validator("log_level")
     @classmethod

@@ -19,6 +19,7 @@ from functools import lru_cache
 from typing import Any
 
 from fastapi import FastAPI
+from prometheus_client import start_http_server
 
 import learners
 from service import __version__, metrics
@@ -27,7 +28,7 @@ from service.api.access import AccessControl
 from service.api.context import ApiContext
 from service.api.errors import install_handlers
 from service.api.fastpath import PredictFastPath
-from service.api.middleware import AuthMiddleware, GuardMiddleware
+from service.api.middleware import PUBLIC_PATHS, AuthMiddleware, GuardMiddleware
 from service.api.routes import events, health, keys, label, models, predict, queries
 from service.auth.mode import auth_required, read_bootstrap_key
 from service.auth.store import ensure_bootstrap_key
@@ -75,6 +76,16 @@ async def _register_bootstrap_key(settings: Settings, ctx: ApiContext) -> None:
         log.info(await ensure_bootstrap_key(ctx.redis, token))
 
 
+def _serve_metrics(settings: Settings) -> Any:
+    """The Prometheus metrics on ``OMTL_METRICS_PORT`` (a thread of prometheus_client), if set;
+    see docs/architecture.md, "Authentication and roles"."""
+    if not settings.metrics_port:
+        return None
+    server, _ = start_http_server(settings.metrics_port, addr=settings.metrics_host)
+    log.info("metrics on http://%s:%d/metrics", settings.metrics_host, settings.metrics_port)
+    return server
+
+
 @lru_cache(maxsize=4096)
 def _request_counter(method: str, route: str, status: int) -> Any:
     return metrics.HTTP_REQUESTS.labels(method, route, str(status))
@@ -100,6 +111,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         ctx = ApiContext.connect(settings)
+        metrics_server = None
         app.state.ctx = ctx
         app.state.access = AccessControl.build(settings, ctx.redis, require_keys)
         try:
@@ -108,6 +120,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 await asyncio.wait_for(ctx.fast.call("PING"), timeout=10)
             await _ensure_default_model(settings)
             await _register_bootstrap_key(settings, ctx)
+            metrics_server = _serve_metrics(settings)
             await asyncio.to_thread(_warm_kernels)
             # Everything allocated so far (imported modules, the app, the clients) lives as
             # long as the process: kept out of the collector, a full collection costs
@@ -115,6 +128,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             gc.freeze()
             yield
         finally:
+            if metrics_server is not None:
+                metrics_server.shutdown()
             await ctx.close()
 
     # Prometheus metrics are the service's own; FastAPI's OpenTelemetry instrumentation
@@ -140,7 +155,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         path="/predict",
     )
     # Outside the fast path: every path is authenticated, /predict included.
-    app.add_middleware(AuthMiddleware)
+    public = PUBLIC_PATHS if settings.metrics_public else PUBLIC_PATHS - {"/metrics"}
+    app.add_middleware(AuthMiddleware, public_paths=public)
     app.add_middleware(
         GuardMiddleware, max_body_bytes=settings.max_body_bytes, observe=_observe_request
     )

@@ -289,3 +289,24 @@ def test_openapi_declares_the_bearer_scheme_and_each_route_role(
     assert roles["POST", "/label"] == "annotator"
     assert roles["DELETE", "/models/{model}"] == "admin"
     assert roles["GET", "/models"] == "viewer"
+
+
+def test_metrics_are_open_by_default_and_can_need_a_key_or_move_to_their_own_port(
+    server: EmbeddedRedis, r: redis.Redis, tmp_path: Path
+) -> None:
+    import urllib.request
+
+    from service.embedded_redis import free_port
+
+    viewer = bearer(make_key(server.url, "viewer", "grafana"))
+    with _app(server, tmp_path) as client:
+        assert client.get("/metrics").status_code == 200
+    port = free_port()
+    with _app(server, tmp_path, metrics_public=False, metrics_port=port) as client:
+        assert client.get("/metrics").status_code == 401
+        answer = client.get("/metrics", headers=viewer)
+        assert answer.status_code == 200 and "omtl_http_requests" in answer.text
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as own:
+            assert own.status == 200 and b"omtl_http_requests" in own.read()
+    with pytest.raises(OSError):  # stopped with the app
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2)
