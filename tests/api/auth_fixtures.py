@@ -79,3 +79,11 @@ def bearer(key: str) -> dict[str, str]:
 def fingerprint(r: redis.Redis) -> dict[bytes, bytes | None]:
     """Every key's serialized value: equal fingerprints mean nothing was written."""
     return {k: r.dump(k) for k in sorted(r.keys("*"))}
+
+
+def flushed(url: str) -> Iterator[redis.Redis]:
+    """A bytes client on the flushed database at ``url`` (generator for a fixture)."""
+    client = redis.Redis.from_url(url)
+    client.flushdb()
+    yield client
+    client.close()

@@ -23,7 +23,7 @@ from service.embedded_redis import EmbeddedRedis
 from service.settings import Settings
 from service.store import connect_async, keys
 from service.store.codec import Label, decode_entry
-from tests.api.auth_fixtures import auth_settings, bearer, make_key, own_server
+from tests.api.auth_fixtures import auth_settings, bearer, flushed, make_key, own_server
 
 EVENT = {"task": "a", "x": [1, 0, 0]}
 
@@ -35,10 +35,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedRedis]:
 
 @pytest.fixture
 def r(server: EmbeddedRedis) -> Iterator[redis.Redis]:
-    client = redis.Redis.from_url(server.url)
-    client.flushdb()
-    yield client
-    client.close()
+    yield from flushed(server.url)
 
 
 def _app(server: EmbeddedRedis, tmp: Path, **update: object) -> TestClient:
@@ -310,3 +307,29 @@ def test_metrics_are_open_by_default_and_can_need_a_key_or_move_to_their_own_por
             assert own.status == 200 and b"omtl_http_requests" in own.read()
     with pytest.raises(OSError):  # stopped with the app
         urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2)
+
+
+def test_omtl_api_and_up_refuse_a_public_bind_without_auth_and_say_the_mode(
+    server: EmbeddedRedis, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from service.cli import main as omtl
+    from service.cli.up_cmd import _auth_line, _banner
+    from service.settings import get_settings
+
+    monkeypatch.setenv("REDIS_URL", server.url)
+    monkeypatch.delenv("OMTL_AUTH", raising=False)
+    get_settings.cache_clear()
+    try:
+        for command in ("api", "up"):
+            assert omtl([command, "--host", "0.0.0.0", "--port", "1"]) == 2
+            assert "OMTL_AUTH=required" in capsys.readouterr().err
+    finally:
+        get_settings.cache_clear()
+    loopback = Settings(redis_url=server.url)
+    line = _auth_line(loopback)
+    assert line is not None and "off (loopback only" in line
+    required = _auth_line(Settings(redis_url=server.url, api_host="0.0.0.0", auth="required"))
+    assert required is not None and "required" in required
+    banner = _banner(loopback, "redis://omtl:s3cret@redis:6379/0", False, line)
+    assert "s3cret" not in banner and "redis://omtl:***@redis:6379/0" in banner
+    assert line in banner

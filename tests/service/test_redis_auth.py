@@ -27,6 +27,7 @@ from service.settings import Settings, get_settings
 from service.store import keys
 from service.store.resp import RespConnection
 from service.worker import Worker
+from tests.api.auth_fixtures import flushed
 
 SECRET = "p@ss:w/rd 1"  # characters that must be quoted in a URL
 
@@ -45,10 +46,7 @@ def server(
 
 @pytest.fixture
 def r(server: EmbeddedRedis) -> Iterator[redis.Redis]:
-    client = redis.Redis.from_url(server.url)
-    client.flushdb()
-    yield client
-    client.close()
+    yield from flushed(server.url)
 
 
 def _settings(url: str, tmp: Path) -> Settings:
