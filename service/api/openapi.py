@@ -111,16 +111,24 @@ _ROLE_TEXT = {
 }
 
 
-def needs(role: Role, keys_admin: bool = False) -> dict[str, Any]:
+def needs(role: Role, keys_admin: bool = False, rate_limited: bool = False) -> dict[str, Any]:
     """``openapi_extra`` of a route that needs a key of ``role`` (with ``keys_admin``:
-    an admin key not limited to some models)."""
+    an admin key not limited to some models; ``rate_limited``: per-key limits, 429)."""
     ref = {"$ref": _REF.format(model=ErrorBody.__name__)}
     text = _ROLE_TEXT[role] + (", not limited to some models" if keys_admin else "")
+    limited = {
+        "429": {
+            "description": "Over the key's rate limit (or the model's backlog bound): retry "
+            "after Retry-After seconds.",
+            "content": {"application/json": {"schema": ref}},
+        }
+    }
     return {
         "security": [{SCHEME: []}],
         _ROLE: role.value,
         "x-omtl-role-text": text,
-        "responses": {
+        "responses": (limited if rate_limited else {})
+        | {
             "401": {
                 "description": "No API key, or not a live one (unknown, revoked).",
                 "content": {"application/json": {"schema": ref}},

@@ -165,6 +165,8 @@ def test_key_creation_refuses_bad_input_and_taken_names(
     restricted = bearer(make_key(server.url, "admin", "local-admin", ["m"]))
     with _app(server, tmp_path) as client:
         assert client.post("/keys", json={"role": "root"}, headers=admin).status_code == 422
+        no_models = {"role": "viewer", "models": []}  # not "every model"
+        assert client.post("/keys", json=no_models, headers=admin).status_code == 422
         assert (
             client.post("/keys", json={"role": "viewer", "name": "a b"}, headers=admin).status_code
             == 422
@@ -286,6 +288,8 @@ def test_openapi_declares_the_bearer_scheme_and_each_route_role(
     assert roles["POST", "/label"] == "annotator"
     assert roles["DELETE", "/models/{model}"] == "admin"
     assert roles["GET", "/models"] == "viewer"
+    assert "429" in doc["paths"]["/label"]["post"]["responses"]
+    assert "429" in doc["paths"]["/events"]["post"]["responses"]
 
 
 def test_metrics_are_open_by_default_and_can_need_a_key_or_move_to_their_own_port(

@@ -21,7 +21,7 @@ router = APIRouter(tags=["events"])
     status_code=202,
     response_model=EventsAccepted,
     responses=ERRORS,
-    openapi_extra=raw_body(EventsRequest) | needs(Role.PRODUCER),
+    openapi_extra=raw_body(EventsRequest) | needs(Role.PRODUCER, rate_limited=True),
 )
 async def events(request: Request) -> Response:
     """Append a batch of labelled or unlabelled events; all are validated before any is written."""

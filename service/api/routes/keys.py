@@ -37,7 +37,9 @@ class KeyCreate(BaseModel):
         "(default key-<id>).",
     )
     models: list[Annotated[str, Field(pattern=MODEL_NAME_PATTERN)]] | None = Field(
-        default=None, description="Limit the key to these models (default: every model)."
+        default=None,
+        min_length=1,
+        description="Limit the key to these models (default: every model).",
     )
 
 

@@ -21,7 +21,7 @@ router = APIRouter(tags=["label"])
     status_code=202,
     response_model=LabelAccepted,
     responses=LABEL_ERRORS,
-    openapi_extra=raw_body(LabelRequest) | needs(Role.ANNOTATOR),
+    openapi_extra=raw_body(LabelRequest) | needs(Role.ANNOTATOR, rate_limited=True),
 )
 async def label(request: Request) -> Response:
     """Label an event once: 202 when accepted or repeated, 409 for a different label.
