@@ -140,6 +140,11 @@ class Settings(BaseSettings):
     rate_burst: int = Field(
         default=20, ge=1, description="Requests a key may send at once above its rate."
     )
+    rate_limit_scope: Literal["process", "redis"] = Field(
+        default="process",
+        description="Where the per-key buckets live: in each API process (no round trip; N "
+        "replicas allow N times the rate) or in Redis (one limit for all replicas).",
+    )
     auth_cache_s: float = Field(
         default=30.0,
         gt=0,

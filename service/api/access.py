@@ -20,7 +20,7 @@ from starlette.requests import Request
 
 from service.api.errors import ApiError, TooBusy
 from service.auth import Principal, Role
-from service.auth.limiter import RateLimiter
+from service.auth.limiter import RateLimiter, ScriptRunner, SharedRateLimiter
 from service.auth.store import record_audit
 from service.auth.verifier import KeyVerifier
 from service.settings import Settings
@@ -61,12 +61,30 @@ class AccessControl:
     required: bool
     redis: AsyncStore
     verifier: KeyVerifier
-    limiters: dict[str, RateLimiter] = field(default_factory=dict)
+    limiters: dict[str, RateLimiter | SharedRateLimiter] = field(default_factory=dict)
 
     @classmethod
-    def build(cls, settings: Settings, redis: AsyncStore, required: bool) -> AccessControl:
-        """From the settings (no I/O)."""
+    def build(
+        cls,
+        settings: Settings,
+        redis: AsyncStore,
+        required: bool,
+        run_script: ScriptRunner | None = None,
+    ) -> AccessControl:
+        """From the settings (no I/O); ``run_script`` runs the shared limiter's script
+        (``OMTL_RATE_LIMIT_SCOPE=redis``)."""
         burst = settings.rate_burst
+        rates = {"label": settings.label_rate_per_key, "events": settings.events_rate_per_key}
+        limiters: dict[str, RateLimiter | SharedRateLimiter] = {
+            route: RateLimiter(rate, burst) for route, rate in rates.items()
+        }
+        if settings.rate_limit_scope == "redis":
+            if run_script is None:
+                raise ValueError("OMTL_RATE_LIMIT_SCOPE=redis needs a script runner")
+            limiters = {
+                route: SharedRateLimiter(route, rate, burst, run_script)
+                for route, rate in rates.items()
+            }
         return cls(
             required=required,
             redis=redis,
@@ -75,10 +93,7 @@ class AccessControl:
                 cache_s=settings.auth_cache_s,
                 check_every_s=settings.auth_revocation_check_s,
             ),
-            limiters={
-                "label": RateLimiter(settings.label_rate_per_key, burst),
-                "events": RateLimiter(settings.events_rate_per_key, burst),
-            },
+            limiters=limiters,
         )
 
     async def audit(self, principal: Principal, action: str, target: str, **details: Any) -> None:
@@ -127,12 +142,12 @@ def visible_models(principal: Principal, names: list[str]) -> list[str]:
     return names if principal.models is None else [n for n in names if principal.may_use(n)]
 
 
-def rate_limit(request: Request, principal: Principal, route: str) -> None:
+async def rate_limit(request: Request, principal: Principal, route: str) -> None:
     """429 with ``Retry-After`` when the key's bucket for ``route`` is empty."""
     if principal.anonymous:
         return
     access: AccessControl = request.app.state.access
-    wait = access.limiters[route].wait_s(principal.key_id)
+    wait = await access.limiters[route].wait(principal.key_id)
     if wait > 0:
         raise TooBusy(
             f"the key {principal.name!r} is over its rate limit for /{route}; retry later",

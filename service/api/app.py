@@ -113,7 +113,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         ctx = ApiContext.connect(settings)
         metrics_server = None
         app.state.ctx = ctx
-        app.state.access = AccessControl.build(settings, ctx.redis, require_keys)
+        app.state.access = AccessControl.build(settings, ctx.redis, require_keys, ctx.run_script)
         try:
             await ctx.redis.ping()
             if ctx.fast is not None:

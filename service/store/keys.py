@@ -5,6 +5,7 @@ from __future__ import annotations
 __all__ = [
     "alerts_key",
     "audit_key",
+    "auth_rate_key",
     "auth_keys_key",
     "auth_names_key",
     "auth_revoked_key",
@@ -118,3 +119,9 @@ def auth_version_key() -> str:
 def audit_key() -> str:
     """Stream: who created, reconfigured or deleted a model, and who created or revoked a key."""
     return "omtl:audit"
+
+
+def auth_rate_key(route: str, key_id: str) -> str:
+    """Hash: the token bucket (``tokens``, ``ts``) of one key for one route, shared by the
+    API processes when ``OMTL_RATE_LIMIT_SCOPE=redis``; expires once full again."""
+    return f"omtl:auth:rate:{route}:{key_id}"

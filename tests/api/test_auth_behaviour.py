@@ -337,3 +337,25 @@ def test_omtl_api_and_up_refuse_a_public_bind_without_auth_and_say_the_mode(
     banner = _banner(loopback, "redis://omtl:s3cret@redis:6379/0", False, line)
     assert "s3cret" not in banner and "redis://omtl:***@redis:6379/0" in banner
     assert line in banner
+
+
+@pytest.mark.parametrize(("scope", "third"), [("process", 202), ("redis", 429)])
+def test_rate_limits_across_two_replicas(
+    server: EmbeddedRedis, r: redis.Redis, tmp_path: Path, scope: str, third: int
+) -> None:
+    """Per process, each replica has its own bucket; in Redis, the replicas share one."""
+    key = bearer(make_key(server.url, "producer", "feeder"))
+    body = {"events": [{"task": "a", "x": [1, 0, 0], "y": 1}]}
+    limits = {"events_rate_per_key": 0.2, "rate_burst": 2, "rate_limit_scope": scope}
+    with _app(server, tmp_path, **limits) as a, _app(server, tmp_path, **limits) as b:
+        statuses = [c.post("/events", json=body, headers=key) for c in (a, b, a)]
+    assert [s.status_code for s in statuses[:2]] == [202, 202]
+    assert statuses[2].status_code == third
+    if third == 429:
+        assert statuses[2].headers["retry-after"] == "5"  # (1 - tokens) / 0.2, rounded up
+        assert r.xlen(keys.log_key("default")) == 2
+        assert 0 < r.ttl(keys.auth_rate_key("events", token_id_of(key))) <= 11
+
+
+def token_id_of(headers: dict[str, str]) -> str:
+    return token_id(headers["Authorization"].removeprefix("Bearer ")) or ""

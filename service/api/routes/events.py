@@ -27,7 +27,7 @@ async def events(request: Request) -> Response:
     """Append a batch of labelled or unlabelled events; all are validated before any is written."""
     ctx = get_context(request)
     principal = authorize(request, Role.PRODUCER)
-    rate_limit(request, principal, "events")
+    await rate_limit(request, principal, "events")
     req = parse_body(EventsRequest, await read_json(request))
     check_model(principal, ctx.model_name(req.model))
     return json_response(await ingesting.ingest(ctx, req), status_code=202)

@@ -31,7 +31,7 @@ async def label(request: Request) -> Response:
     """
     ctx = get_context(request)
     principal = authorize(request, Role.ANNOTATOR)
-    rate_limit(request, principal, "label")
+    await rate_limit(request, principal, "label")
     req = parse_body(LabelRequest, await read_json(request))
     check_model(principal, ctx.model_name(req.model))
     req.annotator = annotator_of(principal, req.annotator)
