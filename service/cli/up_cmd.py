@@ -330,3 +330,5 @@ def run_up(args: argparse.Namespace) -> int:
             server_watch.stop()
         elif server is not None:
             server.stop()
+        if server is not None:
+            (server.data_dir / URL_FILE).unlink(missing_ok=True)
