@@ -146,7 +146,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.include_router(module.router)
     _serve_docs_last(app)
     install_handlers(app)
-    openapi.install(app)
     # Added first, so it runs inside the guard (body limit, request counter).
     app.add_middleware(
         PredictFastPath,
@@ -154,8 +153,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         router=predict.router,
         path="/predict",
     )
-    # Outside the fast path: every path is authenticated, /predict included.
     public = PUBLIC_PATHS if settings.metrics_public else PUBLIC_PATHS - {"/metrics"}
+    openapi.install(app, public)
+    # Outside the fast path: every path is authenticated, /predict included.
     app.add_middleware(AuthMiddleware, public_paths=public)
     app.add_middleware(
         GuardMiddleware, max_body_bytes=settings.max_body_bytes, observe=_observe_request

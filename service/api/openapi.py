@@ -141,8 +141,10 @@ def needs(role: Role, keys_admin: bool = False, rate_limited: bool = False) -> d
     }
 
 
-def _security(doc: dict[str, Any]) -> None:
-    """Declare the bearer scheme; put each operation's role at the top of its description."""
+def _security(doc: dict[str, Any], public_paths: frozenset[str] | None) -> None:
+    """Declare the bearer scheme; put each operation's role at the top of its description.
+    An unmarked operation outside ``public_paths`` (e.g. ``/metrics`` with
+    ``OMTL_METRICS_PUBLIC=false``) needs a key of any role."""
     doc["components"]["securitySchemes"] = {
         SCHEME: {
             "type": "http",
@@ -151,8 +153,10 @@ def _security(doc: dict[str, Any]) -> None:
             "`Authorization: Bearer <key>` (needed unless the service runs with OMTL_AUTH=off).",
         }
     }
-    for operations in doc.get("paths", {}).values():
+    for path, operations in doc.get("paths", {}).items():
         for operation in operations.values():
+            if public_paths is not None and path not in public_paths and _ROLE not in operation:
+                operation.update(needs(Role.VIEWER))
             text = operation.pop("x-omtl-role-text", None)
             if text is not None:
                 described = operation.get("description", "")
@@ -173,8 +177,9 @@ def _one_422_schema(doc: dict[str, Any]) -> None:
         schemas.pop(name, None)
 
 
-def install(app: FastAPI) -> None:
-    """Make ``app.openapi()`` include the schemas of every model given to :func:`raw_body`."""
+def install(app: FastAPI, public_paths: frozenset[str] | None = None) -> None:
+    """Make ``app.openapi()`` include the schemas of every model given to :func:`raw_body`,
+    and the security of every route (``public_paths``: the paths served without a key)."""
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is not None:
@@ -190,7 +195,7 @@ def install(app: FastAPI) -> None:
         for name, schema in defs.get("$defs", {}).items():
             schemas.setdefault(name, schema)
         _one_422_schema(doc)
-        _security(doc)
+        _security(doc, public_paths)
         app.openapi_schema = doc
         return doc
 

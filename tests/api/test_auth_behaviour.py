@@ -305,6 +305,9 @@ def test_metrics_are_open_by_default_and_can_need_a_key_or_move_to_their_own_por
     port = free_port()
     with _app(server, tmp_path, metrics_public=False, metrics_port=port) as client:
         assert client.get("/metrics").status_code == 401
+        documented = client.get("/openapi.json").json()["paths"]["/metrics"]["get"]
+        assert documented["security"] == [{"apiKey": []}]
+        assert documented["x-omtl-role"] == "viewer"
         answer = client.get("/metrics", headers=viewer)
         assert answer.status_code == 200 and "omtl_http_requests" in answer.text
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as own:
