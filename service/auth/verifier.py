@@ -1,8 +1,11 @@
 """The API's key check: cached in-process, revocations seen within a second.
 
 (docs/architecture.md, "Authentication and roles".) A key's record is read
-from Redis once and cached for ``cache_s`` seconds, so a request with a known
-key costs a SHA-256 and a constant-time comparison, no round trip. Revocation
+from Redis once, checked against the presented key's SHA-256, and cached with
+that key for ``cache_s`` seconds: a later request with the same key costs one
+constant-time comparison with the cached key (no hash, no round trip; hashing
+with OpenSSL costs several microseconds on a busy process). The keys live
+only in this process's memory, never in Redis or the logs. Revocation
 reaches every API process through a **counter** in Redis that every
 revocation bumps: a process reads it at most once per ``check_every_s`` (one
 ``GET``, shared by the requests that arrive meanwhile) and drops its whole
@@ -14,12 +17,13 @@ cached: a key created a moment ago works at once.
 from __future__ import annotations
 
 import asyncio
+import hmac
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from service.auth.roles import Principal
-from service.auth.store import KeyRecord, get_key, revocation_version
+from service.auth.store import get_key, revocation_version
 from service.auth.tokens import matches, token_id
 from service.store import AsyncStore
 
@@ -28,7 +32,7 @@ __all__ = ["KeyVerifier"]
 
 @dataclass(slots=True)
 class _Cached:
-    record: KeyRecord
+    token: bytes  # the key that matched the record's hash
     principal: Principal
     expires: float
 
@@ -55,21 +59,21 @@ class KeyVerifier:
 
     async def verify(self, token: str) -> Principal | None:
         """The principal of a live key, None for a malformed, unknown or revoked one."""
-        key_id = token_id(token)
-        if key_id is None:
-            return None
         now = self.clock()
         if now - self._checked >= self.check_every_s:
             await self._check_revocations(now)
-        cached = self._cache.get(key_id)
-        if cached is None or cached.expires <= now:
-            record = await get_key(self.redis, key_id)
-            if record is None:
-                self._cache.pop(key_id, None)
-                return None
-            cached = _Cached(record, record.principal(), now + self.cache_s)
-            self._cache[key_id] = cached
-        return cached.principal if matches(token, cached.record.hash) else None
+        presented = token.encode()
+        cached = self._cache.get(token[5:17]) if token.startswith("omtl_") else None
+        if cached is not None and cached.expires > now:
+            return cached.principal if hmac.compare_digest(presented, cached.token) else None
+        key_id = token_id(token)
+        if key_id is None:
+            return None
+        record = await get_key(self.redis, key_id)
+        if record is None or not matches(token, record.hash):
+            return None  # a wrong key never replaces the cached right one
+        self._cache[key_id] = _Cached(presented, record.principal(), now + self.cache_s)
+        return self._cache[key_id].principal
 
     async def _check_revocations(self, now: float) -> None:
         """Read the revocation counter (one read for all concurrent callers)."""
