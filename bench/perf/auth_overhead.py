@@ -7,7 +7,7 @@ against ``OMTL_AUTH=required`` with a cached key, for ``learn=false`` (scoring
 only) and ``learn=true`` (one append to the log). Also times the key check
 alone (:meth:`service.auth.verifier.KeyVerifier.verify`, cached).
 
-``python -m bench.perf.auth_overhead [--requests N] [--rounds R]`` writes
+``python -m bench.perf.auth_overhead [--requests N]`` writes
 ``bench/results/auth_overhead.md`` and prints it.
 """
 
@@ -78,19 +78,18 @@ async def _call(app: Any, body: bytes, headers: list[tuple[bytes, bytes]]) -> in
     return status
 
 
-async def _predict_us(url: str, learn: bool, n: int, rounds: int) -> tuple[float, float]:
-    """Mean CPU microseconds per request without and with keys: :func:`_pair_us` with either
-    app built first (the app built second measured a few microseconds slower in an A/A run)."""
-    one = await _pair_us(url, learn, n, rounds, ("off", "required"))
-    two = await _pair_us(url, learn, n, rounds, ("required", "off"))
+async def _predict_us(url: str, learn: bool, n: int) -> tuple[float, float]:
+    """Median CPU microseconds per request without and with keys: :func:`_pair_us` with
+    either app built first, averaged."""
+    one = await _pair_us(url, learn, n, ("off", "required"))
+    two = await _pair_us(url, learn, n, ("required", "off"))
     return (one[0] + two[1]) / 2, (one[1] + two[0]) / 2
 
 
-async def _pair_us(
-    url: str, learn: bool, n: int, rounds: int, modes: tuple[str, str]
-) -> tuple[float, float]:
-    """Median over ``rounds`` of the mean microseconds per sequential request of two apps
-    with the ``modes`` (built in that order; they take turns, so load drifts hit both)."""
+async def _pair_us(url: str, learn: bool, n: int, modes: tuple[str, str]) -> tuple[float, float]:
+    """Median CPU microseconds of ``n`` requests to each of two apps with the ``modes``
+    (built in that order), which take turns request by request, so that the load of the
+    shared machine hits both alike."""
     client = connect_async(url)
     token, _ = await create_key(client, "producer", f"bench-{time.time_ns()}")
     await client.aclose()
@@ -100,20 +99,19 @@ async def _pair_us(
         settings = Settings(redis_url=url, auth=auth, default_n_features=10, max_backlog=10**9)
         headers = [(b"authorization", f"Bearer {token}".encode())] if auth == "required" else []
         apps.append((create_app(settings), headers))
-    means: list[list[float]] = [[], []]
-    (off, _), (on, _) = apps
-    async with off.router.lifespan_context(off), on.router.lifespan_context(on):
+    times: list[list[int]] = [[], []]
+    (first, _), (second, _) = apps
+    async with first.router.lifespan_context(first), second.router.lifespan_context(second):
         for app, headers in apps:
-            assert await _call(app, body, headers) == 200
-        for r in range(rounds):
-            order = [0, 1] if r % 2 == 0 else [1, 0]  # neither always goes first
-            for i in order:
+            for _ in range(200):  # warm both
+                assert await _call(app, body, headers) == 200
+        for k in range(n):
+            for i in (0, 1) if k % 2 == 0 else (1, 0):  # neither always goes first
                 app, headers = apps[i]
-                start = time.process_time()
-                for _ in range(n):
-                    await _call(app, body, headers)
-                means[i].append((time.process_time() - start) / n * 1e6)
-    return statistics.median(means[0]), statistics.median(means[1])
+                start = time.process_time_ns()
+                await _call(app, body, headers)
+                times[i].append(time.process_time_ns() - start)
+    return statistics.median(times[0]) / 1e3, statistics.median(times[1]) / 1e3
 
 
 async def _verify_us(url: str, n: int) -> float:
@@ -154,11 +152,11 @@ async def _middleware_us(url: str, n: int) -> tuple[float, float]:
     return figures[0], figures[1]
 
 
-async def run(n: int, rounds: int) -> str:
+async def run(n: int) -> str:
     with tempfile.TemporaryDirectory() as tmp, EmbeddedRedis(Path(tmp)) as server:
         rows = []
         for learn in (False, True):
-            off, required = await _predict_us(server.url, learn, n, rounds)
+            off, required = await _predict_us(server.url, learn, n)
             rows.append((learn, off, required))
         verify = await _verify_us(server.url, n * 10)
         mw_off, mw_on = await _middleware_us(server.url, n * 10)
@@ -167,10 +165,10 @@ async def run(n: int, rounds: int) -> str:
         "",
         f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.processor() or platform.machine()}, "
         f"Python {platform.python_version()}; `python -m bench.perf.auth_overhead "
-        f"--requests {n} --rounds {rounds}`. The app in-process through ASGI (no HTTP server), "
-        "sequential requests; the two apps take turns, median of the rounds' mean CPU time "
-        "(process time, this process only: the API's side) per request, averaged over both "
-        "orders of building the two apps.",
+        f"--requests {n}`. The app in-process through ASGI (no HTTP server): two apps, "
+        "without and with keys, take turns request by request; median CPU time (process "
+        "time of this process: the API's side, Redis excluded) per request, averaged over "
+        "both orders of building the two apps.",
         "",
         "| /predict | OMTL_AUTH=off (us CPU) | required, cached key (us CPU) | overhead (us) | overhead |",
         "| --- | ---: | ---: | ---: | ---: |",
@@ -196,10 +194,9 @@ async def run(n: int, rounds: int) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--requests", type=int, default=2000, help="requests per round")
-    parser.add_argument("--rounds", type=int, default=5, help="rounds (the median is reported)")
+    parser.add_argument("--requests", type=int, default=20_000, help="requests per app")
     args = parser.parse_args()
-    text = asyncio.run(run(args.requests, args.rounds))
+    text = asyncio.run(run(args.requests))
     RESULTS.write_text(text)
     print(text)
     print(f"wrote {RESULTS}")
