@@ -11,6 +11,10 @@ launcher holds an exclusive ``flock`` on the directory (the server itself does
 not lock it), asks Linux to send the server SIGTERM when the launcher dies
 (``PR_SET_PDEATHSIG``), and stops it with SIGTERM, which fsyncs the AOF, falling
 back to SIGKILL only after a timeout.
+
+``password`` (with ``username``: an ACL user with every permission, and the
+default user switched off) makes the server require authentication, as a
+production Redis would; :attr:`EmbeddedRedis.url` then carries the credentials.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 from pathlib import Path
 from types import TracebackType
 from typing import IO
@@ -71,6 +76,12 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child before e
     libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
+def _command(*parts: str) -> bytes:
+    """One RESP command."""
+    encoded = [p.encode() for p in parts]
+    return b"*%d\r\n" % len(encoded) + b"".join(b"$%d\r\n%b\r\n" % (len(p), p) for p in encoded)
+
+
 class EmbeddedRedis:
     """A Redis-compatible server child process on a data directory.
 
@@ -83,6 +94,8 @@ class EmbeddedRedis:
         port: int | None = None,
         host: str = "127.0.0.1",
         appendfsync: str = "always",
+        password: str | None = None,
+        username: str | None = None,
     ) -> None:
         if appendfsync not in ("always", "everysec", "no"):
             raise ValueError(f"appendfsync must be always, everysec or no, not {appendfsync!r}")
@@ -90,13 +103,30 @@ class EmbeddedRedis:
         self.host = host
         self.port = port
         self.appendfsync = appendfsync
+        if username is not None and password is None:
+            raise ValueError("an ACL user needs a password")
+        self.password = password
+        self.username = username
         self.proc: subprocess.Popen[bytes] | None = None
         self._lock: IO[str] | None = None
 
     @property
     def url(self) -> str:
-        """``redis://host:port/0`` of the running server."""
-        return f"redis://{self.host}:{self.port}/0"
+        """``redis://[user:password@]host:port/0`` of the running server."""
+        auth = ""
+        if self.password is not None:
+            user = urllib.parse.quote(self.username or "", safe="")
+            auth = f"{user}:{urllib.parse.quote(self.password, safe='')}@"
+        return f"redis://{auth}{self.host}:{self.port}/0"
+
+    def _auth_args(self) -> list[str]:
+        """Server options for the password or the ACL user."""
+        if self.password is None:
+            return []
+        if self.username is None:
+            return ["--requirepass", self.password]
+        rules = [self.username, "on", f">{self.password}", "~*", "&*", "+@all"]
+        return ["--user", "default", "off", "--user", *rules]
 
     @property
     def pid(self) -> int | None:
@@ -146,6 +176,7 @@ class EmbeddedRedis:
             "",
             "--logfile",
             str(self.log_path),
+            *self._auth_args(),
         ]
         self.proc = subprocess.Popen(
             cmd,
@@ -172,6 +203,10 @@ class EmbeddedRedis:
     def _answers_ping(self) -> bool:
         try:
             with socket.create_connection((self.host, int(self.port or 0)), timeout=0.5) as s:
+                if self.password is not None:
+                    s.sendall(_command("AUTH", *filter(None, [self.username, self.password])))
+                    if not s.recv(64).startswith(b"+OK"):
+                        return False
                 s.sendall(b"*1\r\n$4\r\nPING\r\n")
                 return s.recv(64).startswith(b"+PONG")  # "-LOADING" while the AOF replays
         except OSError:

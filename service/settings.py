@@ -151,6 +151,51 @@ class Settings(BaseSettings):
     history_maxlen: int = Field(
         default=2000, ge=10, description="Approximate length bound of each history stream."
     )
+    # --- authentication and roles (docs/architecture.md, "Authentication and roles") ---
+    auth: Literal["required", "off"] | None = Field(
+        default=None,
+        description="API keys: 'required' or 'off'. Unset: off on a loopback bind address; "
+        "the API refuses to start on any other address until this is set explicitly.",
+    )
+    bootstrap_admin_key_file: Path | None = Field(
+        default=None,
+        description="File holding an admin key (from `omtl keys token`) registered at start-up "
+        "as the key 'bootstrap-admin' (a Kubernetes or compose secret).",
+    )
+    label_rate_per_key: float = Field(
+        default=0.0, ge=0, description="POST /label requests per second per key (0: no limit)."
+    )
+    events_rate_per_key: float = Field(
+        default=0.0, ge=0, description="POST /events requests per second per key (0: no limit)."
+    )
+    rate_burst: int = Field(
+        default=20, ge=1, description="Requests a key may send at once above its rate."
+    )
+    rate_limit_scope: Literal["process", "redis"] = Field(
+        default="process",
+        description="Where the per-key buckets live: in each API process (no round trip; N "
+        "replicas allow N times the rate) or in Redis (one limit for all replicas).",
+    )
+    auth_cache_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="Seconds a verified key stays cached in an API process (a revocation "
+        "reaches every process within OMTL_AUTH_REVOCATION_CHECK_S regardless).",
+    )
+    auth_revocation_check_s: float = Field(
+        default=1.0, gt=0, description="How often an API process reads the revocation counter."
+    )
+    metrics_public: bool = Field(
+        default=True, description="GET /metrics of the API without a key (false: any key)."
+    )
+    metrics_port: int = Field(
+        default=0,
+        ge=0,
+        le=65535,
+        description="If set, the API also serves its Prometheus metrics, without a key, on this "
+        "port of OMTL_METRICS_HOST (e.g. a private interface).",
+    )
+    metrics_host: str = Field(default="127.0.0.1", description="Bind address of OMTL_METRICS_PORT.")
 
     @field_validator("log_level")
     @classmethod

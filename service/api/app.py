@@ -21,20 +21,34 @@ from typing import Any
 
 from fastapi import FastAPI, Request, Response
 from fastapi.staticfiles import StaticFiles
+from prometheus_client import start_http_server
 
 import learners
 from service import __version__, metrics
 from service.api import openapi
+from service.api.access import AccessControl
 from service.api.context import ApiContext
 from service.api.deps import get_context
 from service.api.errors import ModelFailed, NotFound, install_handlers
 from service.api.fastpath import PredictFastPath
 from service.api.jsonio import json_response
-from service.api.middleware import GuardMiddleware
+from service.api.middleware import PUBLIC_PATHS, AuthMiddleware, GuardMiddleware
 from service.api.pages import STATIC_DIR
-from service.api.routes import annotate, dashboard, events, health, label, models, predict, queries
+from service.api.routes import (
+    annotate,
+    dashboard,
+    events,
+    health,
+    keys,
+    label,
+    models,
+    predict,
+    queries,
+)
 from service.api.services import exporting
 from service.api.services.pending import pending_requests
+from service.auth.mode import auth_required, read_bootstrap_key
+from service.auth.store import ensure_bootstrap_key
 from service.settings import Settings, get_settings
 from service.store import STORE_UNAVAILABLE, connect
 from service.store.models import ensure_default_model
@@ -69,6 +83,24 @@ async def _ensure_default_model(settings: Settings) -> None:
         log.error("cannot create the default model %r: %s", settings.default_model, exc)
     finally:
         client.close()
+
+
+async def _register_bootstrap_key(settings: Settings, ctx: ApiContext) -> None:
+    """Register the key of ``OMTL_BOOTSTRAP_ADMIN_KEY_FILE`` (docs/architecture.md,
+    "Authentication and roles"); the key itself is never logged, only its public id."""
+    if settings.bootstrap_admin_key_file is not None:
+        token = read_bootstrap_key(settings.bootstrap_admin_key_file)
+        log.info(await ensure_bootstrap_key(ctx.redis, token))
+
+
+def _serve_metrics(settings: Settings) -> Any:
+    """The Prometheus metrics on ``OMTL_METRICS_PORT`` (a thread of prometheus_client), if set;
+    see docs/architecture.md, "Authentication and roles"."""
+    if not settings.metrics_port:
+        return None
+    server, _ = start_http_server(settings.metrics_port, addr=settings.metrics_host)
+    log.info("metrics on http://%s:%d/metrics", settings.metrics_host, settings.metrics_port)
+    return server
 
 
 @lru_cache(maxsize=4096)
@@ -123,16 +155,22 @@ def _install_examples(app: FastAPI, settings: Settings) -> None:
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the API for ``settings`` (default: :func:`service.settings.get_settings`)."""
     settings = settings or get_settings()
+    # refuses a non-loopback bind address without an explicit OMTL_AUTH
+    require_keys = auth_required(settings)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         ctx = ApiContext.connect(settings)
+        metrics_server = None
         app.state.ctx = ctx
+        app.state.access = AccessControl.build(settings, ctx.redis, require_keys, ctx.run_script)
         try:
             await ctx.redis.ping()
             if ctx.fast is not None:
                 await asyncio.wait_for(ctx.fast.call("PING"), timeout=10)
             await _ensure_default_model(settings)
+            await _register_bootstrap_key(settings, ctx)
+            metrics_server = _serve_metrics(settings)
             await asyncio.to_thread(_warm_kernels)
             # Everything allocated so far (imported modules, the app, the clients) lives as
             # long as the process: kept out of the collector, a full collection costs
@@ -140,6 +178,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             gc.freeze()
             yield
         finally:
+            if metrics_server is not None:
+                metrics_server.shutdown()
             await ctx.close()
 
     # Prometheus metrics are the service's own; FastAPI's OpenTelemetry instrumentation
@@ -154,14 +194,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         docs_url=None,  # served from installed assets by openapi.install_offline_docs
         redoc_url=None,
     )
-    for module in (predict, label, events, queries, models, health):
+    for module in (predict, label, events, queries, models, health, keys):
         app.include_router(module.router)
     _install_pages(app)
     openapi.install_offline_docs(app)
     _serve_docs_last(app)
     install_handlers(app)
-    openapi.install(app)
-    _install_examples(app, settings)
     # Added first, so it runs inside the guard (body limit, request counter).
     app.add_middleware(
         PredictFastPath,
@@ -169,6 +207,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         router=predict.router,
         path="/predict",
     )
+    public = PUBLIC_PATHS if settings.metrics_public else PUBLIC_PATHS - {"/metrics"}
+    openapi.install(app, public)
+    _install_examples(app, settings)
+    # Outside the fast path: every path is authenticated, /predict included.
+    app.add_middleware(AuthMiddleware, public_paths=public)
     app.add_middleware(
         GuardMiddleware,
         max_body_bytes=settings.max_body_bytes,

@@ -1,9 +1,13 @@
-"""A pure ASGI middleware: the body size limit and the HTTP request counter.
+"""Pure ASGI middlewares: the body size limit and request counter, and the key check.
 
 Written against ASGI directly (not ``BaseHTTPMiddleware``) because it wraps
 every ``/predict`` call and must cost microseconds. A ``Content-Length`` beyond
 the limit is refused with 413 before the body is read; a chunked body is
 counted as it arrives and refused the moment it passes the limit.
+
+:class:`AuthMiddleware` authenticates every request but those to the public
+paths (docs/architecture.md, "Authentication and roles") before the
+``/predict`` fast path and before routing, so no path escapes it.
 """
 
 from __future__ import annotations
@@ -14,8 +18,10 @@ import orjson
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.api.errors import PayloadTooLarge
+from service.auth import ANONYMOUS
+from service.store import STORE_UNAVAILABLE
 
-__all__ = ["GuardMiddleware", "RequestObserver"]
+__all__ = ["AuthMiddleware", "GuardMiddleware", "RequestObserver", "send_error"]
 
 #: Called once per HTTP request with (method, route template, status code).
 RequestObserver = Callable[[str, str, int], None]
@@ -47,7 +53,7 @@ class GuardMiddleware:
         declared = self._declared_length(scope)
         if declared is not None and declared > limit:
             status = 413
-            await self._refuse(send, f"request body larger than the limit of {limit} bytes")
+            await send_error(send, 413, f"request body larger than the limit of {limit} bytes")
             self.observe(scope["method"], "unmatched", status)
             return
         seen = 0
@@ -87,17 +93,87 @@ class GuardMiddleware:
                     return None
         return None
 
+
+async def send_error(
+    send: Send, status: int, message: str, headers: tuple[tuple[bytes, bytes], ...] = ()
+) -> None:
+    """Answer ``{"detail": message}`` with ``status`` (and extra ``headers``)."""
+    body = orjson.dumps({"detail": message})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                *headers,
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+#: Paths served without a key: probes, metrics, the interactive documentation and the
+#: dashboard and annotator pages (their data calls send the key typed into the page).
+PUBLIC_PATHS = frozenset(
+    {"/health/live", "/health/ready", "/metrics", "/docs", "/docs/oauth2-redirect", "/redoc"}
+    | {"/openapi.json", "/dashboard", "/annotate"}
+)
+#: Path prefixes served without a key: the pages' and the documentation's static assets.
+PUBLIC_PREFIXES = ("/static/",)
+_CHALLENGE = ((b"www-authenticate", b"Bearer"),)
+
+
+class AuthMiddleware:
+    """Put the request's principal in ``scope["state"]``, or answer 401 / 503.
+
+    The key comes from ``Authorization: Bearer <key>`` and is checked by the
+    app's :class:`service.api.access.AccessControl` (``app.state.access``).
+    """
+
+    def __init__(self, app: ASGIApp, *, public_paths: frozenset[str] = PUBLIC_PATHS) -> None:
+        self.app = app
+        self.public_paths = public_paths
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        access = scope["app"].state.access
+        state = scope.setdefault("state", {})
+        if not access.required:
+            state["principal"] = ANONYMOUS
+            await self.app(scope, receive, send)
+            return
+        path: str = scope["path"]
+        root: str = scope.get("root_path", "")
+        if root and path.startswith(root):
+            path = path[len(root) :]
+        if path in self.public_paths or path.startswith(PUBLIC_PREFIXES):
+            await self.app(scope, receive, send)
+            return
+        token = self._bearer(scope)
+        if token is None:
+            await send_error(
+                send, 401, "missing API key: send Authorization: Bearer <key>", _CHALLENGE
+            )
+            return
+        try:
+            principal = await access.verifier.verify(token)
+        except STORE_UNAVAILABLE as exc:
+            await send_error(send, 503, f"Redis is unavailable, retry later ({exc})")
+            return
+        if principal is None:
+            await send_error(send, 401, "invalid or revoked API key", _CHALLENGE)
+            return
+        state["principal"] = principal
+        await self.app(scope, receive, send)
+
     @staticmethod
-    async def _refuse(send: Send, message: str) -> None:
-        body = orjson.dumps({"detail": message})
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 413,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
+    def _bearer(scope: Scope) -> str | None:
+        for name, value in scope["headers"]:
+            if name == b"authorization":
+                scheme, _, token = value.decode("latin-1").partition(" ")
+                token = token.strip()
+                return token if scheme.lower() == "bearer" and token else None
+        return None

@@ -12,6 +12,12 @@ is not JSON (including invalid UTF-8) or does not fit the request model lists
 every problem, a body that parses but does not fit the model (dimension, NaN,
 label kind, learner) gives one message. :func:`install` also replaces
 FastAPI's default 422 schema (``HTTPValidationError``) by that one.
+
+Security: :func:`needs` marks a route with the role it requires; the document
+declares one HTTP bearer scheme (``/docs`` then has an "Authorize" button to
+paste a key), each marked operation requires it, names its role in its
+description and documents 401 and 403 (see docs/architecture.md,
+"Authentication and roles"). Unmarked routes (probes, ``/metrics``) are public.
 """
 
 from __future__ import annotations
@@ -28,6 +34,8 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field
 from pydantic.json_schema import models_json_schema
 
+from service.auth import Role
+
 __all__ = [
     "ERRORS",
     "LABEL_ERRORS",
@@ -36,6 +44,7 @@ __all__ = [
     "ValidationIssue",
     "install",
     "install_offline_docs",
+    "needs",
     "raw_body",
 ]
 
@@ -64,7 +73,7 @@ class UnprocessableBody(BaseModel):
     detail: str | list[ValidationIssue]
 
 
-_DOCUMENTED.append(UnprocessableBody)
+_DOCUMENTED.extend([UnprocessableBody, ErrorBody])
 
 
 def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
@@ -97,6 +106,69 @@ def raw_body(*models: type[BaseModel]) -> dict[str, Any]:
     return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
 
 
+#: Name of the security scheme in the document.
+SCHEME = "apiKey"
+_ROLE = "x-omtl-role"
+_ROLE_TEXT = {
+    Role.ADMIN: "admin",
+    Role.PRODUCER: "producer (or admin)",
+    Role.ANNOTATOR: "annotator (or admin)",
+    Role.VIEWER: "any role (viewer, producer, annotator, admin)",
+}
+
+
+def needs(role: Role, keys_admin: bool = False, rate_limited: bool = False) -> dict[str, Any]:
+    """``openapi_extra`` of a route that needs a key of ``role`` (with ``keys_admin``:
+    an admin key not limited to some models; ``rate_limited``: per-key limits, 429)."""
+    ref = {"$ref": _REF.format(model=ErrorBody.__name__)}
+    text = _ROLE_TEXT[role] + (", not limited to some models" if keys_admin else "")
+    limited = {
+        "429": {
+            "description": "Over the key's rate limit (or the model's backlog bound): retry "
+            "after Retry-After seconds.",
+            "content": {"application/json": {"schema": ref}},
+        }
+    }
+    return {
+        "security": [{SCHEME: []}],
+        _ROLE: role.value,
+        "x-omtl-role-text": text,
+        "responses": (limited if rate_limited else {})
+        | {
+            "401": {
+                "description": "No API key, or not a live one (unknown, revoked).",
+                "content": {"application/json": {"schema": ref}},
+            },
+            "403": {
+                "description": "The key's role or models do not allow this.",
+                "content": {"application/json": {"schema": ref}},
+            },
+        },
+    }
+
+
+def _security(doc: dict[str, Any], public_paths: frozenset[str] | None) -> None:
+    """Declare the bearer scheme; put each operation's role at the top of its description.
+    An unmarked operation outside ``public_paths`` (e.g. ``/metrics`` with
+    ``OMTL_METRICS_PUBLIC=false``) needs a key of any role."""
+    doc["components"]["securitySchemes"] = {
+        SCHEME: {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "An API key from `omtl keys create` or `POST /keys`, sent as "
+            "`Authorization: Bearer <key>` (needed unless the service runs with OMTL_AUTH=off).",
+        }
+    }
+    for path, operations in doc.get("paths", {}).items():
+        for operation in operations.values():
+            if public_paths is not None and path not in public_paths and _ROLE not in operation:
+                operation.update(needs(Role.VIEWER))
+            text = operation.pop("x-omtl-role-text", None)
+            if text is not None:
+                described = operation.get("description", "")
+                operation["description"] = f"**Role:** {text}.\n\n{described}".rstrip()
+
+
 def _one_422_schema(doc: dict[str, Any]) -> None:
     """Every 422 of the document refers to :class:`UnprocessableBody` (FastAPI adds its
     own ``HTTPValidationError`` to routes with parameters)."""
@@ -111,8 +183,9 @@ def _one_422_schema(doc: dict[str, Any]) -> None:
         schemas.pop(name, None)
 
 
-def install(app: FastAPI) -> None:
-    """Make ``app.openapi()`` include the schemas of every model given to :func:`raw_body`."""
+def install(app: FastAPI, public_paths: frozenset[str] | None = None) -> None:
+    """Make ``app.openapi()`` include the schemas of every model given to :func:`raw_body`,
+    and the security of every route (``public_paths``: the paths served without a key)."""
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is not None:
@@ -128,6 +201,7 @@ def install(app: FastAPI) -> None:
         for name, schema in defs.get("$defs", {}).items():
             schemas.setdefault(name, schema)
         _one_422_schema(doc)
+        _security(doc, public_paths)
         app.openapi_schema = doc
         return doc
 
@@ -198,6 +272,8 @@ def install_offline_docs(app: FastAPI) -> None:
 
 #: Model name used by the examples that create and delete a model.
 EXAMPLE_MODEL = "example"
+#: Key name used by the examples that create and revoke an API key.
+EXAMPLE_KEY = "docs-example-viewer"
 
 
 def _body_examples(n_features: int) -> dict[tuple[str, str], dict[str, Any]]:
@@ -220,6 +296,7 @@ def _body_examples(n_features: int) -> dict[tuple[str, str], dict[str, Any]]:
         },
         # the version is replaced by the default model's newest kept snapshot when served
         ("post", "/models/{model}/rollback"): {"the newest kept snapshot": {"version": 1}},
+        ("post", "/keys"): {"a read-only key": {"role": "viewer", "name": EXAMPLE_KEY}},
     }
 
 
@@ -232,6 +309,7 @@ def _parameter_examples(default_model: str) -> dict[tuple[str, str], dict[str, A
         ("get", "/models/{model}/history"): {"limit": 100},
         ("get", "/models/{model}/queries/pending"): {"limit": 10},
         ("post", "/models/import"): {"as": "imported"},
+        ("delete", "/keys/{key}"): {"key": EXAMPLE_KEY},
         ("*", "*"): {"model": default_model},
     }
 

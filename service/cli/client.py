@@ -3,18 +3,24 @@
 :class:`Api` is the protocol the commands need: ``request`` for JSON calls and
 ``sse`` for the label-request stream. :class:`HttpApi` implements it over a
 keep-alive ``http.client`` connection; tests implement it over the ASGI app.
+It sends the API key in ``OMTL_API_KEY`` (if set) as ``Authorization: Bearer``
+(docs/architecture.md, "Authentication and roles").
 """
 
 from __future__ import annotations
 
 import http.client
+import os
 import urllib.parse
 from collections.abc import Iterable, Iterator
 from typing import Any, Protocol
 
 import orjson
 
-__all__ = ["Api", "ApiCallError", "HttpApi", "sse_messages"]
+__all__ = ["API_KEY_ENV", "Api", "ApiCallError", "HttpApi", "sse_messages"]
+
+#: Environment variable holding the API key `omtl replay` and `omtl annotate` send.
+API_KEY_ENV = "OMTL_API_KEY"
 
 
 class ApiCallError(RuntimeError):
@@ -63,7 +69,7 @@ def sse_messages(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
 class HttpApi:
     """:class:`Api` over HTTP/1.1 keep-alive, e.g. ``HttpApi("http://127.0.0.1:8000")``."""
 
-    def __init__(self, base_url: str, timeout: float = 30.0) -> None:
+    def __init__(self, base_url: str, timeout: float = 30.0, key: str | None = None) -> None:
         url = urllib.parse.urlsplit(base_url)
         if url.scheme not in ("http", "https") or not url.hostname:
             raise ValueError(f"not an http(s) URL: {base_url!r}")
@@ -73,6 +79,8 @@ class HttpApi:
         self._prefix = url.path.rstrip("/")
         self._timeout = timeout
         self._conn: http.client.HTTPConnection | None = None
+        key = key or os.environ.get(API_KEY_ENV)
+        self._auth = {"authorization": f"Bearer {key}"} if key else {}
 
     def _connect(self, timeout: float | None) -> http.client.HTTPConnection:
         cls = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
@@ -82,6 +90,7 @@ class HttpApi:
         """Send one JSON request on the kept-alive connection (reconnecting once if it closed)."""
         payload = None if body is None else orjson.dumps(body, option=orjson.OPT_SERIALIZE_NUMPY)
         headers = {"content-type": "application/json"} if payload is not None else {}
+        headers.update(self._auth)
         for attempt in range(2):
             if self._conn is None:
                 self._conn = self._connect(self._timeout)
@@ -103,7 +112,7 @@ class HttpApi:
         query = urllib.parse.urlencode({k: v for k, v in params.items() if v is not None})
         conn = self._connect(None)
         try:
-            conn.request("GET", f"{self._prefix}{path}?{query}")
+            conn.request("GET", f"{self._prefix}{path}?{query}", headers=self._auth)
             response = conn.getresponse()
             if response.status != 200:
                 raise ApiCallError(response.status, response.read().decode(errors="replace"))

@@ -143,10 +143,29 @@ def _serve_api(settings: Settings) -> None:
     )
 
 
+def _auth_line(settings: Settings) -> str | None:
+    """The banner's line on API keys; None (after printing why) when the API may not start
+    with these settings (docs/architecture.md, "Authentication and roles")."""
+    from service.auth.mode import AuthNotConfigured, auth_required
+
+    try:
+        required = auth_required(settings)
+    except AuthNotConfigured as exc:
+        print(f"omtl: {exc}", file=sys.stderr)
+        return None
+    if required:
+        return "  auth            required: Authorization: Bearer <key> (omtl keys create)"
+    if settings.auth is None:
+        return "  auth            off (loopback only; OMTL_AUTH=required to require API keys)"
+    return "  auth            OFF (OMTL_AUTH=off): anyone who reaches the API may use it"
+
+
 def run_api(args: argparse.Namespace) -> int:
     """``omtl api``: serve the API against ``REDIS_URL``."""
     settings = _settings(args)
     _logging(settings)
+    if _auth_line(settings) is None:
+        return 2
     if not settings.redis_url:
         print("omtl api needs REDIS_URL (or use `omtl up`)", file=sys.stderr)
         return 2
@@ -272,7 +291,10 @@ def _stop_worker(proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
             proc.wait()
 
 
-def _banner(settings: Settings, redis_url: str, embedded: bool) -> str:
+def _banner(settings: Settings, redis_url: str, embedded: bool, auth: str = "") -> str:
+    from service.store import redact_url
+
+    redis_url = redact_url(redis_url)
     host = "127.0.0.1" if settings.api_host in ("0.0.0.0", "::") else settings.api_host
     base = f"http://{host}:{settings.api_port}"
     model = settings.default_model or "<model>"
@@ -288,6 +310,7 @@ def _banner(settings: Settings, redis_url: str, embedded: bool) -> str:
         f"  Redis           {redis_url}"
         + (f"  (embedded, data in {settings.data_dir.resolve() / 'redis'})" if embedded else ""),
         "                  `omtl redis-cli <command>` runs a command there",
+        *([auth] if auth else []),
         "  Ctrl-C stops everything",
     ]
     return "\n".join(lines)
@@ -301,6 +324,9 @@ def run_up(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     _logging(settings)
+    auth = _auth_line(settings)
+    if auth is None:
+        return 2
     busy = busy_ports(settings)
     if busy:
         for line in busy:
@@ -323,6 +349,7 @@ def run_up(args: argparse.Namespace) -> int:
                 return 1
             settings = settings.model_copy(update={"redis_url": server.url})
             server_watch = _supervise_server(server)
+            # where `omtl redis-cli` and `omtl keys` find the embedded server (REDIS_URL unset)
             embedded_url_file(settings.data_dir).write_text(server.url + "\n")
         url = str(settings.redis_url)
         client = redis.Redis.from_url(url)
@@ -334,7 +361,7 @@ def run_up(args: argparse.Namespace) -> int:
         finally:
             client.close()
         worker = _supervise_worker(settings)
-        print(_banner(settings, url, server is not None), flush=True)
+        print(_banner(settings, url, server is not None, auth), flush=True)
         _serve_api(settings)
         return 0
     except KeyboardInterrupt:
@@ -347,3 +374,5 @@ def run_up(args: argparse.Namespace) -> int:
             server_watch.stop()
         elif server is not None:
             server.stop()
+        if server is not None:
+            embedded_url_file(settings.data_dir).unlink(missing_ok=True)

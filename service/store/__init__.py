@@ -23,6 +23,7 @@ from service.store.connection import (
     connect,
     connect_async,
     connect_async_reader,
+    redact_url,
 )
 
 __all__ = [
@@ -35,4 +36,5 @@ __all__ = [
     "connect",
     "connect_async",
     "connect_async_reader",
+    "redact_url",
 ]

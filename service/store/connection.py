@@ -6,6 +6,8 @@ only :mod:`service.store` names the Redis client library.
 
 from __future__ import annotations
 
+import urllib.parse
+
 import redis
 import redis.asyncio as aredis
 
@@ -19,6 +21,7 @@ __all__ = [
     "connect",
     "connect_async",
     "connect_async_reader",
+    "redact_url",
 ]
 
 #: A synchronous client (bytes replies).
@@ -99,3 +102,19 @@ def connect_async_reader(url: str, block_s: float) -> aredis.Redis:
         socket_timeout=block_s + REPLY_MARGIN_S,
         socket_connect_timeout=REPLY_MARGIN_S,
     )
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its password hidden, for banners and logs.
+
+    >>> redact_url("redis://omtl:s3cret@redis:6379/0")
+    'redis://omtl:***@redis:6379/0'
+    >>> redact_url("redis://127.0.0.1:6379/0")
+    'redis://127.0.0.1:6379/0'
+    """
+    parts = urllib.parse.urlsplit(url)
+    if parts.password is None:
+        return url
+    user = parts.username or ""
+    host = parts.netloc.rpartition("@")[2]
+    return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))

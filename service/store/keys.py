@@ -5,6 +5,12 @@ from __future__ import annotations
 __all__ = [
     "alerts_key",
     "answers_key",
+    "audit_key",
+    "auth_rate_key",
+    "auth_keys_key",
+    "auth_names_key",
+    "auth_revoked_key",
+    "auth_version_key",
     "config_key",
     "cuts_key",
     "dead_key",
@@ -107,3 +113,37 @@ def history_key(m: str) -> str:
     """Stream: periodic counter totals of the model, for the dashboard's curves
     (docs/architecture.md, "The history stream")."""
     return f"omtl:{{{m}}}:history"
+
+
+# --- API keys and the audit trail: service-wide, outside every model's hash tag ---
+
+
+def auth_keys_key() -> str:
+    """Hash: key id -> JSON record of an API key (name, role, models, sha256 of the key)."""
+    return "omtl:auth:keys"
+
+
+def auth_names_key() -> str:
+    """Hash: key name -> key id (names are unique; the audit trail records them)."""
+    return "omtl:auth:names"
+
+
+def auth_revoked_key() -> str:
+    """Set: ids of revoked keys (a bootstrap key is never registered again once revoked)."""
+    return "omtl:auth:revoked"
+
+
+def auth_version_key() -> str:
+    """String: a counter bumped by every revocation; API processes poll it to drop cached keys."""
+    return "omtl:auth:version"
+
+
+def audit_key() -> str:
+    """Stream: who created, reconfigured or deleted a model, and who created or revoked a key."""
+    return "omtl:audit"
+
+
+def auth_rate_key(route: str, key_id: str) -> str:
+    """Hash: the token bucket (``tokens``, ``ts``) of one key for one route, shared by the
+    API processes when ``OMTL_RATE_LIMIT_SCOPE=redis``; expires once full again."""
+    return f"omtl:auth:rate:{route}:{key_id}"

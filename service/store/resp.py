@@ -193,11 +193,16 @@ class RespConnection:
                 f"cannot connect to Redis at {self.host}:{self.port} within {self.timeout:g} s"
             ) from None
         self._protocol = protocol
-        if self.password is not None:
-            auth = [self.username, self.password] if self.username else [self.password]
-            await self.call("AUTH", *auth)
-        if self.db:
-            await self.call("SELECT", self.db)
+        try:
+            if self.password is not None:
+                auth = [self.username, self.password] if self.username else [self.password]
+                await self.call("AUTH", *auth)
+            if self.db:
+                await self.call("SELECT", self.db)
+        except RespError as exc:
+            # never leave an unauthenticated connection behind for the next caller
+            self.close()
+            raise ConnectionError(f"Redis refused the connection set-up: {exc}") from None
         return protocol
 
     async def _ready(self) -> _Protocol:

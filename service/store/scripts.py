@@ -276,3 +276,25 @@ SCRIPTS = {
     "TRIM_LOG": TRIM_LOG,
     "WRITE_SNAPSHOT": WRITE_SNAPSHOT,
 }
+
+
+# --- per-key rate limits shared by every API process (service/auth/limiter.py) ---
+
+#: KEYS: the bucket (a hash). ARGV: rate (requests/s), burst. Takes one request from
+#: the token bucket at the server's clock; returns the seconds to wait as text ("0": taken).
+#: The bucket expires once it would be full again.
+RATE_TAKE = LuaScript("""
+local rate = tonumber(ARGV[1])
+local burst = tonumber(ARGV[2])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local state = redis.call('HMGET', KEYS[1], 'tokens', 'ts')
+local tokens = tonumber(state[1]) or burst
+local ts = tonumber(state[2]) or now
+tokens = math.min(burst, tokens + math.max(0, now - ts) * rate)
+local wait = 0
+if tokens >= 1 then tokens = tokens - 1 else wait = (1 - tokens) / rate end
+redis.call('HSET', KEYS[1], 'tokens', string.format('%.17g', tokens), 'ts', string.format('%.17g', now))
+redis.call('EXPIRE', KEYS[1], math.ceil(burst / rate) + 1)
+return string.format('%.6f', wait)
+""")

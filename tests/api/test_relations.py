@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 
 import learners
 from service.api.services import modelling, relations
-from service.store.models import get_model
+from service.store.models import ModelConfig, get_model, put_model
 from service.store.snapshot import Snapshot, write_snapshot
 
 GRAPH = np.array([[0, 1, 0, 0], [1, 0, 3, 0], [0, 3, 0, 0.5], [0, 0, 0.5, 0]], dtype=float)
@@ -148,3 +148,13 @@ def test_tasks_are_paginated_with_the_total_in_a_header(
     assert client.get("/models/p/tasks", params={"offset": 30}).json() == []
     assert client.get("/models/p/tasks", params={"limit": 0}).status_code == 422
     assert client.get("/models/p/tasks", params={"offset": -1}).status_code == 422
+
+
+def test_top_k_of_a_model_without_tasks_is_empty(client: TestClient, rb: redis.Redis) -> None:
+    """Found by fuzzing: top_k on a model that has seen no task yet answered 500."""
+    put_model(rb, "fresh", ModelConfig(learner="cmtl", n_features=3))
+    answer = client.get("/models/fresh/relations", params={"top_k": 1, "matrix": "false"})
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert body["tasks"] == [] and body["total_tasks"] == 0
+    assert body["top"] == {}

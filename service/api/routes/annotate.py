@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 
 from service.api.deps import ContextDep
-from service.api.openapi import ERRORS
+from service.api.openapi import ERRORS, needs
 from service.api.pages import page_response
-from service.api.routes.models import ModelName
+from service.api.routes.models import ModelName, may
 from service.api.services.pending import pending_requests
+from service.auth import Role
 
 router = APIRouter(tags=["queries"])
 
@@ -22,10 +23,15 @@ async def annotate_page() -> HTMLResponse:
     return page_response("annotate")
 
 
-@router.get("/models/{model}/queries/pending", responses={404: ERRORS[404]})
+@router.get(
+    "/models/{model}/queries/pending",
+    responses={404: ERRORS[404]},
+    openapi_extra=needs(Role.ANNOTATOR),
+)
 async def pending(
     ctx: ContextDep,
     model: ModelName,
+    request: Request,
     limit: Annotated[int, Query(ge=1, le=1000, description="At most this many.")] = 100,
     scan: Annotated[
         int, Query(ge=1, le=1_000_000, description="Read at most this many requests.")
@@ -40,5 +46,7 @@ async def pending(
     ] = "-",
 ) -> dict[str, Any]:
     """Label requests issued and not yet labelled, oldest first, with the prediction
-    (the sign of the score, or the score for regression) and the producer's ``ref``."""
+    (the sign of the score, or the score for regression) and the producer's ``ref``;
+    like ``GET /queries``, for annotators."""
+    may(request, Role.ANNOTATOR, model)
     return await pending_requests(ctx, model, limit, scan, start)

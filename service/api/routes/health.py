@@ -1,35 +1,43 @@
-"""``/health/live``, ``/health/ready``, ``/health/models``, ``/`` and ``/metrics``."""
+"""``/health/live``, ``/health/ready``, ``/health/models``, ``/`` and ``/metrics``.
+
+The probes and ``/metrics`` are public; ``/`` and ``/health/models`` need a key of
+any role and list only the models the key may use.
+"""
 
 from __future__ import annotations
 
 import contextlib
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 from starlette.responses import Response
 
 import learners
 from service import __version__
+from service.api.access import authorize, visible_models
 from service.api.deps import ContextDep
 from service.api.jsonio import json_response
+from service.api.openapi import needs
 from service.api.schemas import ServiceInfo
 from service.api.services.health import model_health, readiness
+from service.auth import Role
 from service.store import STORE_UNAVAILABLE
 from service.store.models import list_models_async
 
 router = APIRouter(tags=["service"])
 
 
-@router.get("/", response_model=ServiceInfo)
-async def info(ctx: ContextDep) -> dict[str, Any]:
+@router.get("/", response_model=ServiceInfo, openapi_extra=needs(Role.VIEWER))
+async def info(ctx: ContextDep, request: Request) -> dict[str, Any]:
     """Service name and version, where the docs and metrics are, models and learners."""
+    principal = authorize(request, Role.VIEWER)
     return {
         "name": "omtl",
         "version": __version__,
         "docs": "/docs",
         "metrics": "/metrics",
-        "models": await list_models_async(ctx.redis),
+        "models": visible_models(principal, await list_models_async(ctx.redis)),
         "default_model": ctx.settings.default_model or None,
         "learners": [i.name for i in learners.available()],
     }
@@ -52,11 +60,18 @@ async def ready(ctx: ContextDep) -> Response:
 @router.get(
     "/health/models",
     responses={503: {"description": "A model has no live worker or is failed, or no Redis."}},
+    openapi_extra=needs(Role.VIEWER),
 )
-async def models_health(ctx: ContextDep) -> Response:
+async def models_health(ctx: ContextDep, request: Request) -> Response:
     """Each model's health: a fresh worker heartbeat and not failed (with the reason).
-    200 when every model is healthy, else 503 with the same body."""
+    200 when every model the key may use is healthy, else 503 with the same body."""
+    principal = authorize(request, Role.VIEWER)
     health = await model_health(ctx)
+    if principal.models is not None:
+        shown = set(visible_models(principal, list(health["models"])))
+        health["models"] = {n: h for n, h in health["models"].items() if n in shown}
+        health["unhealthy"] = [n for n in health["unhealthy"] if n in shown]
+        health["healthy"] = not health["unhealthy"]
     return json_response(health, status_code=200 if health["healthy"] else 503)
 
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
+from service.api.access import authorize, check_model
 from service.api.deps import get_context
 from service.api.jsonio import json_response, parse_body, parse_json, read_body
-from service.api.openapi import ERRORS, raw_body
+from service.api.openapi import ERRORS, needs, raw_body
 from service.api.schemas import (
     PredictBatchRequest,
     PredictBatchResponse,
@@ -20,6 +21,7 @@ from service.api.schemas import (
     PredictResponse,
 )
 from service.api.services import predicting
+from service.auth import Role
 
 router = APIRouter(tags=["predict"])
 
@@ -28,7 +30,7 @@ router = APIRouter(tags=["predict"])
     "/predict",
     response_model=PredictResponse | PredictBatchResponse,
     responses=ERRORS,
-    openapi_extra=raw_body(PredictRequest, PredictBatchRequest),
+    openapi_extra=raw_body(PredictRequest, PredictBatchRequest) | needs(Role.PRODUCER),
 )
 async def predict(request: Request) -> Response:
     """Score events with the latest snapshot and append them to the log (unless learn=false).
@@ -37,9 +39,14 @@ async def predict(request: Request) -> Response:
     task is scored as a fresh task. The returned event_id is what POST /label refers to.
     """
     ctx = get_context(request)
+    principal = authorize(request, Role.PRODUCER)
     data = parse_json(await read_body(request))
     if isinstance(data, dict) and "items" in data:
-        answer = await predicting.predict_batch(ctx, parse_body(PredictBatchRequest, data))
+        batch = parse_body(PredictBatchRequest, data)
+        check_model(principal, ctx.model_name(batch.model))
+        answer = await predicting.predict_batch(ctx, batch)
     else:
-        answer = await predicting.predict(ctx, parse_body(PredictRequest, data))
+        one = parse_body(PredictRequest, data)
+        check_model(principal, ctx.model_name(one.model))
+        answer = await predicting.predict(ctx, one)
     return json_response(answer)

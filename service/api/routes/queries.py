@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Header, Query
+from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import StreamingResponse
 
+from service.api.access import authorize, check_model
 from service.api.deps import ContextDep
-from service.api.openapi import ERRORS
+from service.api.openapi import ERRORS, needs
 from service.api.schemas import MODEL_NAME_PATTERN
 from service.api.services.appending import view_of
 from service.api.services.queries import label_requests
+from service.auth import Role
 
 router = APIRouter(tags=["queries"])
 
@@ -22,9 +24,11 @@ _ENTRY_ID = r"^(\$|[0-9]{1,20}-[0-9]{1,20})$"
     "/queries",
     response_class=StreamingResponse,
     responses={200: {"content": {"text/event-stream": {}}}, 404: ERRORS[404]},
+    openapi_extra=needs(Role.ANNOTATOR),
 )
 async def queries(
     ctx: ContextDep,
+    request: Request,
     model: Annotated[str | None, Query(pattern=MODEL_NAME_PATTERN)] = None,
     after: Annotated[
         str, Query(pattern=_ENTRY_ID, description="Start after this stream id; $ = new only.")
@@ -45,6 +49,7 @@ async def queries(
     Every subscriber sees every request; reconnecting clients resume with Last-Event-ID.
     """
     name = ctx.model_name(model)
+    check_model(authorize(request, Role.ANNOTATOR), name)
     await view_of(ctx, name)  # 404 for an unknown model (the cached view: no round trip)
     start = last_event_id or after
     return StreamingResponse(

@@ -77,12 +77,12 @@ class _MatrixCache:
             found = self._top.get(key)
         if found is None:
             every = np.arange(matrix.shape[0])
-            found = np.concatenate(
-                [
-                    _top_rows(matrix, kind, every[start : start + 256], k)
-                    for start in range(0, matrix.shape[0], 256)
-                ]
-            )
+            blocks = [
+                _top_rows(matrix, kind, every[start : start + 256], k)
+                for start in range(0, matrix.shape[0], 256)
+            ]
+            # a model without tasks yet: no rows, no related tasks
+            found = np.concatenate(blocks) if blocks else np.zeros((0, 0), dtype=np.int64)
             with self._lock:
                 self._top[key] = found
         return found
