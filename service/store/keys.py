@@ -16,6 +16,7 @@ __all__ = [
     "progress_key",
     "queries_key",
     "snapshot_key",
+    "workers_key",
 ]
 
 
@@ -85,3 +86,12 @@ def progress_key(m: str) -> str:
     """Hash: ``applied`` (log entries the worker applied that are still in the log) and the
     ``generation`` it counts for; the log's backlog is its length minus ``applied``."""
     return f"omtl:{{{m}}}:progress"
+
+
+# ---------------------------------------------------------------- worker membership
+def workers_key() -> str:
+    """Sorted set: live worker ids scored by the server time (ms) of their last heartbeat.
+
+    A global key (no hash tag), touched only by single-key commands and scripts,
+    so it lives on one cluster slot like any other key."""
+    return "omtl:workers"
