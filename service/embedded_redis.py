@@ -21,6 +21,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import IO
@@ -79,8 +80,11 @@ class EmbeddedRedis:
         port: int | None = None,
         host: str = "127.0.0.1",
         appendfsync: str = "everysec",
+        extra_args: Sequence[str] = (),
     ) -> None:
         self.data_dir = Path(data_dir).resolve()
+        #: more server options (``--cluster-enabled yes`` for a cluster node)
+        self.extra_args = list(extra_args)
         self.host = host
         self.port = port
         self.appendfsync = appendfsync
@@ -140,6 +144,7 @@ class EmbeddedRedis:
             "",
             "--logfile",
             str(self.log_path),
+            *self.extra_args,
         ]
         self.proc = subprocess.Popen(
             cmd,

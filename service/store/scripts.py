@@ -41,7 +41,7 @@ import redis.asyncio as aredis
 from redis.client import Pipeline
 
 from service.store import codec
-from service.store.resp import RespConnection
+from service.store.resp import FastConnection
 
 __all__ = [
     "APPEND_EVENTS",
@@ -75,11 +75,14 @@ class LuaScript:
             return r.eval(self.source, len(keys), *keys, *args)
 
     def queue(self, pipe: Pipeline, keys: list[str], args: list[Any]) -> None:
-        """Queue the script in a pipeline (sent with its source: a pipeline cannot retry)."""
-        pipe.eval(self.source, len(keys), *keys, *args)
+        """Queue the script in a pipeline (sent with its source: a pipeline cannot retry).
+
+        A plain ``EVAL`` command: redis-py's cluster pipeline routes it by its keys
+        (its ``eval`` method is refused there)."""
+        pipe.execute_command("EVAL", self.source, len(keys), *keys, *args)
 
     async def run_async(
-        self, client: aredis.Redis, fast: RespConnection | None, keys: list[str], args: list[Any]
+        self, client: aredis.Redis, fast: FastConnection | None, keys: list[str], args: list[Any]
     ) -> Any:
         """Run the script on ``fast`` if given, else with the asyncio ``client``."""
         if fast is not None:
