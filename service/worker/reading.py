@@ -19,7 +19,7 @@ from service.worker.owned import Owned
 __all__ = ["ALERTS_MAXLEN", "DEAD_MAXLEN", "flush", "read_logs"]
 
 #: Pause after an empty read on a cluster (its reads cannot block on many slots at once).
-CLUSTER_IDLE_S = 0.02
+CLUSTER_IDLE_S = 0.05
 DEAD_MAXLEN = 100_000
 ALERTS_MAXLEN = 10_000
 
