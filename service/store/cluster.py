@@ -30,6 +30,7 @@ import redis.cluster as scluster
 from service.store.resp import RespConnection, RespError, pack
 
 __all__ = [
+    "REDIRECTED",
     "SCHEME",
     "ClusterResp",
     "ClusterUrl",
@@ -40,6 +41,13 @@ __all__ = [
     "key_slot",
 ]
 
+#: The errors of a command sent to a node that no longer (or not yet) serves its slot.
+REDIRECTED: tuple[type[Exception], ...] = (
+    redis.exceptions.MovedError,
+    redis.exceptions.AskError,
+    redis.exceptions.TryAgainError,
+    redis.exceptions.ClusterDownError,
+)
 #: The URL scheme that selects a cluster.
 SCHEME = "redis+cluster"
 SLOTS = 16384

@@ -17,8 +17,9 @@ from service.store.cluster import ClusterResp, key_slot
 from service.store.models import ModelConfig, delete_model, list_models, put_model
 from service.store.resp import pack
 from service.store.scripts import APPEND_EVENTS
-from tests.api.test_loop import test_predict_label_request_label_new_version_new_prediction
+from tests.api import test_loop
 from tests.service import test_assignment, test_crash_determinism, test_worker
+from tests.service.helpers import wait_until
 
 
 def test_every_key_of_a_model_is_on_its_slot_and_models_spread_over_the_nodes(
@@ -127,7 +128,9 @@ def test_the_full_loop_through_the_app_on_the_cluster(
         update={"default_model": "default", "default_learner": "cmtl", "default_n_features": 3}
     )
     with TestClient(create_app(api_settings)) as client:
-        test_predict_label_request_label_new_version_new_prediction(client, crb, api_settings)
+        test_loop.test_predict_label_request_label_new_version_new_prediction(
+            client, crb, api_settings
+        )
 
 
 @pytest.mark.slow
@@ -162,3 +165,60 @@ def test_a_killed_workers_models_are_taken_over_on_the_cluster(
     test_assignment.test_a_killed_workers_models_are_taken_over_after_its_lease(
         crb, cluster_url, cluster_settings
     )
+
+
+def _migrate_slot(cluster_url: str, slot: int) -> None:
+    """Move ``slot`` with its keys to another primary (IMPORTING/MIGRATING, MIGRATE, NODE)."""
+    from service.store.cluster import ClusterUrl
+
+    nodes = [redis.Redis(host=h, port=p) for h, p in ClusterUrl(cluster_url).nodes]
+    try:
+        ids = [n.execute_command("CLUSTER", "MYID").decode() for n in nodes]
+        owner = next(
+            i for i, n in enumerate(nodes) if n.execute_command("CLUSTER", "COUNTKEYSINSLOT", slot)
+        )
+        source, target = nodes[owner], nodes[(owner + 1) % len(nodes)]
+        target_id, source_id = ids[(owner + 1) % len(nodes)], ids[owner]
+        target.execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", source_id)
+        source.execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", target_id)
+        while moving := source.execute_command("CLUSTER", "GETKEYSINSLOT", slot, 100):
+            host = target.connection_pool.connection_kwargs["host"]
+            port = target.connection_pool.connection_kwargs["port"]
+            source.execute_command("MIGRATE", host, port, "", 0, 5000, "KEYS", *moving)
+        for n in nodes:
+            n.execute_command("CLUSTER", "SETSLOT", slot, "NODE", target_id)
+    finally:
+        for n in nodes:
+            n.close()
+
+
+def test_a_model_whose_slot_moves_keeps_being_served(
+    crb: redis.Redis, cluster_url: str, cluster_settings: Settings
+) -> None:
+    """Resharding under load: the model's slot moves to another primary while a worker
+    serves it and the API appends to it; both follow the redirection, every event is
+    applied once."""
+    from service.store.snapshot import read_snapshot
+    from tests.service.test_assignment import all_applied, running
+
+    api_settings = cluster_settings.model_copy(update={"default_model": ""})
+    with TestClient(create_app(api_settings)) as client, running(cluster_settings, "w-mig"):
+        spec = {"learner": "cmtl", "n_features": 2, "tasks": ["a"]}
+        assert client.put("/models/mig", json=spec).status_code == 201
+
+        def send(n: int) -> None:
+            events = [{"task": "a", "x": [1.0, float(i % 3)], "y": 1} for i in range(n)]
+            assert (
+                client.post("/events", json={"model": "mig", "events": events}).status_code == 202
+            )
+
+        send(20)
+        assert wait_until(lambda: all_applied(crb, ["mig"]), timeout=30)
+        before = crb.get_node_from_key(keys.log_key("mig")).name  # type: ignore[attr-defined]
+        _migrate_slot(cluster_url, key_slot(keys.log_key("mig")))
+        send(30)  # the API's slot map is stale: MOVED
+        assert wait_until(lambda: all_applied(crb, ["mig"]), timeout=30)
+        crb.nodes_manager.initialize()  # type: ignore[attr-defined]
+        assert crb.get_node_from_key(keys.log_key("mig")).name != before  # type: ignore[attr-defined]
+    snap = read_snapshot(crb, "mig")
+    assert snap is not None and snap.totals["events"] == 50
