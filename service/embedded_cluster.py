@@ -32,23 +32,18 @@ class EmbeddedCluster:
         self.data_dir = Path(data_dir).resolve()
         #: each node's cluster bus port
         self.bus_ports = [free_port() for _ in range(n)]
-        self.nodes = [
-            EmbeddedRedis(
-                self.data_dir / f"node{i}",
-                port=free_port(),
-                extra_args=[
-                    "--cluster-port",  # explicit: the default (port + 10000) may not exist
-                    str(self.bus_ports[i]),
-                    "--cluster-enabled",
-                    "yes",
-                    "--cluster-config-file",
-                    str(self.data_dir / f"node{i}" / "nodes.conf"),
-                    "--cluster-node-timeout",
-                    "5000",
-                ],
-            )
-            for i in range(n)
-        ]
+        self.nodes = [EmbeddedRedis(self.data_dir / f"node{i}", port=free_port()) for i in range(n)]
+        for i, node in enumerate(self.nodes):
+            node.extra_args = [
+                "--cluster-enabled",
+                "yes",
+                "--cluster-config-file",
+                str(self.data_dir / f"node{i}" / "nodes.conf"),
+                "--cluster-port",  # explicit: the default (port + 10000) may not exist
+                str(self.bus_ports[i]),
+                "--cluster-node-timeout",
+                "5000",
+            ]
 
     @property
     def url(self) -> str:

@@ -74,17 +74,18 @@ class EmbeddedRedis:
     Use as a context manager, or call :meth:`start` and :meth:`stop`.
     """
 
+    #: more server options, set on an instance before :meth:`start`
+    #: (``--cluster-enabled yes`` for a node of :mod:`service.embedded_cluster`)
+    extra_args: Sequence[str] = ()
+
     def __init__(
         self,
         data_dir: str | os.PathLike[str],
         port: int | None = None,
         host: str = "127.0.0.1",
         appendfsync: str = "everysec",
-        extra_args: Sequence[str] = (),
     ) -> None:
         self.data_dir = Path(data_dir).resolve()
-        #: more server options (``--cluster-enabled yes`` for a cluster node)
-        self.extra_args = list(extra_args)
         self.host = host
         self.port = port
         self.appendfsync = appendfsync

@@ -21,10 +21,10 @@ from service.api.cache import ModelCache
 from service.api.services.fanout import QueryFanouts
 from service.settings import Settings
 from service.store import AsyncStore, connect_async
-from service.store.cluster import ClusterResp, is_cluster_url
+from service.store.cluster import ClusterResp, FastConnection, is_cluster_url
 from service.store.group_commit import GroupCommit
 from service.store.models import ModelLimits
-from service.store.resp import FastConnection, RespConnection
+from service.store.resp import RespConnection
 from service.store.scripts import LuaScript
 
 __all__ = ["ApiContext"]

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import urllib.parse
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 import redis
 import redis.asyncio as aredis
@@ -31,6 +31,7 @@ from service.store.resp import RespConnection, RespError, pack
 
 __all__ = [
     "REDIRECTED",
+    "FastConnection",
     "SCHEME",
     "ClusterResp",
     "ClusterUrl",
@@ -186,6 +187,24 @@ def _redirect(error: BaseException) -> tuple[str, int, str, int] | None:
 
 
 # ---------------------------------------------------------------- the fast path
+class FastConnection(Protocol):
+    """What the API's hot path needs of a connection: a
+    :class:`~service.store.resp.RespConnection` for one server, :class:`ClusterResp`
+    for a cluster."""
+
+    def send_packed(self, command: bytes, now: bool = False) -> asyncio.Future[Any] | None:
+        """Queue a packed command; its reply future, or None when not connected."""
+
+    async def call(self, *parts: Any) -> Any:
+        """Send one command and await its reply."""
+
+    async def evalsha(self, sha: str, script: str, keys: list[str], args: list[Any]) -> Any:
+        """Run a script by its SHA1, loading it if needed."""
+
+    def close(self) -> None:
+        """Close the connection(s)."""
+
+
 class ClusterResp:
     """:class:`~service.store.resp.RespConnection`'s interface over every primary of a cluster."""
 

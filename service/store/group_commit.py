@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from service.store import keys
-from service.store.resp import FastConnection, RespError, pack_args
+from service.store.cluster import FastConnection
+from service.store.resp import RespError, pack_args
 from service.store.scripts import APPEND_EVENTS, LuaScript
 
 __all__ = ["AppendReply", "Entry", "GroupCommit"]

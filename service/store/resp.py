@@ -25,11 +25,11 @@ import collections
 import time
 import urllib.parse
 from collections.abc import Iterable
-from typing import Any, Protocol, cast
+from typing import Any, cast
 
 import hiredis
 
-__all__ = ["FastConnection", "RespConnection", "RespError", "pack", "pack_args"]
+__all__ = ["RespConnection", "RespError", "pack", "pack_args"]
 
 
 class RespError(Exception):
@@ -240,21 +240,3 @@ class RespConnection:
         if self._protocol is not None and self._protocol.transport is not None:
             self._protocol.transport.close()
         self._protocol = None
-
-
-# ---------------------------------------------------------------- Redis Cluster hook
-class FastConnection(Protocol):
-    """What the API's hot path needs of a connection: :class:`RespConnection` for one
-    server, :class:`service.store.cluster.ClusterResp` for a cluster."""
-
-    def send_packed(self, command: bytes, now: bool = False) -> asyncio.Future[Any] | None:
-        """Queue a packed command; its reply future, or None when not connected."""
-
-    async def call(self, *parts: Any) -> Any:
-        """Send one command and await its reply."""
-
-    async def evalsha(self, sha: str, script: str, keys: list[str], args: list[Any]) -> Any:
-        """Run a script by its SHA1, loading it if needed."""
-
-    def close(self) -> None:
-        """Close the connection(s)."""

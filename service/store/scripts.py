@@ -41,7 +41,7 @@ import redis.asyncio as aredis
 from redis.client import Pipeline
 
 from service.store import codec
-from service.store.resp import FastConnection
+from service.store.cluster import FastConnection
 
 __all__ = [
     "APPEND_EVENTS",
