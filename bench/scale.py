@@ -406,6 +406,12 @@ def report(results: dict[str, Any]) -> str:
             f"{rows[0]['events'] // rows[0]['models']:,} events per model is written, and "
             "the rates are those of draining it.",
             "",
+            "How to read it: the machine has 2 cores shared with other jobs, so events/s in",
+            "aggregate follows the CPU the workers were given, not their number; the CPU",
+            "seconds per event (worker and Redis) are the figures that must stay flat as",
+            "workers are added, and the capacity of N workers on N free cores is N times",
+            "the events/s one worker reaches per CPU second (1 / worker CPU per event).",
+            "",
             "| backend | workers | models/worker max/min | events/s | events/s per worker "
             "| worker CPU µs/event | Redis CPU µs/event | Redis CPU µs/entry read / appended "
             "| drain s | balanced after s | load avg |",
