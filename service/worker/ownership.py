@@ -178,10 +178,10 @@ class LeaseKeeper:
         return self._r
 
     def _renew(self, r: Store) -> list[Renewal]:
-        self.members = beat(r, self.owner, self.ttl_ms)
         with self._lock:
             names = sorted(self._owned)
         renewals = renew_owned(r, names, self.owner, self.ttl_ms, self.heartbeat_ttl_s)
+        self.members = beat(r, self.owner, self.ttl_ms)  # after the leases: never delays them
         with self._lock:
             for renewal in renewals:
                 if renewal.name in self._owned:
