@@ -96,34 +96,32 @@ class ClusterUrl:
         return f"redis://{auth}{host}:{port}/0"
 
 
+def _client_options(url: str, socket_timeout: float, connect_timeout: float) -> dict[str, Any]:
+    """The options both redis-py cluster clients take, from a ``redis+cluster://`` URL."""
+    parts = ClusterUrl(url)
+    return {
+        "username": parts.username,
+        "password": parts.password,
+        "decode_responses": False,
+        "socket_timeout": socket_timeout,
+        "socket_connect_timeout": connect_timeout,
+    }
+
+
 def connect_cluster(url: str, socket_timeout: float, connect_timeout: float) -> redis.Redis:
     """redis-py's synchronous cluster client (typed as the plain client it stands in for)."""
-    parts = ClusterUrl(url)
-    client = scluster.RedisCluster(
-        startup_nodes=[scluster.ClusterNode(h, p) for h, p in parts.nodes],
-        username=parts.username,
-        password=parts.password,
-        decode_responses=False,
-        socket_timeout=socket_timeout,
-        socket_connect_timeout=connect_timeout,
-    )
-    return cast(redis.Redis, client)
+    nodes = [scluster.ClusterNode(h, p) for h, p in ClusterUrl(url).nodes]
+    options = _client_options(url, socket_timeout, connect_timeout)
+    return cast(redis.Redis, scluster.RedisCluster(startup_nodes=nodes, **options))
 
 
 def connect_cluster_async(
     url: str, socket_timeout: float, connect_timeout: float, max_connections: int = 100
 ) -> aredis.Redis:
     """redis-py's asyncio cluster client (typed as the plain client it stands in for)."""
-    parts = ClusterUrl(url)
-    client = acluster.RedisCluster(
-        startup_nodes=[acluster.ClusterNode(h, p) for h, p in parts.nodes],
-        username=parts.username,
-        password=parts.password,
-        decode_responses=False,
-        socket_timeout=socket_timeout,
-        socket_connect_timeout=connect_timeout,
-        max_connections=max_connections,
-    )
+    nodes = [acluster.ClusterNode(h, p) for h, p in ClusterUrl(url).nodes]
+    options = _client_options(url, socket_timeout, connect_timeout)
+    client = acluster.RedisCluster(startup_nodes=nodes, max_connections=max_connections, **options)
     return cast(aredis.Redis, client)
 
 

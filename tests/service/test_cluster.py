@@ -225,3 +225,17 @@ def test_a_model_whose_slot_moves_keeps_being_served(
         assert crb.get_node_from_key(keys.log_key("mig")).name != before  # type: ignore[attr-defined]
     snap = read_snapshot(crb, "mig")
     assert snap is not None and snap.totals["events"] == 50
+
+
+def test_cluster_urls_name_the_nodes_and_credentials() -> None:
+    from service.store.cluster import ClusterUrl, first_key, is_cluster_url
+
+    url = ClusterUrl("redis+cluster://app:p%40ss@10.0.0.1:6379,[::1]:7000/")
+    assert url.nodes == [("10.0.0.1", 6379), ("::1", 7000)]
+    assert (url.username, url.password) == ("app", "p@ss")
+    assert url.node_url("10.0.0.1", 6379) == "redis://app:p%40ss@10.0.0.1:6379/0"
+    assert is_cluster_url("redis+cluster://h:1") and not is_cluster_url("redis://h:1/0")
+    with pytest.raises(ValueError, match="host:port"):
+        ClusterUrl("redis+cluster://justahost")
+    assert first_key(pack("EVALSHA", "f" * 40, 2, "k1", "k2", "arg")) == b"k1"
+    assert first_key(pack("HGET", "omtl:{m}:config", "generation")) == b"omtl:{m}:config"
