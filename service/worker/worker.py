@@ -371,6 +371,9 @@ class Worker:
         finally:
             self._shutdown()
             self.keeper.stop()
+            # after the keeper's last heartbeat; else it drops out after the member lifetime
+            with contextlib.suppress(StoreError):
+                leave(self.r, self.id)
             self.result.seconds = time.perf_counter() - started
             self.result.cpu_seconds = time.process_time() - cpu_started
         return self.result
@@ -455,8 +458,6 @@ class Worker:
                 release(self.r, name, self.id)
         self.owned.clear()
         self.by_log.clear()
-        with contextlib.suppress(StoreError):  # else it drops out after the member lifetime
-            leave(self.r, self.id)
 
     def close(self) -> None:
         """Close the Redis connections."""
