@@ -30,6 +30,7 @@ import subprocess
 import sys
 import time
 import urllib.parse
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import IO
@@ -87,6 +88,10 @@ class EmbeddedRedis:
 
     Use as a context manager, or call :meth:`start` and :meth:`stop`.
     """
+
+    #: more server options, set on an instance before :meth:`start`
+    #: (``--cluster-enabled yes`` for a node of :mod:`service.embedded_cluster`)
+    extra_args: Sequence[str] = ()
 
     def __init__(
         self,
@@ -177,6 +182,7 @@ class EmbeddedRedis:
             "--logfile",
             str(self.log_path),
             *self._auth_args(),
+            *self.extra_args,
         ]
         self.proc = subprocess.Popen(
             cmd,

@@ -112,3 +112,31 @@ def settings(redis_url: str, tmp_path: os.PathLike[str]) -> Settings:
         block_ms=50,
         worker_metrics_port=0,
     )
+
+
+# ---------------------------------------------------------------- Redis Cluster
+@pytest.fixture(scope="session")
+def cluster_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``redis+cluster://`` URL of a real 3-primary cluster of embedded servers (per session)."""
+    from service.embedded_cluster import EmbeddedCluster
+
+    with EmbeddedCluster(tmp_path_factory.mktemp("cluster")) as cluster:
+        yield cluster.url
+
+
+@pytest.fixture
+def crb(cluster_url: str) -> Iterator[redis.Redis]:
+    """A bytes cluster client (as the worker uses) on an emptied cluster."""
+    from service.store import connect
+
+    client = connect(cluster_url)
+    for node in client.get_primaries():  # type: ignore[attr-defined]
+        client.flushall(target_nodes=node)  # type: ignore[call-arg]
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def cluster_settings(settings: Settings, cluster_url: str) -> Settings:
+    """The test settings, pointed at the cluster."""
+    return settings.model_copy(update={"redis_url": cluster_url})

@@ -7,7 +7,9 @@ blocking ``XREAD`` per subscriber, which only an asyncio client can do without a
 thread per subscriber. Reads and administration use ``redis.asyncio``; the
 write scripts of the hot path go through :class:`service.store.resp.RespConnection`
 (for ``redis://`` URLs), which costs a fraction of the CPU per call and
-pipelines concurrent requests on one connection.
+pipelines concurrent requests on one connection; for a ``redis+cluster://`` URL,
+through :class:`service.store.cluster.ClusterResp` (one such connection per
+primary, commands routed by slot).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from service.api.cache import ModelCache
 from service.api.services.fanout import QueryFanouts
 from service.settings import Settings
 from service.store import AsyncStore, connect_async
+from service.store.cluster import ClusterResp, FastConnection, is_cluster_url
 from service.store.group_commit import GroupCommit
 from service.store.models import ModelLimits
 from service.store.resp import RespConnection
@@ -34,7 +37,7 @@ class ApiContext:
     settings: Settings
     redis: AsyncStore
     cache: ModelCache
-    fast: RespConnection | None
+    fast: FastConnection | None
     appender: GroupCommit = field(init=False)
     #: one label-request reader per model, shared by the model's ``GET /queries`` subscribers
     queries: QueryFanouts = field(init=False)
@@ -56,9 +59,7 @@ class ApiContext:
             settings=settings,
             redis=client,
             cache=ModelCache(client, ModelLimits.from_settings(settings)),
-            fast=RespConnection(settings.redis_url, settings.redis_timeout_s)
-            if settings.redis_url.startswith("redis://")
-            else None,
+            fast=_fast_connection(settings),
         )
 
     async def run_script(self, script: LuaScript, keys: list[str], args: list[Any]) -> Any:
@@ -75,3 +76,13 @@ class ApiContext:
         if self.fast is not None:
             self.fast.close()
         await self.redis.aclose()
+
+
+def _fast_connection(settings: Settings) -> FastConnection | None:
+    """The hot path's connection: one server (``redis://``), a cluster, or none (TLS, sockets)."""
+    url = str(settings.redis_url)
+    if is_cluster_url(url):
+        return ClusterResp(url, settings.redis_timeout_s)
+    if url.startswith("redis://"):
+        return RespConnection(url, settings.redis_timeout_s)
+    return None

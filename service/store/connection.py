@@ -61,8 +61,13 @@ def connect(url: str, *, block_s: float = 0.0, reply_s: float = REPLY_MARGIN_S) 
     ``block_s`` is the longest blocking command the client will send (e.g.
     ``XREAD BLOCK``); its socket timeout is that plus ``reply_s``, the time a
     command may take to send and answer (longer for clients moving snapshots of
-    hundreds of megabytes).
+    hundreds of megabytes). A ``redis+cluster://`` URL gives a cluster client
+    (:mod:`service.store.cluster`).
     """
+    if _cluster(url):
+        from service.store.cluster import connect_cluster
+
+        return connect_cluster(url, block_s + reply_s, REPLY_MARGIN_S)
     return redis.Redis.from_url(
         url,
         decode_responses=False,
@@ -78,6 +83,10 @@ def connect_async(url: str) -> aredis.Redis:
     failing with "Too many connections". Its commands do not block server-side
     (the label-request stream has readers of its own, :func:`connect_async_reader`).
     """
+    if _cluster(url):
+        from service.store.cluster import connect_cluster_async
+
+        return connect_cluster_async(url, REPLY_MARGIN_S, REPLY_MARGIN_S, POOL_CONNECTIONS)
     pool = aredis.BlockingConnectionPool.from_url(
         url,
         decode_responses=False,
@@ -95,6 +104,10 @@ def connect_async_reader(url: str, block_s: float) -> aredis.Redis:
     Its socket timeout is ``block_s`` plus :data:`REPLY_MARGIN_S`, so an idle
     ``XREAD BLOCK`` is never cut by the client (redis-py's 5 s default would).
     """
+    if _cluster(url):
+        from service.store.cluster import connect_cluster_async
+
+        return connect_cluster_async(url, block_s + REPLY_MARGIN_S, REPLY_MARGIN_S, 4)
     return aredis.Redis.from_url(
         url,
         decode_responses=False,
@@ -118,3 +131,9 @@ def redact_url(url: str) -> str:
     user = parts.username or ""
     host = parts.netloc.rpartition("@")[2]
     return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+
+
+# ---------------------------------------------------------------- Redis Cluster hook
+def _cluster(url: str) -> bool:
+    """Whether ``url`` selects a Redis Cluster (``redis+cluster://``, docs/scaling.md)."""
+    return url.startswith("redis+cluster://")

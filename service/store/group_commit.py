@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from service.store import keys
-from service.store.resp import RespConnection, RespError, pack_args
+from service.store.cluster import FastConnection
+from service.store.resp import RespError, pack_args
 from service.store.scripts import APPEND_EVENTS, LuaScript
 
 __all__ = ["AppendReply", "Entry", "GroupCommit"]
@@ -51,7 +52,7 @@ class GroupCommit:
     """Batches appends per model and generation within one event-loop iteration."""
 
     def __init__(
-        self, run_script: ScriptRunner, fast: RespConnection | None, max_backlog: int
+        self, run_script: ScriptRunner, fast: FastConnection | None, max_backlog: int
     ) -> None:
         self._run_script = run_script
         self._fast = fast

@@ -25,6 +25,7 @@ __all__ = [
     "queries_key",
     "snapshot_history_key",
     "snapshot_key",
+    "workers_key",
 ]
 
 
@@ -147,3 +148,12 @@ def auth_rate_key(route: str, key_id: str) -> str:
     """Hash: the token bucket (``tokens``, ``ts``) of one key for one route, shared by the
     API processes when ``OMTL_RATE_LIMIT_SCOPE=redis``; expires once full again."""
     return f"omtl:auth:rate:{route}:{key_id}"
+
+
+# ---------------------------------------------------------------- worker membership
+def workers_key() -> str:
+    """Sorted set: live worker ids scored by the server time (ms) of their last heartbeat.
+
+    A global key (no hash tag), touched only by single-key commands and scripts,
+    so it lives on one cluster slot like any other key."""
+    return "omtl:workers"

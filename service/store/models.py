@@ -354,22 +354,20 @@ def put_model(
     stored = _prepared(name, config, existing, limits or ModelLimits(), _clock_us(r.time()))
     if stored is existing:
         return stored
-    with r.pipeline(transaction=True) as p:
+    with r.pipeline(transaction=True) as p:  # the model's keys: one cluster slot
         if existing is not None:
             p.delete(*_reset_keys(name))
         p.delete(keys.config_key(name))
         p.hset(keys.config_key(name), mapping=_to_hash(stored))  # type: ignore[arg-type]
-        p.sadd(keys.models_key(), name)
         p.execute()
+    r.sadd(keys.models_key(), name)  # the registry (another slot), once the config exists
     return stored
 
 
 def delete_model(r: redis.Redis, name: str) -> bool:
     """Remove model ``name`` and all its keys; False when it did not exist."""
-    with r.pipeline(transaction=True) as p:
-        p.srem(keys.models_key(), name)
-        p.delete(*_all_keys(name))
-        removed, _ = p.execute()
+    removed = r.srem(keys.models_key(), name)  # out of the registry first: no worker loads it
+    r.delete(*_all_keys(name))  # one model's keys: one cluster slot
     return bool(removed)
 
 
@@ -417,20 +415,18 @@ async def put_model_async(
     stored = _prepared(name, config, existing, limits or ModelLimits(), clock)
     if stored is existing:
         return stored
-    async with r.pipeline(transaction=True) as p:
+    async with r.pipeline(transaction=True) as p:  # the model's keys: one cluster slot
         if existing is not None:
             p.delete(*_reset_keys(name))
         p.delete(keys.config_key(name))
         p.hset(keys.config_key(name), mapping=_to_hash(stored))  # type: ignore[arg-type]
-        p.sadd(keys.models_key(), name)
         await p.execute()
+    await r.sadd(keys.models_key(), name)  # the registry (another slot), once the config exists
     return stored
 
 
 async def delete_model_async(r: aredis.Redis, name: str) -> bool:
     """:func:`delete_model` for an asyncio client."""
-    async with r.pipeline(transaction=True) as p:
-        p.srem(keys.models_key(), name)
-        p.delete(*_all_keys(name))
-        removed, _ = await p.execute()
+    removed = await r.srem(keys.models_key(), name)  # out of the registry first
+    await r.delete(*_all_keys(name))  # one model's keys: one cluster slot
     return bool(removed)

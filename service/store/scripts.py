@@ -23,7 +23,8 @@ The worker's scripts: :data:`LEASE_ACQUIRE_OR_RENEW` and :data:`LEASE_RELEASE`
 (compare-and-set on the lease, :mod:`service.store.lease`),
 :data:`WRITE_SNAPSHOT` (a snapshot written only while its writer holds the
 lease, :mod:`service.store.snapshot`) and :data:`TRIM_LOG` (the only trimming
-of the log, behind what a snapshot holds).
+of the log, behind what a snapshot holds), and :data:`MEMBER_BEAT` (the
+workers' membership heartbeat).
 
 All keys of one model share the ``{m}`` hash tag, so the scripts also run on a
 Redis Cluster.
@@ -40,7 +41,7 @@ import redis.asyncio as aredis
 from redis.client import Pipeline
 
 from service.store import codec
-from service.store.resp import RespConnection
+from service.store.cluster import FastConnection
 
 __all__ = [
     "APPEND_EVENTS",
@@ -48,6 +49,7 @@ __all__ = [
     "LEASE_ACQUIRE_OR_RENEW",
     "LEASE_RELEASE",
     "LEASE_RENEW",
+    "MEMBER_BEAT",
     "SCRIPTS",
     "TRIM_LOG",
     "WRITE_SNAPSHOT",
@@ -73,11 +75,14 @@ class LuaScript:
             return r.eval(self.source, len(keys), *keys, *args)
 
     def queue(self, pipe: Pipeline, keys: list[str], args: list[Any]) -> None:
-        """Queue the script in a pipeline (sent with its source: a pipeline cannot retry)."""
-        pipe.eval(self.source, len(keys), *keys, *args)
+        """Queue the script in a pipeline (sent with its source: a pipeline cannot retry).
+
+        A plain ``EVAL`` command: redis-py's cluster pipeline routes it by its keys
+        (its ``eval`` method is refused there)."""
+        pipe.execute_command("EVAL", self.source, len(keys), *keys, *args)
 
     async def run_async(
-        self, client: aredis.Redis, fast: RespConnection | None, keys: list[str], args: list[Any]
+        self, client: aredis.Redis, fast: FastConnection | None, keys: list[str], args: list[Any]
     ) -> Any:
         """Run the script on ``fast`` if given, else with the asyncio ``client``."""
         if fast is not None:
@@ -266,6 +271,18 @@ redis.call('HSET', KEYS[1], 'header', ARGV[1], 'arrays', ARGV[2])
 return v
 """)
 
+#: KEYS: workers (sorted set). ARGV: member id, member lifetime ms. Records the
+#: member's heartbeat at the server's time, forgets members silent for longer than
+#: the lifetime and returns the live members (the worker membership,
+#: :mod:`service.worker.membership`). One key: it runs on a Redis Cluster as is.
+MEMBER_BEAT = LuaScript("""
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZADD', KEYS[1], now, ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[2]))
+return redis.call('ZRANGE', KEYS[1], 0, -1)
+""")
+
 #: Every script, by name.
 SCRIPTS = {
     "APPEND_EVENTS": APPEND_EVENTS,
@@ -273,6 +290,7 @@ SCRIPTS = {
     "LEASE_ACQUIRE_OR_RENEW": LEASE_ACQUIRE_OR_RENEW,
     "LEASE_RELEASE": LEASE_RELEASE,
     "LEASE_RENEW": LEASE_RENEW,
+    "MEMBER_BEAT": MEMBER_BEAT,
     "TRIM_LOG": TRIM_LOG,
     "WRITE_SNAPSHOT": WRITE_SNAPSHOT,
 }

@@ -9,7 +9,9 @@ it succeeds and the model is not reloaded and replayed over and over.
 
 Each renewal is one pipeline per tick (:func:`renew_owned`): renew every owned
 lease (never taking a lapsed one back), read each configuration generation and
-write each heartbeat. What it finds (a lease lost, a model deleted or
+write each heartbeat; the same tick records the worker's membership heartbeat
+(:mod:`service.worker.membership`) and keeps the live members for the work
+loop's assignment. What it finds (a lease lost, a model deleted or
 reconfigured) is handed to the work loop, which drops the model; snapshots stay
 fenced by the lease (:data:`service.store.scripts.WRITE_SNAPSHOT`).
 
@@ -31,6 +33,7 @@ from dataclasses import dataclass
 
 from service.store import Store, StoreError, connect, keys
 from service.store.lease import queue_renew
+from service.worker.membership import beat
 
 __all__ = ["LeaseKeeper", "Renewal", "as_generation", "renew_owned"]
 
@@ -119,6 +122,8 @@ class LeaseKeeper:
         self._last_beat = time.monotonic()
         #: completed renewal rounds (for tests and metrics)
         self.rounds = 0
+        #: the live workers seen by the latest membership heartbeat (None before the first)
+        self.members: list[str] | None = None
 
     # ------------------------------------------------------------ called by the work loop
     def own(self, name: str) -> None:
@@ -142,6 +147,11 @@ class LeaseKeeper:
         with self._lock:
             found, self._found = self._found, {}
             return [r for name, r in found.items() if name in self._owned]
+
+    def beat_now(self) -> list[str]:
+        """Record the membership heartbeat at once on the caller's thread; the live members."""
+        self.members = beat(self._client(), self.owner, self.ttl_ms)
+        return self.members
 
     def renew_now(self) -> list[Renewal]:
         """Renew at once on the caller's thread (the first tick of a loop, tests)."""
@@ -171,6 +181,7 @@ class LeaseKeeper:
         with self._lock:
             names = sorted(self._owned)
         renewals = renew_owned(r, names, self.owner, self.ttl_ms, self.heartbeat_ttl_s)
+        self.members = beat(r, self.owner, self.ttl_ms)  # after the leases: never delays them
         with self._lock:
             for renewal in renewals:
                 if renewal.name in self._owned:

@@ -17,6 +17,15 @@ and writes a snapshot every ``snapshot_every_entries`` entries or
 releases its leases. Every ``maintain`` tick it renews its leases, writes the
 heartbeat, picks up new models, notices reconfigured or deleted ones and takes
 over models whose lease expired.
+
+A worker serving every model (no explicit list) takes only its share: the
+models that :func:`service.worker.assignment.assign` gives it among the live
+workers (:mod:`service.worker.membership`). A model outside its share (a worker
+joined, or one came back) is handed off: flushed, snapshotted and released, and
+its new owner resumes from that snapshot. A crashed worker's models are taken
+over by their new owners once its leases expire; fencing by lease is
+unchanged, so no model is ever applied by two workers. See
+``docs/scaling.md``, "Assigning models to workers".
 """
 
 from __future__ import annotations
@@ -38,8 +47,10 @@ from service.store.failures import clear_failed, mark_failed
 from service.store.lease import acquire, new_worker_id, release
 from service.store.models import ModelLimits, list_models
 from service.store.snapshot import SnapshotFenced
+from service.worker.assignment import share
 from service.worker.blas import single_thread_blas
 from service.worker.history import HistoryRecorder
+from service.worker.membership import leave
 from service.worker.owned import Owned, load_owned
 from service.worker.ownership import LeaseKeeper, as_generation
 from service.worker.publishing import PUBLISH_EVERY, PublishedMarks, RunResult, publish
@@ -62,8 +73,9 @@ class Worker:
     settings : Settings
         Redis URL, intervals, lease lifetime, read sizes.
     models : sequence of str, optional
-        The models to serve; None serves every model in ``omtl:models``
-        (new ones are picked up while running).
+        The models to serve; None serves this worker's share of every model in
+        ``omtl:models`` among the live workers (new models and workers are
+        picked up while running).
     worker_id : str, optional
         The id written into leases; unique by default.
     """
@@ -184,9 +196,39 @@ class Worker:
                 del self.published[key]
             m.forget_model(name)
 
+    def _share(self, names: list[str]) -> list[str]:
+        """The models among ``names`` this worker should serve: all of an explicit list,
+        else its share among the live workers."""
+        if self.wanted is not None:
+            return names
+        members = self.keeper.members
+        if members is None:
+            members = self.keeper.beat_now()
+        return share(names, members, self.id)
+
+    def _hand_off(self, name: str) -> None:
+        """Give a model outside this worker's share to its new owner: flush, snapshot, release."""
+        owned = self.owned.get(name)
+        if owned is None:
+            return
+        if owned.outbox:
+            flush(self.r, owned, self.settings.queries_maxlen)
+        if owned.state.entries_since_snapshot > 0 and not self._snapshot(owned):
+            return  # fenced: the lease was already lost, the model is dropped
+        self.owned.pop(name)
+        self.by_log.pop(owned.log_key.encode(), None)
+        self.keeper.disown(name)
+        self.published[(name, owned.state.generation)] = PublishedMarks.of(owned.state)
+        self.result.count(owned)
+        m.LEASE_OWNER.labels(name, self.id).set(0)
+        release(self.r, name, self.id)
+        log.info("worker %s handed model %r off at version %d", self.id, name, owned.state.version)
+
     def _maintain(self) -> None:
-        """Renew leases, heartbeat, follow reconfigurations, acquire free models."""
-        names = self.wanted if self.wanted is not None else list_models(self.r)
+        """Renew leases, heartbeat, follow reconfigurations, hand off models outside the
+        share, acquire free models in it."""
+        listed = self.wanted if self.wanted is not None else list_models(self.r)
+        names = self._share(listed)
         for renewal in self.keeper.take_renewals():
             if renewal.name not in self.owned:
                 continue
@@ -197,9 +239,12 @@ class Worker:
             self._drop(renewal.name, reason, deleted=renewal.generation is None)
             if renewal.held and renewal.generation is None:
                 release(self.r, renewal.name, self.id)
-        existing = set(names) if self.wanted is None else set(list_models(self.r))
+        existing = set(listed) if self.wanted is None else set(list_models(self.r))
         for gone in self.served - existing:  # deleted models, however they were let go
             self._drop(gone, "model deleted", deleted=True)
+        mine = set(names)
+        for name in [n for n in self.owned if n not in mine and n in existing]:
+            self._hand_off(name)
         now_s = time.monotonic()
         for name in names:
             if name in self.owned or self.broken.get(name, 0.0) > now_s:
@@ -334,6 +379,9 @@ class Worker:
         finally:
             self._shutdown()
             self.keeper.stop()
+            # after the keeper's last heartbeat; else it drops out after the member lifetime
+            with contextlib.suppress(StoreError):
+                leave(self.r, self.id)
             self.result.seconds = time.perf_counter() - started
             self.result.cpu_seconds = time.process_time() - cpu_started
         return self.result
@@ -391,7 +439,7 @@ class Worker:
     def _all_wanted_owned(self) -> bool:
         """Whether every wanted model that exists (and can be loaded) is owned."""
         existing = set(list_models(self.r))
-        names = self.wanted if self.wanted is not None else existing
+        names = self.wanted if self.wanted is not None else self._share(sorted(existing))
         now = time.monotonic()
         return all(
             name in self.owned
