@@ -46,7 +46,13 @@ def test_declared_capabilities_of_the_registered_learners():
         i.name for i in learners.available() if learners.get(i.name).reports_query_probability
     }
     outliers = {i.name for i in learners.available() if learners.get(i.name).reports_outliers}
-    assert probability == {"selective-sampling", "independent"}
+    assert probability == {
+        "selective-sampling",
+        "independent",
+        "amlc-adaptive",
+        "peer-adaptive",
+        "peer-share-adaptive",
+    }
     assert outliers == {"rom-pgd", "rom-rda"}
 
 
