@@ -10,7 +10,6 @@ committee and PEER's peer queries over the per-task margins of another learner
 
 from __future__ import annotations
 
-from learners.active.committees import AdaptiveCommittee, AdaptivePeer, AdaptivePeerShare
 from learners.active.selective import SelectiveSampling
 
-__all__ = ["AdaptiveCommittee", "AdaptivePeer", "AdaptivePeerShare", "SelectiveSampling"]
+__all__ = ["SelectiveSampling"]

@@ -39,7 +39,8 @@ still zero has similarity 0 with every other task and 1 with itself.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -54,6 +55,7 @@ __all__ = [
     "OUTLIER_THRESHOLD",
     "RobustMultitask",
     "cosine_similarity",
+    "flagged_outliers",
     "hinge_active",
     "relative_outliers",
 ]
@@ -116,6 +118,14 @@ def relative_outliers(scores: np.ndarray, factor: float, threshold: float = 0.0)
     return [int(k) for k in np.flatnonzero(flagged)]
 
 
+def flagged_outliers(scores: np.ndarray, hyper: Mapping[str, Any]) -> list[int]:
+    """The tasks the rule of :data:`OUTLIER_PARAMS` in ``hyper`` flags from ``||q_i||`` scores."""
+    threshold = float(hyper["outlier_threshold"])
+    if hyper["outlier_rule"] == "relative":
+        return relative_outliers(scores, float(hyper["outlier_factor"]), threshold)
+    return [int(k) for k in np.flatnonzero(scores > threshold)]
+
+
 class RobustMultitask(CompiledLearner):
     """Base of learners with an outlier part ``q_i`` per task (``w_i = u + p_i + q_i``).
 
@@ -132,11 +142,7 @@ class RobustMultitask(CompiledLearner):
 
     def outlier_tasks(self) -> list[int]:
         """Indices (0-based) of the tasks flagged by ``outlier_rule`` (see the module docstring)."""
-        scores = self.outlier_scores()
-        threshold = self.hyper["outlier_threshold"]
-        if self.hyper["outlier_rule"] == "relative":
-            return relative_outliers(scores, self.hyper["outlier_factor"], threshold)
-        return [int(k) for k in np.flatnonzero(scores > threshold)]
+        return flagged_outliers(self.outlier_scores(), self.hyper)
 
     def _outlier_norms(self) -> np.ndarray:
         raise NotImplementedError

@@ -53,7 +53,7 @@ def test_declared_capabilities_of_the_registered_learners():
         "peer-adaptive",
         "peer-share-adaptive",
     }
-    assert outliers == {"rom-pgd", "rom-rda"}
+    assert outliers == {"rom-pgd", "rom-rda", "adaptive-logistic", "adaptive-hinge"}
 
 
 def test_reporter_accessors_follow_the_flags():
