@@ -52,7 +52,13 @@ from learners.inputs import Batch, Vec, check_task
 from learners.params import non_negative, positive
 from learners.registry import register
 
-__all__ = ["AdaptiveCommittee", "AdaptivePeer", "AdaptivePeerShare", "task_margins"]
+__all__ = [
+    "AdaptiveCommittee",
+    "AdaptivePeer",
+    "AdaptivePeerShare",
+    "rule_params",
+    "task_margins",
+]
 
 MURUGESAN2017 = "Murugesan, Carbonell. Active Learning from Peers. NIPS 2017"
 
@@ -68,6 +74,12 @@ ADAPTIVE_BASE = dataclasses.replace(
 LOSS_CLIP = 2.0
 #: Relative tolerance of the similarity test ``tau_km >= tau_kk`` (docs/algorithms.md Sec. 3.5).
 SIMILARITY_RTOL = 1e-9
+
+
+def rule_params(weights: Param) -> tuple[Param, ...]:
+    """The parameters of a rule over a base: base, its parameters, b, the rule's own
+    ``weights`` parameter, the budget and the input preprocessing."""
+    return (ADAPTIVE_BASE, BASE_PARAMS, SAMPLING_B, weights, BUDGET, APPEND_BIAS, L2_NORMALIZE)
 
 
 def task_margins(base: Learner, x: Vec) -> np.ndarray:
@@ -97,6 +109,11 @@ class _MarginRule(SelectiveSampling):
         self.tau_ = self._initial_weights(self.n_tasks)
         if not isinstance(self.base_, AdaptiveLearner) and self.base_._task_weights() is None:
             raise ValueError(f"base learner {self.base_.name!r} has no per-task weights")
+
+    @classmethod
+    def state_bytes(cls, n_features: int, n_tasks: int, **params: Any) -> int:
+        """The base's state, two length-K vectors and the K x K weights ``tau_``."""
+        return super().state_bytes(n_features, n_tasks, **params) + 8 * int(n_tasks) ** 2
 
     def _initial_weights(self, n_tasks: int) -> np.ndarray:
         raise NotImplementedError
@@ -158,25 +175,12 @@ class AdaptiveCommittee(_MarginRule):
     name = "amlc-adaptive"
     summary = "AMLC's committee query rule and data sharing over an adaptive multitask learner"
     paper = f"{XU2018} (Algorithm 1), over the adaptive learners of docs/algorithms.md Sec. 11"
-    params: ClassVar[tuple[Param, ...]] = (
-        ADAPTIVE_BASE,
-        BASE_PARAMS,
-        SAMPLING_B,
-        COMMITTEE_C,
-        BUDGET,
-        APPEND_BIAS,
-        L2_NORMALIZE,
-    )
+    params: ClassVar[tuple[Param, ...]] = rule_params(COMMITTEE_C)
     conformance_params: ClassVar[tuple[dict[str, Any], ...]] = (
         {},
         {"base": "adaptive-arow", "b": 0.3, "budget": 60, "append_bias": True},
         {"base": "adaptive", "base_params": {"etas": "1.0", "couplings": "0.5,2"}, "C": 0.0},
     )
-
-    @classmethod
-    def state_bytes(cls, n_features: int, n_tasks: int, **params: Any) -> int:
-        """The base's state, two length-K vectors and the K x K committee."""
-        return super().state_bytes(n_features, n_tasks, **params) + 8 * int(n_tasks) ** 2
 
     def _initial_weights(self, n_tasks: int) -> np.ndarray:
         return uniform_committee(n_tasks)
@@ -226,26 +230,13 @@ class AdaptivePeer(_MarginRule):
     name = "peer-adaptive"
     summary = "PEER's peer-then-oracle queries over an adaptive multitask learner"
     paper = f"{MURUGESAN2017}; as in {XU2018}, over the adaptive learners (Sec. 11)"
-    params: ClassVar[tuple[Param, ...]] = (
-        ADAPTIVE_BASE,
-        BASE_PARAMS,
-        SAMPLING_B,
-        PEER_BQ,
-        BUDGET,
-        APPEND_BIAS,
-        L2_NORMALIZE,
-    )
+    params: ClassVar[tuple[Param, ...]] = rule_params(PEER_BQ)
     conformance_params: ClassVar[tuple[dict[str, Any], ...]] = (
         {},
         {"base": "adaptive-hinge", "bq": 1.0, "budget": 50, "l2_normalize": True},
     )
     #: Whether an oracle label is also learned by the peers that misclassify it.
     shares: ClassVar[bool] = False
-
-    @classmethod
-    def state_bytes(cls, n_features: int, n_tasks: int, **params: Any) -> int:
-        """The base's state, two length-K vectors and the K x K peer weights."""
-        return super().state_bytes(n_features, n_tasks, **params) + 8 * int(n_tasks) ** 2
 
     def _initial_weights(self, n_tasks: int) -> np.ndarray:
         return uniform_peer_weights(n_tasks)
