@@ -176,3 +176,26 @@ def test_margins_of_the_adaptive_leader() -> None:
 def test_a_base_without_task_weights_is_refused() -> None:
     with pytest.raises(ValueError):
         learners.make("amlc-adaptive", n_features=D, n_tasks=K, base="ella")
+
+
+def test_saha2011_active_rule_with_adaptive_b_over_the_adaptive_base() -> None:
+    """OMTL's active rule (saha2011 Sec. 4) is selective sampling on the task's margin; with
+    DOGMA's adaptive b it runs over the adaptive base too: b_t = b R^2 sqrt(1 + n_k) with n_k
+    the queried mistakes of task k, the budget holds and the batch path equals the rounds."""
+    X, y, tasks = _stream(n=800)
+    params = {"base": "adaptive-logistic", "adaptive_b": True, "b": 0.5, "budget": 80, "seed": 6}
+    rows = learners.make("selective-sampling", n_features=D, n_tasks=K, **params)
+    batch = learners.make("selective-sampling", n_features=D, n_tasks=K, **params)
+    asked = []
+    mistakes = np.zeros(K, dtype=np.int64)
+    for x, label, t in zip(X, y, tasks.tolist(), strict=True):
+        asked.append(rows.query_one(x, t))
+        if asked[-1]:
+            mistakes[t] += (rows.decision_one(x, t) >= 0) != (label > 0)
+            rows.learn_one(x, label, t)
+    _, queried = batch.query_and_learn_many(X, y, tasks)
+    assert sum(asked) == 80 == int(queried.sum())
+    np.testing.assert_array_equal(np.array(asked), queried)
+    np.testing.assert_array_equal(rows.n_updates_, mistakes)
+    np.testing.assert_array_equal(batch.n_updates_, mistakes)
+    np.testing.assert_allclose(batch.base_.task_weights(), rows.base_.task_weights(), atol=1e-12)
