@@ -48,7 +48,7 @@ from learners.amlc.committee import (
 )
 from learners.amlc.common import XU2018, hinge_losses, query_probability, sgn
 from learners.base import APPEND_BIAS, BUDGET, L2_NORMALIZE, Learner, Param
-from learners.inputs import Batch, Vec, check_task
+from learners.inputs import Batch, Vec
 from learners.params import non_negative, positive
 from learners.registry import register
 
@@ -129,11 +129,6 @@ class _MarginRule(SelectiveSampling):
 
     def _task_weights(self) -> np.ndarray | None:
         return self.base_.task_weights()
-
-    def query_probability(self, x: Any, task: int) -> float:
-        """The probability that :meth:`query_one` asks the oracle now."""
-        t = check_task(task, self.n_tasks)
-        return self._query_probability(self._prepare(x), t)
 
 
 COMMITTEE_C = Param(
