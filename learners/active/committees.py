@@ -36,7 +36,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from learners.active.selective import BASE, BASE_PARAMS, SAMPLING_B, SelectiveSampling
+from learners.active.selective import (
+    BASE,
+    BASE_PARAMS,
+    SAMPLING_B,
+    SelectiveSampling,
+    default_on,
+)
 from learners.adaptive.learners import AdaptiveLearner
 from learners.amlc.committee import (
     committee_update,
@@ -70,6 +76,9 @@ ADAPTIVE_BASE = dataclasses.replace(
     "reads (adaptive-logistic, adaptive-hinge, adaptive-arow, adaptive, or any learner with "
     "task_weights()).",
 )
+#: ``append_bias`` on by default, as for the adaptive learners themselves (the wrapper
+#: preprocesses x, so the base's own bias is switched off).
+BIAS_ON = default_on(APPEND_BIAS)
 #: The authors' code clips the committee's hinge losses at 2 (docs/algorithms.md Sec. 3.5).
 LOSS_CLIP = 2.0
 #: Relative tolerance of the similarity test ``tau_km >= tau_kk`` (docs/algorithms.md Sec. 3.5).
@@ -79,7 +88,7 @@ SIMILARITY_RTOL = 1e-9
 def rule_params(weights: Param) -> tuple[Param, ...]:
     """The parameters of a rule over a base: base, its parameters, b, the rule's own
     ``weights`` parameter, the budget and the input preprocessing."""
-    return (ADAPTIVE_BASE, BASE_PARAMS, SAMPLING_B, weights, BUDGET, APPEND_BIAS, L2_NORMALIZE)
+    return (ADAPTIVE_BASE, BASE_PARAMS, SAMPLING_B, weights, BUDGET, BIAS_ON, L2_NORMALIZE)
 
 
 def task_margins(base: Learner, x: Vec) -> np.ndarray:
@@ -173,7 +182,7 @@ class AdaptiveCommittee(_MarginRule):
     params: ClassVar[tuple[Param, ...]] = rule_params(COMMITTEE_C)
     conformance_params: ClassVar[tuple[dict[str, Any], ...]] = (
         {},
-        {"base": "adaptive-arow", "b": 0.3, "budget": 60, "append_bias": True},
+        {"base": "adaptive-arow", "b": 0.3, "budget": 60, "append_bias": False},
         {"base": "adaptive", "base_params": {"etas": "1.0", "couplings": "0.5,2"}, "C": 0.0},
     )
 

@@ -35,7 +35,9 @@ def test_amlc_adaptive_follows_algorithm_1_over_a_twin_base(base: str) -> None:
     b / (b + |p|), the twin learns (x, y, k), tau_k by the clipped hinge losses, and every
     similar peer that errs learns (x, y, m). Same decisions, tau and base weights."""
     X, y, tasks = _stream()
-    model = learners.make("amlc-adaptive", n_features=D, n_tasks=K, seed=4, base=base, b=0.5)
+    model = learners.make(
+        "amlc-adaptive", n_features=D, n_tasks=K, seed=4, base=base, b=0.5, append_bias=False
+    )
     twin = learners.make(base, n_features=D, n_tasks=K, append_bias=False)
     tau = np.full((K, K), 1 / K)
     rng = _draws(4)
@@ -73,7 +75,7 @@ def test_peer_adaptive_follows_peer_over_a_twin_base(name: str) -> None:
     when the peers answer the twin learns SGN(f_peer); an oracle label is learned and, on a
     mistake, updates the peer weights; PEER+Share also teaches every erring peer."""
     X, y, tasks = _stream()
-    model = learners.make(name, n_features=D, n_tasks=K, seed=2, b=1.0, bq=1.0)
+    model = learners.make(name, n_features=D, n_tasks=K, seed=2, b=1.0, bq=1.0, append_bias=False)
     twin = learners.make("adaptive-logistic", n_features=D, n_tasks=K, append_bias=False)
     tau = np.full((K, K), 1 / (K - 1))
     np.fill_diagonal(tau, 0.0)
@@ -131,7 +133,9 @@ def test_oracle_labels_alone_train_the_base_when_peers_never_answer() -> None:
     """With a huge bq the peers never answer: the base is exactly an adaptive learner
     trained on the queried rows, in order."""
     X, y, tasks = _stream()
-    model = learners.make("peer-adaptive", n_features=D, n_tasks=K, seed=1, bq=1e12, budget=60)
+    model = learners.make(
+        "peer-adaptive", n_features=D, n_tasks=K, seed=1, bq=1e12, budget=60, append_bias=False
+    )
     _, queried = model.query_and_learn_many(X, y, tasks)
     twin = learners.make("adaptive-logistic", n_features=D, n_tasks=K, append_bias=False)
     twin.learn_many(X[queried], y[queried], tasks[queried])
@@ -199,3 +203,12 @@ def test_saha2011_active_rule_with_adaptive_b_over_the_adaptive_base() -> None:
     np.testing.assert_array_equal(rows.n_updates_, mistakes)
     np.testing.assert_array_equal(batch.n_updates_, mistakes)
     np.testing.assert_allclose(batch.base_.task_weights(), rows.base_.task_weights(), atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["amlc-adaptive", "peer-adaptive", "peer-share-adaptive"])
+def test_the_bias_is_appended_by_default_like_the_adaptive_learners(name: str) -> None:
+    """The wrapper appends the bias (the adaptive learners' default) and switches the base's
+    own off: the base sees D + 1 features, the last one constant 1."""
+    model = learners.make(name, n_features=D, n_tasks=K)
+    assert model.hyper["append_bias"] is True
+    assert model.base_.dim == D + 1 and model.base_.hyper["append_bias"] is False
