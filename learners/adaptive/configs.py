@@ -30,6 +30,9 @@ class Configs:
     etas: np.ndarray
     couplings: np.ndarray
     ridges: np.ndarray
+    #: zhang2018's group-lasso weight of the outlier part per configuration (0: no outlier
+    #: part; docs/algorithms.md Sec. 11.7).
+    outlier_gammas: np.ndarray
 
     @property
     def size(self) -> int:
@@ -37,13 +40,23 @@ class Configs:
         return int(self.losses.shape[0])
 
     @classmethod
-    def single(cls, loss: str, eta: float, b: float, r: float) -> Configs:
-        """One configuration."""
-        return cls.grid([loss], [eta], [b], r)
+    def single(cls, loss: str, eta: float, b: float, r: float, gamma: float = 0.0) -> Configs:
+        """One configuration (``gamma > 0``: with an outlier part, first-order losses only)."""
+        return cls.grid([loss], [eta], [b], r, gamma)
+
+    @property
+    def has_outliers(self) -> bool:
+        """Whether any configuration has an outlier part."""
+        return bool(np.any(self.outlier_gammas > 0.0))
 
     @classmethod
     def grid(
-        cls, losses: list[str], etas: list[float], couplings: list[float], r: float
+        cls,
+        losses: list[str],
+        etas: list[float],
+        couplings: list[float],
+        r: float,
+        gamma: float = 0.0,
     ) -> Configs:
         """Every (loss, eta, b) of the grid, in this order; AROW ignores eta, so it gets one
         configuration per b."""
@@ -56,6 +69,7 @@ class Configs:
             np.array([e for _, e, _ in rows], dtype=np.float64),
             np.array([b for _, _, b in rows], dtype=np.float64),
             np.full(len(rows), float(r)),
+            np.array([0.0 if c == AROW else float(gamma) for c, _, _ in rows]),
         )
 
     def describe(self, m: int) -> str:

@@ -28,6 +28,7 @@ from learners.base import APPEND_BIAS, L2_NORMALIZE, Learner, Param
 from learners.inputs import Batch, Vec
 from learners.params import non_negative, positive
 from learners.registry import register
+from learners.rom.base import OUTLIER_PARAMS, flagged_outliers
 
 __all__ = [
     "AdaptiveArow",
@@ -63,6 +64,13 @@ COUPLING = Param(
     "Coupling: the per-task part steps b times as far as the shared part (AROW: starts with b "
     "times its variance). 0 = one pooled model; large b = nearly independent tasks "
     "(the b-family of cavallanti2010, docs/algorithms.md Sec. 11.1).",
+    non_negative,
+)
+OUTLIER_GAMMA = Param(
+    "outlier_gamma",
+    0.0,
+    "zhang2018's group-lasso weight gamma of a per-task outlier part q_k (0: none): after each "
+    "step q_k <- max(0, 1 - eta gamma / ||q_k||) q_k (docs/algorithms.md Sec. 11.7).",
     non_negative,
 )
 RIDGE = Param(
@@ -149,10 +157,23 @@ class AdaptiveLearner(Learner):
         self.S_ = np.zeros(D)
         self.stats_ = np.zeros(2)
         self.mistakes_ = np.zeros(M, dtype=np.int64)
+        k_q, d_q = (K, D) if self._configs.has_outliers else (0, 0)
+        self.Q_ = np.zeros((M, k_q, d_q))
+        self.Qs_ = np.ones((M, k_q))
+        self.Qn_ = np.zeros((M, k_q))
 
     def _state(self) -> AdaptiveState:
         return AdaptiveState(
-            self.U0_, self.U_, self.G0_, self.G_, self.S_, self.stats_, self.mistakes_
+            self.U0_,
+            self.U_,
+            self.G0_,
+            self.G_,
+            self.S_,
+            self.stats_,
+            self.mistakes_,
+            self.Q_,
+            self.Qs_,
+            self.Qn_,
         )
 
     def _decision(self, x: Vec, task: int) -> float:
@@ -178,6 +199,7 @@ class AdaptiveLearner(Learner):
             call,
             (c.losses, c.etas, c.couplings, c.ridges),
             (self.U0_, self.U_, self.G0_, self.G_, self.S_, self.stats_, self.mistakes_),
+            (c.outlier_gammas, self.Q_, self.Qs_, self.Qn_),
         )
         return scores
 
@@ -187,29 +209,77 @@ class AdaptiveLearner(Learner):
         self.U_ = np.concatenate([self.U_, np.zeros((M, 1, D))], axis=1)
         fresh = np.repeat(per_task[:, None, None], D, axis=2)
         self.G_ = np.concatenate([self.G_, fresh], axis=1)
+        if self.Q_.shape[1]:
+            self.Q_ = np.concatenate([self.Q_, np.zeros((M, 1, D))], axis=1)
+            self.Qs_ = np.concatenate([self.Qs_, np.ones((M, 1))], axis=1)
+            self.Qn_ = np.concatenate([self.Qn_, np.zeros((M, 1))], axis=1)
 
     def _task_weights(self) -> np.ndarray | None:
         m = self.leader()
-        return self.U0_[m][None, :] + self.U_[m]
+        W = self.U0_[m][None, :] + self.U_[m]
+        if self.Q_.shape[1]:
+            W = W + self.Qs_[m][:, None] * self.Q_[m]
+        return W
 
 
 @register
 class AdaptiveLogistic(AdaptiveLearner):
-    """Shared + per-task logistic regression, adaptive normalised invariant steps (Sec. 11.2)."""
+    """Shared + per-task logistic regression, adaptive normalised invariant steps (Sec. 11.2).
+
+    With ``outlier_gamma > 0`` each task also has zhang2018's outlier part ``q_k``
+    (score ``<u_0 + u_k + q_k, x>``), stepped like ``u_k`` and shrunk by group
+    soft-thresholding (docs/algorithms.md Sec. 11.7); ``outlier_scores()`` is
+    ``||q_k||`` and ``outlier_tasks()`` applies ``outlier_rule``.
+    """
 
     name = "adaptive-logistic"
     summary = "Shared + per-task logistic model, AdaGrad normalised importance-invariant steps"
     paper = ADAPTIVE_PAPERS
-    params: ClassVar[tuple[Param, ...]] = (ETA, COUPLING, BIAS_ON, L2_NORMALIZE)
+    params: ClassVar[tuple[Param, ...]] = (
+        ETA,
+        COUPLING,
+        OUTLIER_GAMMA,
+        *OUTLIER_PARAMS,
+        BIAS_ON,
+        L2_NORMALIZE,
+    )
     conformance_params: ClassVar[tuple[dict[str, Any], ...]] = (
         {},
         {"b": 0.5, "eta": 3.0, "append_bias": False, "l2_normalize": True},
+        {"outlier_gamma": 0.05, "b": 0.5},
+        {"outlier_gamma": 0.2, "b": 0.0, "outlier_rule": "absolute", "l2_normalize": True},
     )
+    state_fields: ClassVar[tuple[str, ...]] = (
+        *AdaptiveLearner.state_fields,
+        "Q_",
+        "Qs_",
+        "Qn_",
+    )
+    reports_outliers: ClassVar[bool] = True
     loss: ClassVar[str] = "logistic"
 
     @classmethod
     def configs_for(cls, hyper: dict[str, Any]) -> Configs:
-        return Configs.single(cls.loss, hyper["eta"], hyper["b"], 1.0)
+        return Configs.single(cls.loss, hyper["eta"], hyper["b"], 1.0, hyper["outlier_gamma"])
+
+    @classmethod
+    def state_bytes(cls, n_features: int, n_tasks: int, **params: Any) -> int:
+        """The member's arrays plus, with an outlier part, ``Q_`` (K x D), ``Qs_`` and ``Qn_``."""
+        base = super().state_bytes(n_features, n_tasks, **params)
+        if not cls._resolve_params(params)["outlier_gamma"] > 0.0:
+            return base
+        d, k = int(n_features) + 1, int(n_tasks)
+        return base + 8 * (k * d + 2 * k)
+
+    def outlier_scores(self) -> np.ndarray:
+        """``||q_k||_2`` of every task (zeros without an outlier part), shape ``(K,)``."""
+        if not self.Q_.shape[1]:
+            return np.zeros(self.n_tasks)
+        return np.sqrt(np.maximum(self.Qn_[self.leader()], 0.0))
+
+    def outlier_tasks(self) -> list[int]:
+        """Tasks flagged by ``outlier_rule`` (docs/algorithms.md Sec. 5.4 and Sec. 11.7)."""
+        return flagged_outliers(self.outlier_scores(), self.hyper)
 
 
 @register

@@ -7,7 +7,10 @@ State (docs/algorithms.md Sec. 11): for ``M`` configurations, ``K`` tasks, dimen
   coordinates, or AROW's diagonal variances;
 * ``S`` (D,) the largest ``|x_j|`` seen per feature (VW's normaliser), and
   ``stats = [N, t]`` with ``N = sum_t sum_j (x_tj / s_j)^2`` and ``t`` the events learned;
-* ``mistakes`` (M,) progressive-validation mistakes per configuration.
+* ``mistakes`` (M,) progressive-validation mistakes per configuration;
+* the outlier parts (docs/algorithms.md Sec. 11.7), ``q_k = Qs[m, k] * Q[m, k]`` with
+  ``Qn[m, k] = ||q_k||^2``; shapes (M, K, D), (M, K), (M, K), or (M, 0, 0), (M, 0),
+  (M, 0) for a learner without them.
 
 :func:`member_scores` gives every configuration's score of ``x`` for task k;
 :func:`learn` applies one labelled event to all of them, in the order the
@@ -25,7 +28,10 @@ from learners.adaptive.configs import Configs
 from learners.adaptive.steps import AROW, invariant_step, loss_slope
 from learners.inputs import Vec
 
-__all__ = ["AdaptiveState", "learn", "member_scores"]
+__all__ = ["FOLD_BELOW", "AdaptiveState", "learn", "member_scores"]
+
+#: An outlier part's scale below this is folded into its array (O(D), rare).
+FOLD_BELOW = 1e-100
 
 
 @dataclass
@@ -39,6 +45,9 @@ class AdaptiveState:
     S: np.ndarray
     stats: np.ndarray
     mistakes: np.ndarray
+    Q: np.ndarray
+    Qs: np.ndarray
+    Qn: np.ndarray
 
 
 def _coords(v: Vec) -> tuple[np.ndarray | slice, np.ndarray]:
@@ -48,7 +57,10 @@ def _coords(v: Vec) -> tuple[np.ndarray | slice, np.ndarray]:
 def member_scores(state: AdaptiveState, v: Vec, task: int) -> np.ndarray:
     """``p_m = <u_0^m, x> + <u_k^m, x>`` for every configuration m, shape (M,)."""
     j, val = _coords(v)
-    return state.U0[:, j] @ val + state.U[:, task, j] @ val
+    scores = state.U0[:, j] @ val + state.U[:, task, j] @ val
+    if state.Q.shape[1]:
+        scores = scores + state.Qs[:, task] * (state.Q[:, task, j] @ val)
+    return scores
 
 
 def learn(state: AdaptiveState, configs: Configs, v: Vec, y: float, task: int) -> None:
@@ -84,15 +96,17 @@ def learn(state: AdaptiveState, configs: Configs, v: Vec, y: float, task: int) -
         if g == 0.0:
             continue
         eta = float(configs.etas[m])
+        gamma = float(configs.outlier_gammas[m])
         g0 = state.G0[m, j] + g * g * x2
         state.G0[m, j] = g0
         rate0 = eta / (s * np.sqrt(g0))
         h = float(np.sum(x2 * rate0))
-        if b > 0.0:
+        if b > 0.0 or gamma > 0.0:
             gk = state.G[m, task, j] + g * g * x2
             state.G[m, task, j] = gk
-            ratek = (eta * b) / (s * np.sqrt(gk))
-            h += float(np.sum(x2 * ratek))
+            rateq = eta / (s * np.sqrt(gk))
+            ratek = b * rateq
+            h += (b + (1.0 if gamma > 0.0 else 0.0)) * float(np.sum(x2 * rateq))
         h *= scale
         if not h > 0.0:
             continue
@@ -100,6 +114,32 @@ def learn(state: AdaptiveState, configs: Configs, v: Vec, y: float, task: int) -
         state.U0[m, j] += (a * rate0) * val
         if b > 0.0:
             state.U[m, task, j] += (a * ratek) * val
+        if gamma > 0.0:
+            _outlier_step(state, m, task, j, (a * rateq) * val, eta * gamma)
+
+
+def _outlier_step(
+    state: AdaptiveState, m: int, task: int, j: np.ndarray | slice, delta: np.ndarray, thr: float
+) -> None:
+    """``q_hat = q_k + delta`` on the row's coordinates, then zhang2018's group
+    soft-thresholding (Eq. 10) ``q_k <- max(0, 1 - thr / ||q_hat||) q_hat`` with
+    ``thr = eta gamma`` (docs/algorithms.md Sec. 11.7). O(nnz) through the scale."""
+    c = float(state.Qs[m, task])
+    old = c * state.Q[m, task, j]
+    norm2 = float(state.Qn[m, task]) + float(np.sum(2.0 * old * delta + delta * delta))
+    state.Q[m, task, j] += delta / c
+    norm = math.sqrt(max(norm2, 0.0))
+    if norm <= thr:
+        state.Q[m, task] = 0.0
+        state.Qs[m, task] = 1.0
+        state.Qn[m, task] = 0.0
+        return
+    f = 1.0 - thr / norm
+    state.Qs[m, task] = c * f
+    state.Qn[m, task] = norm2 * f * f
+    if state.Qs[m, task] < FOLD_BELOW:
+        state.Q[m, task] *= state.Qs[m, task]
+        state.Qs[m, task] = 1.0
 
 
 def _rescale(state: AdaptiveState, configs: Configs, cols: np.ndarray, size: np.ndarray) -> None:
@@ -113,6 +153,10 @@ def _rescale(state: AdaptiveState, configs: Configs, cols: np.ndarray, size: np.
     state.U0[np.ix_(first, cols)] *= ratio
     tasks = np.arange(state.U.shape[1])
     state.U[np.ix_(first, tasks, cols)] *= ratio
+    if state.Q.shape[1]:
+        part = state.Q[np.ix_(first, tasks, cols)] * state.Qs[first][:, :, None]
+        state.Qn[first] += np.sum(part * part * (ratio * ratio - 1.0), axis=2)
+        state.Q[np.ix_(first, tasks, cols)] *= ratio
 
 
 def _arow(

@@ -88,13 +88,22 @@ def basis_objective(
 
 
 def eq7_objective(
-    L: np.ndarray, S: np.ndarray, thetas: np.ndarray, Ds: np.ndarray, n: np.ndarray, mu: float
+    L: np.ndarray,
+    S: np.ndarray,
+    thetas: np.ndarray,
+    Ds: np.ndarray,
+    n: np.ndarray,
+    mu: float,
+    penalty: str = "l1",
 ) -> float:
-    """ruvolo2014 Eq. (7) with the L1 relaxation: ``sum_t ||theta_t - L s_t||^2_{D_t} / n_t + mu ||s_t||_1``.
+    """ruvolo2014 Eq. (7): ``sum_t ||theta_t - L s_t||^2_{D_t} / n_t + mu ||s_t||_p``.
 
-    This is the quality the Dual Update tests the ELLA-SVD step against
-    (docs/algorithms.md Sec. 4.8 and Sec. 8 #13).
+    ``penalty="l1"`` is the L1 relaxation (``||s||_1``, the problem the Lasso codes
+    solve); ``"l0"`` the penalty as printed in Eq. (7) (``||s||_0``, the number of
+    non-zero code entries). This is the quality the Dual Update tests the ELLA-SVD
+    step against (docs/algorithms.md Sec. 4.8 and Sec. 8 #13).
     """
     R = thetas - S @ L.T
     fit = np.einsum("ti,tij,tj->t", R, Ds, R) / np.maximum(n, 1)
-    return float(fit.sum() + mu * np.abs(S).sum())
+    size = float(np.count_nonzero(S)) if penalty == "l0" else float(np.abs(S).sum())
+    return float(fit.sum() + mu * size)

@@ -134,6 +134,15 @@ COMMON_PARAMS: tuple[Param, ...] = (
         "(the ELLA MATLAB code's initializeWithFirstKTasks, docs/algorithms.md Sec. 4.3 step 4).",
         boolean,
     ),
+    Param(
+        "dead_column",
+        "randn",
+        "How an all-zero basis column is redrawn (docs/algorithms.md Sec. 4.3 step 3): 'randn' "
+        "(default) an unscaled standard-normal column, randn(d, 1) as the authors' code does "
+        "(norm about sqrt(d)); 'unit' a random unit-length column (K-SVD's scale, our earlier "
+        "reading).",
+        one_of("randn", "unit"),
+    ),
     L2_NORMALIZE,
 )
 
@@ -273,11 +282,16 @@ class BasisLearner(Learner):
         np.fill_diagonal(R, 1.0)
         return R
 
-    def objective(self) -> float:
-        """Eq. (7) (L1 form, docs/algorithms.md Sec. 8 #13) over the tasks that shaped the basis."""
+    def objective(self, penalty: str = "l1") -> float:
+        """Eq. (7) over the tasks that shaped the basis (docs/algorithms.md Sec. 8 #13).
+
+        ``penalty``: ``"l1"`` (``mu ||s||_1``, the default) or ``"l0"`` (``mu ||s||_0``,
+        as Eq. (7) is printed).
+        """
         u = self.used_
+        S = self.S_[u]
         return eq7_objective(
-            self.L_, self.S_[u], self.theta_[u], self.D_[u], self.count_[u], self.hyper["mu"]
+            self.L_, S, self.theta_[u], self.D_[u], self.count_[u], self.hyper["mu"], penalty
         )
 
     def basis_objective(self) -> float:
@@ -392,10 +406,19 @@ class BasisLearner(Learner):
         self._update_basis(task)
 
     def _redraw_zero_columns(self) -> None:
-        """Redraw all-zero basis columns (docs/algorithms.md Sec. 4.3 step 3, squared-norm test)."""
+        """Redraw all-zero basis columns (docs/algorithms.md Sec. 4.3 step 3, squared-norm test).
+
+        ``dead_column="randn"``: each dead column, in column order, becomes
+        ``randn(d, 1)`` (the authors' code); ``"unit"``: random unit-length columns.
+        """
         zero = np.flatnonzero(np.sum(self.L_ * self.L_, axis=0) < ZERO_COLUMN)
-        if zero.size:
+        if not zero.size:
+            return
+        if self.hyper["dead_column"] == "unit":
             self.L_[:, zero] = self._random_columns(zero.size)
+            return
+        for j in zero:
+            self.L_[:, j] = self.rng.standard_normal(self.dim)
 
     def single_task_fit(self, X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
         """``(theta, D)`` of the base learner on labelled data; changes nothing."""

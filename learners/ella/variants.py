@@ -19,7 +19,7 @@ from learners.ella.model import (
     RUVOLO2014,
     BasisLearner,
 )
-from learners.params import non_negative, positive_int
+from learners.params import non_negative, one_of, positive_int
 from learners.registry import register
 
 __all__ = ["Ella", "EllaDual", "EllaIncremental", "EllaSvd", "MtlSvd"]
@@ -86,8 +86,12 @@ class EllaSvd(BasisLearner):
 
 @register
 class EllaDual(BasisLearner):
-    """ELLA Dual Update (ruvolo2014): the ELLA-SVD step, undone when it worsens Eq. (7)
-    (L1 form, docs/algorithms.md Sec. 8 #13), then the ELLA Incremental step.
+    """ELLA Dual Update (ruvolo2014): the ELLA-SVD step, undone when it worsens Eq. (7),
+    then the ELLA Incremental step.
+
+    The keep rule's penalty is ``keep_rule`` (docs/algorithms.md Sec. 4.8 and Sec. 8 #13):
+    ``"l1"`` (default) ``mu ||s||_1``, the objective the Lasso codes minimise;
+    ``"l0"`` ``mu ||s||_0``, Eq. (7) as printed (paper-literal).
 
     ``svd_kept_`` and ``svd_undone_`` count how often the SVD step was kept or undone.
     """
@@ -102,6 +106,22 @@ class EllaDual(BasisLearner):
         "svd_kept_",
         "svd_undone_",
     )
+    params: ClassVar[tuple[Param, ...]] = (
+        *COMMON_PARAMS,
+        Param(
+            "keep_rule",
+            "l1",
+            "Penalty of the Eq. (7) test that keeps or undoes the ELLA-SVD step: 'l1' (default) "
+            "mu ||s||_1, the L1 problem the Lasso codes (Eq. 11) and the GSVD step both descend, "
+            "so the test compares like with like; 'l0' mu ||s||_0, Eq. (7) as printed "
+            "(paper-literal), which only counts non-zero code entries.",
+            one_of("l1", "l0"),
+        ),
+    )
+    conformance_params: ClassVar[tuple[dict[str, object], ...]] = (
+        *BasisLearner.conformance_params,
+        {"k": 4, "keep_rule": "l0"},
+    )
 
     def _init_state(self) -> None:
         super()._init_state()
@@ -110,9 +130,10 @@ class EllaDual(BasisLearner):
 
     def _update_basis(self, task: int) -> None:
         saved = (self.L_.copy(), self.S_.copy(), self.A_.copy(), self.b_.copy())
-        before = self.objective()
+        penalty = str(self.hyper["keep_rule"])
+        before = self.objective(penalty)
         self._svd_step(task)
-        if self.objective() > before:
+        if self.objective(penalty) > before:
             self.L_, self.S_, self.A_, self.b_ = saved
             self.svd_undone_ += 1
         else:

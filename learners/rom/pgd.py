@@ -89,7 +89,15 @@ class RobustPGD(RobustMultitask):
     summary = "ROM-PGD: shared + individual + group-lasso outlier parts, proximal gradient"
     paper = f"{ZHANG2018} (Algorithm 1, Eqs. 6-10)"
     params = (
-        Param("eta", 0.1, "Learning rate eta (Eqs. 6-8).", positive),
+        Param(
+            "eta",
+            0.1,
+            "Learning rate eta (Eqs. 6-8). Per-instance reading of a paper round (the one that "
+            "matches an independent reference, docs/algorithms.md Sec. 5.5): every event is a "
+            "round in which only its task has an instance, so u steps and shrinks on every "
+            "event with eta/m (m = K tasks), p_i and q_i with eta on their task's events.",
+            positive,
+        ),
         Param("alpha", 1e-3, "Ridge weight alpha on the shared part u (Eq. 6).", non_negative),
         Param("beta", 1e-3, "Ridge weight beta on the individual parts p_i (Eq. 7).", non_negative),
         Param("gamma", 0.5, "Group-lasso weight gamma on the columns q_i (Eq. 10).", non_negative),

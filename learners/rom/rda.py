@@ -89,7 +89,15 @@ class RobustRDA(RobustMultitask):
     summary = "ROM-RDA: shared + individual + group-lasso outlier parts, regularized dual averaging"
     paper = f"{ZHANG2018} (Algorithm 2, Eqs. 14-22)"
     params = (
-        Param("kappa", 1.0, "theta_t = kappa * sqrt(t) (Theorem 6).", positive),
+        Param(
+            "kappa",
+            1.0,
+            "theta_t = kappa * sqrt(t) (Theorem 6). Per-instance reading of a paper round (the "
+            "one that matches an independent reference, docs/algorithms.md Sec. 5.5): the round "
+            "clock t advances 1/m per event (m = K tasks), so K events are one paper round and "
+            "alpha, beta, gamma, kappa keep the paper's scale.",
+            positive,
+        ),
         Param("alpha", 1e-3, "Ridge weight alpha on the shared part u (Eq. 20).", non_negative),
         Param(
             "beta", 1e-3, "Ridge weight beta on the individual parts p_i (Eq. 21).", non_negative

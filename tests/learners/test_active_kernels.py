@@ -28,8 +28,8 @@ K, D, N = 4, 9, 360
 
 CASES: list[tuple[str, dict[str, Any]]] = [
     ("amlc", {}),
-    ("amlc", {"faithful": "code"}),
-    ("amlc", {"share_test": "prediction", "b": 0.5}),
+    ("amlc", {"faithful": "paper"}),
+    ("amlc", {"faithful": "paper", "share_test": "prediction", "b": 0.5}),
     ("amlc", {"C": 0.0, "append_bias": False, "l2_normalize": False, "budget": 120}),
     ("amlc", {"similarity_rtol": 0.0, "budget": 40}),
     ("peer", {}),

@@ -46,7 +46,14 @@ def test_three_rounds_of_algorithm_1_by_hand():
     = (-0.630602, 0.738796).
     """
     amlc = learners.make(
-        "amlc", n_features=2, n_tasks=3, seed=11, C=math.log(4.0), share_test="prediction", **RAW
+        "amlc",
+        n_features=2,
+        n_tasks=3,
+        seed=11,
+        C=math.log(4.0),
+        faithful="paper",
+        share_test="prediction",
+        **RAW,
     )
     draws = twin_draws(11, 3)
     x1, x2, x3 = np.array([1.0, 0.0]), np.array([1.0, 1.0]), np.array([0.0, 1.0])
@@ -86,7 +93,9 @@ def test_same_rounds_with_the_label_sharing_test():
     Round 3 (task 2, x = (0, 1), y = +1): f = 0, p = 0, y_hat = +1 = y; losses all 1: tau
       unchanged; no peer errs: no change. W stays (-1, 0) in every row, tau uniform.
     """
-    amlc = learners.make("amlc", n_features=2, n_tasks=3, seed=11, C=math.log(4.0), **RAW)
+    amlc = learners.make(
+        "amlc", n_features=2, n_tasks=3, seed=11, C=math.log(4.0), faithful="paper", **RAW
+    )
     for x, y, t in (([1.0, 0.0], -1, 0), ([1.0, 1.0], -1, 1), ([0.0, 1.0], 1, 2)):
         amlc.learn_one(np.array(x), y, t)
     np.testing.assert_array_equal(amlc.W_, [[-1, 0]] * 3)
@@ -239,7 +248,7 @@ def test_identical_tasks_keep_a_uniform_committee_and_share_every_queried_mistak
     X = rng.normal(size=(n, d))
     tasks = rng.integers(K, size=n).tolist()
     y = np.where(X @ truth >= 0, 1.0, -1.0)
-    amlc = learners.make("amlc", n_features=d, n_tasks=K, seed=1)
+    amlc = learners.make("amlc", n_features=d, n_tasks=K, seed=1, faithful="paper")
     pooled = np.zeros(d + 1)
     n_mistakes = 0
     for x, label, t in zip(X, y, tasks, strict=True):
@@ -253,7 +262,9 @@ def test_identical_tasks_keep_a_uniform_committee_and_share_every_queried_mistak
     np.testing.assert_allclose(amlc.relation_matrix(), np.full((K, K), 1 / K), rtol=1e-12)
     assert n_mistakes > 20 and amlc.n_queries_ > n_mistakes
 
-    literal = learners.make("amlc", n_features=d, n_tasks=K, seed=1, share_test="prediction")
+    literal = learners.make(
+        "amlc", n_features=d, n_tasks=K, seed=1, faithful="paper", share_test="prediction"
+    )
     for x, label, t in zip(X, y, tasks, strict=True):
         if literal.query_one(x, t):
             literal.learn_one(x, label, t)
@@ -269,7 +280,7 @@ def test_k1_amlc_is_the_selective_sampling_perceptron():
     rng = np.random.default_rng(2)
     X = rng.normal(size=(500, 6))
     y = np.where(X @ rng.normal(size=6) + 0.3 * rng.normal(size=500) >= 0, 1.0, -1.0)
-    amlc = learners.make("amlc", n_features=6, n_tasks=1, seed=9)
+    amlc = learners.make("amlc", n_features=6, n_tasks=1, seed=9, faithful="paper")
     selective = learners.make(
         "selective-sampling",
         n_features=6,
@@ -296,7 +307,9 @@ def test_c_zero_keeps_tau_uniform():
     diverge (share_test='prediction'); the committee score is then the mean margin."""
     rng = np.random.default_rng(4)
     K = 4
-    amlc = learners.make("amlc", n_features=3, n_tasks=K, seed=0, C=0.0, share_test="prediction")
+    amlc = learners.make(
+        "amlc", n_features=3, n_tasks=K, seed=0, C=0.0, faithful="paper", share_test="prediction"
+    )
     for _ in range(500):
         x, t = rng.normal(size=3), int(rng.integers(K))
         amlc.learn_one(x, float(rng.choice([-1.0, 1.0])), t)
@@ -345,6 +358,31 @@ def test_new_task_enters_with_a_uniform_row_and_column():
 def test_code_mode_rejects_the_prediction_sharing_test():
     with pytest.raises(ValueError, match="share_test"):
         learners.make("amlc", n_features=2, n_tasks=2, faithful="code", share_test="prediction")
+    with pytest.raises(ValueError, match="faithful='paper'"):
+        learners.make("amlc", n_features=2, n_tasks=2, share_test="prediction")
+
+
+def test_default_is_the_authors_code():
+    """The default AMLC is the authors' implementation: tau rows sum to K, SGN(0) = -1 in
+    training, and the same decisions as faithful='code' on a stream (docs/algorithms.md
+    Sec. 3.5)."""
+    K = 3
+    default = learners.make("amlc", n_features=2, n_tasks=K, seed=4, **RAW)
+    assert default.hyper["faithful"] == "code"
+    np.testing.assert_array_equal(default.tau_, np.ones((K, K)))
+    default.learn_one(np.array([1.0, 0.0]), -1, 0)  # p = 0 -> y_hat = -1 = y: no update
+    np.testing.assert_array_equal(default.W_, np.zeros((K, 2)))
+    rng = np.random.default_rng(8)
+    code = learners.make("amlc", n_features=2, n_tasks=K, seed=4, faithful="code", **RAW)
+    code.learn_one(np.array([1.0, 0.0]), -1, 0)
+    for _ in range(200):
+        x, t = rng.normal(size=2), int(rng.integers(K))
+        assert default.query_one(x, t) == code.query_one(x, t)
+        label = float(rng.choice([-1.0, 1.0]))
+        default.learn_one(x, label, t)
+        code.learn_one(x, label, t)
+    np.testing.assert_array_equal(default.W_, code.W_)
+    np.testing.assert_array_equal(default.tau_, code.tau_)
 
 
 def test_code_mode_clips_losses_at_two_after_a_task_joins():

@@ -46,8 +46,14 @@ def test_declared_capabilities_of_the_registered_learners():
         i.name for i in learners.available() if learners.get(i.name).reports_query_probability
     }
     outliers = {i.name for i in learners.available() if learners.get(i.name).reports_outliers}
-    assert probability == {"selective-sampling", "independent"}
-    assert outliers == {"rom-pgd", "rom-rda"}
+    assert probability == {
+        "selective-sampling",
+        "independent",
+        "amlc-adaptive",
+        "peer-adaptive",
+        "peer-share-adaptive",
+    }
+    assert outliers == {"rom-pgd", "rom-rda", "adaptive-logistic", "adaptive-hinge"}
 
 
 def test_reporter_accessors_follow_the_flags():

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 import learners
 from learners.base import Learner
 from learners.checks.common import assert_states_equal
+from learners.ella.accumulators import eq7_objective
 from learners.ella.base_learners import fit_linear
 from learners.ella.gsvd import atom_weights
 from learners.ella.lasso import sparse_code
@@ -152,22 +153,24 @@ def test_ella_svd_atoms_are_unit_in_the_consensus_metric() -> None:
         assert atom @ M @ atom == pytest.approx(1.0, rel=1e-9)
 
 
-def test_dual_update_counts_every_svd_step_and_never_keeps_a_worse_one() -> None:
+@pytest.mark.parametrize("keep_rule", ["l1", "l0"])
+def test_dual_update_counts_every_svd_step_and_never_keeps_a_worse_one(keep_rule: str) -> None:
     """Probe between the two halves of each Dual Update: the state after the (possibly undone)
-    SVD step never has a larger Eq. (7) than before it, and equals the SVD result when kept."""
+    SVD step never has a larger Eq. (7) (with the keep rule's penalty) than before it, and
+    equals the SVD result when kept."""
     records: list[tuple[float, float, float]] = []
 
     class Probe(EllaDual):
         def _svd_step(self, task: int) -> None:
-            before = self.objective()
+            before = self.objective(keep_rule)
             super()._svd_step(task)
-            self.probe_ = (before, self.objective())
+            self.probe_ = (before, self.objective(keep_rule))
 
         def _incremental_step(self, task: int) -> None:
-            records.append((*self.probe_, self.objective()))
+            records.append((*self.probe_, self.objective(keep_rule)))
             super()._incremental_step(task)
 
-    model = Probe(n_features=4, n_tasks=5, seed=3, k=3)
+    model = Probe(n_features=4, n_tasks=5, seed=3, k=3, keep_rule=keep_rule)
     for t, batch in enumerate(_task_batches(7)):
         model.learn_many(*batch, t)
     assert model.svd_kept_ + model.svd_undone_ == 5 == len(records)
@@ -301,3 +304,46 @@ def test_last_is_bias_leaves_the_data_bias_free_instead_of_appending_a_second_on
     assert isinstance(ridged, BasisLearner)
     ridged.learn_many(Xb, y, 1)
     np.testing.assert_allclose(ridged.D_[1], (Xb.T @ Xb + 0.5 * np.eye(5)) / X.shape[0])
+
+
+@pytest.mark.parametrize("dead_column", ["randn", "unit"])
+def test_a_dead_basis_column_is_redrawn_as_the_option_says(dead_column: str) -> None:
+    """Step 3 of docs/algorithms.md Sec. 4.3: an all-zero column of L is redrawn before the
+    code is computed. 'randn' (default, the authors' code): each dead column becomes an
+    unscaled randn(d, 1), in column order; 'unit': the same direction family scaled to length
+    1. Checked through learn_many: the task's code is the Lasso code over the redrawn basis."""
+    params = {} if dead_column == "randn" else {"dead_column": dead_column}
+    model = _make("ella", k=3, lam=0.1, ridge=0.05, mu=0.01, **params)
+    assert model.hyper["dead_column"] == dead_column
+    model.L_[:, [0, 2]] = 0.0
+    twin = np.random.Generator(np.random.PCG64())
+    twin.bit_generator.state = model.rng.bit_generator.state
+    d = model.dim
+    expected = model.basis()
+    if dead_column == "randn":
+        expected[:, 0] = twin.standard_normal(d)
+        expected[:, 2] = twin.standard_normal(d)
+    else:
+        cols = twin.standard_normal((d, 2))
+        expected[:, [0, 2]] = cols / np.linalg.norm(cols, axis=0)
+    X, y = _task_batches(1)[0]
+    model.learn_many(X, y, 0)
+    Xb = np.hstack([X, np.ones((X.shape[0], 1))])
+    D = Xb.T @ Xb / X.shape[0] + 0.05 * np.eye(d)
+    theta = np.linalg.solve(D, Xb.T @ y / X.shape[0])
+    np.testing.assert_allclose(model.codes()[0], sparse_code(expected, D, theta, 0.01), atol=1e-9)
+    norms = np.linalg.norm(expected[:, [0, 2]], axis=0)
+    if dead_column == "randn":
+        assert not np.allclose(norms, 1.0)
+    else:
+        np.testing.assert_allclose(norms, 1.0)
+
+
+def test_eq7_penalties_l1_and_l0_by_hand() -> None:
+    """Eq. (7) with one task, L = I (2 x 2), D = I, n = 2, theta = (1, 0), s = (0.5, 0):
+    fit ||(0.5, 0)||^2 / 2 = 0.125; mu = 0.1: L1 adds 0.1 * 0.5, L0 adds 0.1 * 1."""
+    args = (np.eye(2), np.array([[0.5, 0.0]]), np.array([[1.0, 0.0]]), np.eye(2)[None])
+    n = np.array([2])
+    assert eq7_objective(*args, n, 0.1) == pytest.approx(0.175, rel=1e-15)
+    assert eq7_objective(*args, n, 0.1, "l0") == pytest.approx(0.225, rel=1e-15)
+    assert _make("ella-dual").hyper["keep_rule"] == "l1"

@@ -37,14 +37,16 @@ def test_rda_flags_exactly_the_contradicting_task(seed: int) -> None:
 @pytest.mark.parametrize("name", ["rom-pgd", "rom-rda"])
 def test_threshold_scores_and_shapes(name: str) -> None:
     X, y, task = flipped_task_stream(4)
-    model = learners.make(name, n_features=10, n_tasks=4, gamma=0.05)
+    model = learners.make(name, n_features=10, n_tasks=4, gamma=0.05, outlier_rule="absolute")
     model.learn_many(X[:1500], y[:1500], task[:1500])
     scores = model.outlier_scores()  # type: ignore[attr-defined]
     assert scores.shape == (4,)
     np.testing.assert_allclose(scores, np.linalg.norm(model.outlier_weights(), axis=1))  # type: ignore[attr-defined]
     assert model.outlier_tasks() == [k for k in range(4) if scores[k] > 0.0]  # type: ignore[attr-defined]
     cut = float(np.median(scores))
-    raised = learners.make(name, n_features=10, n_tasks=4, gamma=0.05, outlier_threshold=cut)
+    raised = learners.make(
+        name, n_features=10, n_tasks=4, gamma=0.05, outlier_rule="absolute", outlier_threshold=cut
+    )
     raised.learn_many(X[:1500], y[:1500], task[:1500])
     np.testing.assert_array_equal(raised.outlier_scores(), scores)  # type: ignore[attr-defined]
     assert raised.outlier_tasks() == [k for k in range(4) if scores[k] > cut]  # type: ignore[attr-defined]
@@ -117,7 +119,9 @@ def test_relative_rule_singles_out_the_contradicting_task_without_shrinkage(seed
     tasks; the negated task's ||q_i|| is about 1.6 times the others' mean (measured: 3.0
     against 1.8-1.9), so the relative rule with factor 1.3 flags only it."""
     X, y, task = flipped_task_stream(seed)
-    absolute = learners.make("rom-rda", n_features=10, n_tasks=4, gamma=0.0)
+    absolute = learners.make(
+        "rom-rda", n_features=10, n_tasks=4, gamma=0.0, outlier_rule="absolute"
+    )
     relative = learners.make(
         "rom-rda", n_features=10, n_tasks=4, gamma=0.0, outlier_rule="relative", outlier_factor=1.3
     )
@@ -136,4 +140,4 @@ def test_outlier_rule_option_is_validated(name: str) -> None:
     with pytest.raises(ValueError):
         learners.make(name, n_features=3, n_tasks=2, outlier_factor=0.0)
     model = learners.make(name, n_features=3, n_tasks=2)
-    assert model.hyper["outlier_rule"] == "absolute"
+    assert model.hyper["outlier_rule"] == "relative"

@@ -136,7 +136,7 @@ def test_q_is_exactly_zero_iff_the_threshold_reaches_the_summed_gradient(
 ) -> None:
     """Eq. 22: q_i = 0 exactly when gamma t >= ||G_i|| (gamma >= ||g_bar_q^i||), else its norm
     is (||G_i|| - gamma t) / theta_t."""
-    model = RobustRDA(n_features=3, n_tasks=3, gamma=gamma, kappa=kappa)
+    model = RobustRDA(n_features=3, n_tasks=3, gamma=gamma, kappa=kappa, outlier_rule="absolute")
     for x, y, k in stream:
         model.learn_one(np.array(x), y, k)
     Q = model.outlier_weights()

@@ -183,7 +183,7 @@ def test_outlier_alerts_follow_the_learners_outlier_tasks(
             learner="rom-pgd",
             n_features=5,
             tasks=["t0", "t1", "t2", "t3"],
-            params={"outlier_threshold": 0.4},
+            params={"outlier_threshold": 0.4, "outlier_rule": "absolute"},
         ),
     )
     rng = np.random.default_rng(0)

@@ -1,0 +1,290 @@
+"""AMLC's committee and PEER's peer queries around a margin learner (docs/algorithms.md Sec. 11.6).
+
+xu2018's AMLC and Murugesan & Carbonell's PEER (docs/algorithms.md Sec. 3.3-3.5)
+keep one Perceptron per task; their query rules only read the K per-task
+margins ``f_m = <x, w_m>``. These wrappers apply the same rules to the margins
+of another learner, by default the adaptive shared + per-task learners
+(:mod:`learners.adaptive`), whose ``f_m`` is the leader configuration's
+``<u_0 + u_m, x>``. Where the original updates ``w_k += y x``, the wrapper hands
+the label to the base learner (``base._learn(x, y, k)``), which applies its own
+update to the shared and the per-task part.
+
+* ``amlc-adaptive``: committee score ``p = sum_m tau_km f_m``; ask with
+  probability ``b / (b + |p|)``; on a label, the base learns it for task k, the
+  committee row is updated with the hinge losses of all K margins, and every
+  similar peer (``tau_km >= tau_kk``) whose sign disagrees with the label learns
+  the example too (xu2018 Alg. 1, lines 10-16, sharing by the label as in the
+  authors' code). Predictions use the committee score.
+* ``peer-adaptive`` / ``peer-share-adaptive``: ask the task itself with
+  probability ``b / (b + |f_k|)``, then the peers with ``bq / (bq + |f_peer|)``,
+  ``f_peer = sum_{m != k} tau_km f_m``; when the peers answer, the base learns the
+  peers' label ``SGN(f_peer)`` and no oracle query is counted. On an oracle label
+  the base learns it and, when the task erred, the peer weights are updated;
+  PEER+Share also teaches every erring peer. Predictions are the task's own margin.
+
+Budgets are the active learners' ``budget`` (oracle queries only). The batch paths
+are the row-by-row numpy rounds (:class:`learners.active.rounds.ActiveLearner`).
+Cost per event: the base's K margins (O(K nnz(x)) for the adaptive learners) and
+O(K) for the weights, plus one base update per learner of the example.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, ClassVar
+
+import numpy as np
+
+from learners.active.selective import (
+    BASE,
+    BASE_PARAMS,
+    SAMPLING_B,
+    SelectiveSampling,
+    default_on,
+)
+from learners.adaptive.learners import AdaptiveLearner
+from learners.amlc.committee import (
+    committee_update,
+    grow_committee,
+    grow_peer_weights,
+    peer_update,
+    uniform_committee,
+    uniform_peer_weights,
+)
+from learners.amlc.common import XU2018, hinge_losses, query_probability, sgn
+from learners.base import APPEND_BIAS, BUDGET, L2_NORMALIZE, Learner, Param
+from learners.inputs import Batch, Vec
+from learners.params import non_negative, positive
+from learners.registry import register
+
+__all__ = [
+    "AdaptiveCommittee",
+    "AdaptivePeer",
+    "AdaptivePeerShare",
+    "rule_params",
+    "task_margins",
+]
+
+MURUGESAN2017 = "Murugesan, Carbonell. Active Learning from Peers. NIPS 2017"
+
+#: The adaptive logistic learner is the default base of these rules.
+ADAPTIVE_BASE = dataclasses.replace(
+    BASE,
+    default="adaptive-logistic",
+    description="Registry name of the passive margin learner whose per-task margins the rule "
+    "reads (adaptive-logistic, adaptive-hinge, adaptive-arow, adaptive, or any learner with "
+    "task_weights()).",
+)
+#: ``append_bias`` on by default, as for the adaptive learners themselves (the wrapper
+#: preprocesses x, so the base's own bias is switched off).
+BIAS_ON = default_on(APPEND_BIAS)
+#: The authors' code clips the committee's hinge losses at 2 (docs/algorithms.md Sec. 3.5).
+LOSS_CLIP = 2.0
+#: Relative tolerance of the similarity test ``tau_km >= tau_kk`` (docs/algorithms.md Sec. 3.5).
+SIMILARITY_RTOL = 1e-9
+
+
+def rule_params(weights: Param) -> tuple[Param, ...]:
+    """The parameters of a rule over a base: base, its parameters, b, the rule's own
+    ``weights`` parameter, the budget and the input preprocessing."""
+    return (ADAPTIVE_BASE, BASE_PARAMS, SAMPLING_B, weights, BUDGET, BIAS_ON, L2_NORMALIZE)
+
+
+def task_margins(base: Learner, x: Vec) -> np.ndarray:
+    """All K per-task margins ``f_m`` of ``base`` for ``x``.
+
+    Adaptive learners: the leader configuration's ``<u_0 + u_m, x>``, O(K nnz(x)).
+    Other learners: ``<w_m, x>`` over :meth:`~learners.base.Learner.task_weights`.
+    """
+    if isinstance(base, AdaptiveLearner):
+        m = base.leader()
+        return np.asarray(x.dots(base.U_[m]), dtype=np.float64) + x.dot(base.U0_[m])
+    W = base._task_weights()
+    if W is None:
+        raise ValueError(f"base learner {base.name!r} has no per-task weights to read margins from")
+    return np.asarray(x.dots(W), dtype=np.float64)
+
+
+class _MarginRule(SelectiveSampling):
+    """What the two rules share: the base, the weights ``tau_``, the numpy batch paths."""
+
+    params: ClassVar[tuple[Param, ...]] = ()
+    state_fields: ClassVar[tuple[str, ...]] = ("n_updates_", "radius2_", "tau_")
+    reports_query_probability = True
+
+    def _init_state(self) -> None:
+        super()._init_state()
+        self.tau_ = self._initial_weights(self.n_tasks)
+        if not isinstance(self.base_, AdaptiveLearner) and self.base_._task_weights() is None:
+            raise ValueError(f"base learner {self.base_.name!r} has no per-task weights")
+
+    @classmethod
+    def state_bytes(cls, n_features: int, n_tasks: int, **params: Any) -> int:
+        """The base's state, two length-K vectors and the K x K weights ``tau_``."""
+        return super().state_bytes(n_features, n_tasks, **params) + 8 * int(n_tasks) ** 2
+
+    def _initial_weights(self, n_tasks: int) -> np.ndarray:
+        raise NotImplementedError
+
+    def _threshold(self, x: Vec, task: int) -> float:
+        return float(self.hyper["b"])
+
+    def _score_and_learn_batch(self, batch: Batch, y: np.ndarray, tasks: np.ndarray) -> np.ndarray:
+        return self._score_and_learn_reference(batch, y, tasks)
+
+    def _relation(self) -> np.ndarray:
+        return np.array(self.tau_, copy=True)
+
+    def _task_weights(self) -> np.ndarray | None:
+        return self.base_.task_weights()
+
+
+COMMITTEE_C = Param(
+    "C",
+    math.log(30.0),
+    "Committee learning rate in tau_km * exp(-C l_km / lambda) (ln 30 as in the AMLC authors' "
+    "code); 0 keeps the committee uniform.",
+    non_negative,
+)
+PEER_BQ = Param(
+    "bq",
+    5.0,
+    "Peer confidence: the oracle is asked with probability bq / (bq + |f_peer|) (5 in the AMLC "
+    "authors' code).",
+    positive,
+)
+
+
+@register
+class AdaptiveCommittee(_MarginRule):
+    """AMLC's committee over a margin learner (xu2018 Alg. 1; docs/algorithms.md Sec. 11.6).
+
+    Round ``(x, k)`` with the base's margins ``f`` (:func:`task_margins`):
+    ``p = tau_k . f`` is the score and ``query_one`` asks with probability
+    ``b / (b + |p|)``. ``learn_one(x, y, k)``: the base learns ``(x, y, k)``; the
+    row ``tau_k`` is updated with ``l_km = min(2, (1 - y f_m)_+)`` (Alg. 1 line 12,
+    the clip of the authors' code; skipped when all losses are 0); then every peer
+    ``m != k`` with ``tau_km >= tau_kk (1 - 1e-9)`` and ``SGN(f_m) != y`` (margins
+    from before the round) has the base learn ``(x, y, m)``. tau rows sum to 1.
+
+    Attributes
+    ----------
+    base_ : Learner
+        The wrapped learner (state keys ``state.base.*``).
+    tau_ : ndarray, shape (K, K)
+        The committee, row-stochastic.
+    """
+
+    name = "amlc-adaptive"
+    summary = "AMLC's committee query rule and data sharing over an adaptive multitask learner"
+    paper = f"{XU2018} (Algorithm 1), over the adaptive learners of docs/algorithms.md Sec. 11"
+    params: ClassVar[tuple[Param, ...]] = rule_params(COMMITTEE_C)
+    conformance_params: ClassVar[tuple[dict[str, Any], ...]] = (
+        {},
+        {"base": "adaptive-arow", "b": 0.3, "budget": 60, "append_bias": False},
+        {"base": "adaptive", "base_params": {"etas": "1.0", "couplings": "0.5,2"}, "C": 0.0},
+    )
+
+    def _initial_weights(self, n_tasks: int) -> np.ndarray:
+        return uniform_committee(n_tasks)
+
+    def _margin(self, x: Vec, task: int) -> float:
+        return float(self.tau_[task] @ task_margins(self.base_, x))
+
+    def _decision(self, x: Vec, task: int) -> float:
+        return self._margin(x, task)
+
+    def _learn(self, x: Vec, y: float, task: int) -> None:
+        margins = task_margins(self.base_, x)
+        self.base_._learn(x, y, task)
+        losses = np.minimum(hinge_losses(margins, y), LOSS_CLIP)
+        row = committee_update(self.tau_[task], losses, float(self.hyper["C"]))
+        self.tau_[task] = row
+        similar = row >= row[task] * (1.0 - SIMILARITY_RTOL)
+        erring = np.where(margins > 0.0, 1.0, np.where(margins < 0.0, -1.0, 1.0)) != y
+        share = similar & erring
+        share[task] = False
+        for m in np.flatnonzero(share).tolist():
+            self.base_._learn(x, y, m)
+
+    def _task_weights(self) -> np.ndarray | None:
+        W = self.base_.task_weights()
+        return None if W is None else self.tau_ @ W
+
+    def _add_task(self) -> None:
+        super()._add_task()
+        self.tau_ = grow_committee(self.tau_)
+
+
+@register
+class AdaptivePeer(_MarginRule):
+    """PEER's peer queries over a margin learner (docs/algorithms.md Sec. 3.3 and Sec. 11.6).
+
+    Round ``(x, k)`` with the base's margins ``f``: ``query_one`` draws
+    ``P ~ Bernoulli(b / (b + |f_k|))``; on ``P = 1`` it draws
+    ``Q ~ Bernoulli(bq / (bq + |f_peer|))`` with ``f_peer = tau_k . f`` (zero
+    diagonal). ``Q = 1`` asks the oracle; ``Q = 0`` lets the peers answer: the
+    base learns ``(x, SGN(f_peer), k)`` and no query is counted.
+    ``learn_one(x, y, k)``: the base learns ``(x, y, k)``; if ``SGN(f_k) != y`` the
+    peer weights of row k are updated (:func:`learners.amlc.committee.peer_update`).
+    Predictions are the task's own margin ``f_k``.
+    """
+
+    name = "peer-adaptive"
+    summary = "PEER's peer-then-oracle queries over an adaptive multitask learner"
+    paper = f"{MURUGESAN2017}; as in {XU2018}, over the adaptive learners (Sec. 11)"
+    params: ClassVar[tuple[Param, ...]] = rule_params(PEER_BQ)
+    conformance_params: ClassVar[tuple[dict[str, Any], ...]] = (
+        {},
+        {"base": "adaptive-hinge", "bq": 1.0, "budget": 50, "l2_normalize": True},
+    )
+    #: Whether an oracle label is also learned by the peers that misclassify it.
+    shares: ClassVar[bool] = False
+
+    def _initial_weights(self, n_tasks: int) -> np.ndarray:
+        return uniform_peer_weights(n_tasks)
+
+    def _margin(self, x: Vec, task: int) -> float:
+        return float(task_margins(self.base_, x)[task])
+
+    def _query_probability(self, x: Vec, task: int) -> float:
+        margins = task_margins(self.base_, x)
+        own = query_probability(float(self.hyper["b"]), float(margins[task]))
+        peer = float(self.tau_[task] @ margins)
+        return own * query_probability(float(self.hyper["bq"]), peer)
+
+    def _query(self, x: Vec, task: int) -> bool:
+        margins = task_margins(self.base_, x)
+        if self.rng.random() >= query_probability(float(self.hyper["b"]), float(margins[task])):
+            return False
+        peer = float(self.tau_[task] @ margins)
+        if self.rng.random() < query_probability(float(self.hyper["bq"]), peer):
+            return True
+        self.base_._learn(x, sgn(peer), task)
+        return False
+
+    def _learn(self, x: Vec, y: float, task: int) -> None:
+        margins = task_margins(self.base_, x)
+        self.base_._learn(x, y, task)
+        if sgn(float(margins[task])) != y:
+            self.tau_[task] = peer_update(self.tau_[task], hinge_losses(margins, y), task)
+        if self.shares:
+            erring = y * margins <= 0.0
+            erring[task] = False
+            for m in np.flatnonzero(erring).tolist():
+                self.base_._learn(x, y, m)
+
+    def _add_task(self) -> None:
+        super()._add_task()
+        self.tau_ = grow_peer_weights(self.tau_)
+
+
+@register
+class AdaptivePeerShare(AdaptivePeer):
+    """PEER+Share over a margin learner: PEER plus teaching every erring peer (Sec. 3.4)."""
+
+    name = "peer-share-adaptive"
+    summary = "PEER+Share (peer queries, oracle labels shared with erring peers), adaptive base"
+    paper = f"{XU2018} (Sec. 4.2, PEER+Share), over the adaptive learners (Sec. 11)"
+    shares = True
