@@ -136,6 +136,10 @@ class _MarginRule(SelectiveSampling):
     def _relation(self) -> np.ndarray:
         return np.array(self.tau_, copy=True)
 
+    def relation_description(self) -> tuple[str, str]:
+        """The rule's own weights ``tau_`` (not the base's matrix)."""
+        return self.relation_kind, self.relation_meaning
+
     def _task_weights(self) -> np.ndarray | None:
         return self.base_.task_weights()
 
@@ -177,6 +181,11 @@ class AdaptiveCommittee(_MarginRule):
     """
 
     name = "amlc-adaptive"
+    relation_kind = "committee-weights"
+    relation_meaning = (
+        "Learned committee weights: row k says how much each task's margin counts in "
+        "task k's committee."
+    )
     summary = "AMLC's committee query rule and data sharing over an adaptive multitask learner"
     paper = f"{XU2018} (Algorithm 1), over the adaptive learners of docs/algorithms.md Sec. 11"
     params: ClassVar[tuple[Param, ...]] = rule_params(COMMITTEE_C)
@@ -232,6 +241,11 @@ class AdaptivePeer(_MarginRule):
     """
 
     name = "peer-adaptive"
+    relation_kind = "committee-weights"
+    relation_meaning = (
+        "Learned peer weights: row k says how much each other task is trusted to answer "
+        "for task k (rows sum to 1 over the peers)."
+    )
     summary = "PEER's peer-then-oracle queries over an adaptive multitask learner"
     paper = f"{MURUGESAN2017}; as in {XU2018}, over the adaptive learners (Sec. 11)"
     params: ClassVar[tuple[Param, ...]] = rule_params(PEER_BQ)
