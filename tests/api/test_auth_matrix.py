@@ -156,11 +156,10 @@ def ready(world: World) -> World:
             world.event.pop(name, None)
     if read_version(world.r, TARGET) is None:
         Worker(world.settings, models=[TARGET]).run(until_idle=True, timeout=30)
-        world.r.set(keys.heartbeat_key(TARGET), "1")  # the worker stopped: still "live" here
     if get_model(world.r, IMPORTED) is not None:
         delete_model(world.r, IMPORTED)
+    for name in (TARGET, OTHER, "default"):  # "live" workers (none runs here)
         world.r.set(keys.heartbeat_key(name), "1")
-        world.r.set(keys.heartbeat_key("default"), "1")
     if TARGET not in world.event:
         answer = world.client.post(
             "/predict",
