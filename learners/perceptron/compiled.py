@@ -32,6 +32,8 @@ from learners.perceptron.kernels import decide_dense, learn_csr, learn_dense, le
 __all__ = ["CompiledLinear"]
 
 _F64 = np.dtype(np.float64)
+_F32 = np.dtype(np.float32)
+_I64 = np.dtype(np.int64)
 _NO_MATRIX = np.zeros((1, 1))
 _INF = math.inf
 
@@ -57,12 +59,22 @@ class CompiledLinear(Learner):
     weight_fields: ClassVar[tuple[str, ...]]
     #: The attribute counting updates.
     update_counter: ClassVar[str] = "n_mistakes_"
+    #: The rule reads a float32 row exactly (every product has a float64 weight factor).
+    float32_rows: ClassVar[bool] = True
 
     _S: np.ndarray
     _A: np.ndarray
     _p0: float
     _p1: float
     _x_shape: tuple[int, ...] | None
+
+    @property
+    def exact_batch_merge(self) -> bool:
+        """Whether ``score_and_learn_many`` gives bit-identical results however a stream
+        is cut into batches, so that a caller may merge consecutive batches into one
+        call: every row runs through the same kernel step in order, and no batch-wide
+        preprocessing (bias column, row normalisation) is involved."""
+        return self._x_shape is not None
 
     # ------------------------------------------------------------ state
     def _init_state(self) -> None:
@@ -134,6 +146,17 @@ class CompiledLinear(Learner):
         """
         if not (isinstance(X, np.ndarray) and self._x_shape is not None and X.size >= self._S.size):
             return super().score_and_learn_many(X, y, task)
+        if self._lean_batch(X, y, task):
+            saved = self._S.copy()
+            scores = np.empty(X.shape[0])
+            args = (self.kernel_kind, self._S, self._A, X, y, task, self._p0, self._p1, scores)
+            updates = learn_dense(*args)
+            if updates < 0:
+                self._S[...] = saved
+                self._reject(X[-1 - updates])
+            if updates:
+                self._count(updates)
+            return scores
         batch, labels, tasks = self._prepare_batch(X, y, task, check_finite=False)
         saved = self._S.copy()
         try:
@@ -141,6 +164,30 @@ class CompiledLinear(Learner):
         except ValueError:
             self._S[...] = saved
             raise
+
+    def _lean_batch(self, X: np.ndarray, y: Any, tasks: Any) -> bool:
+        """Whether a batch may go to the kernel as it is: a writable C-contiguous float64 or
+        float32 ``X`` of the right width (float32 values are read exactly, without a
+        float64 copy), float64 labels, all +-1, and int64 task indices in range."""
+        return (
+            type(X) is np.ndarray
+            and (X.dtype is _F64 or (X.dtype is _F32 and self.float32_rows))
+            and X.ndim == 2
+            and X.shape[1] == self._n_features
+            and X.flags.c_contiguous
+            and X.flags.writeable
+            and type(y) is np.ndarray
+            and y.dtype is _F64
+            and y.shape == (X.shape[0],)
+            and y.flags.c_contiguous
+            and type(tasks) is np.ndarray
+            and tasks.dtype is _I64
+            and tasks.shape == y.shape
+            and tasks.flags.c_contiguous
+            and bool((np.abs(y) == 1.0).all())
+            and int(tasks.min()) >= 0
+            and int(tasks.max()) < self._n_tasks
+        )
 
     def _score_and_learn_batch(self, batch: Batch, y: np.ndarray, tasks: np.ndarray) -> np.ndarray:
         labels, rows, scores = batch_rows(y, tasks)

@@ -23,6 +23,10 @@ A mistake is ``SGN(f) != y`` with ``SGN(0) = +1``. Every batch is processed row
 by row in stream order, so the results are those of the row-by-row loop; the
 cost is O(nnz) per row (O(K nnz) for a MATRIX mistake), whatever the mistake
 rate. A row whose score is not finite (NaN or infinite input) changes nothing.
+A dense batch may hold float32 rows for the rules whose products all have a
+float64 weight factor (not the Passive-Aggressive ones, which sum ``||x||^2``):
+each value is then widened to float64 before it is used, so the results are those
+of the float64 copy, without making it.
 """
 
 from __future__ import annotations
@@ -203,6 +207,8 @@ def warm_linear_kernels() -> None:
     y = np.ones(2)
     tasks = np.zeros(2, dtype=np.int64)
     learn_dense(MATRIX, S, A, X, y, tasks, 0.0, 0.0, np.empty(2))
+    # float32 rows (the worker's batches, read without a float64 copy)
+    learn_dense(MATRIX, S, A, X.astype(np.float32), y, tasks, 0.0, 0.0, np.empty(2))
     for index in (np.int64, np.int32):
         indptr, indices = np.array([0, 2, 4], dtype=index), np.array([0, 2, 1, 3], dtype=index)
         learn_csr(MATRIX, S, A, indptr, indices, x, y, tasks, 0.0, 0.0, np.empty(2))
