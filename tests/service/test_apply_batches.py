@@ -20,6 +20,7 @@ from service.store.models import ModelConfig, initial_snapshot
 from service.worker.apply import Applier
 from service.worker.outbox import Outbox
 from service.worker.state import ModelState
+from tests.service.test_apply import _raw
 
 D = 6
 TASKS = ["a", "b", "c", "d"]
@@ -44,13 +45,6 @@ def _config(name: str, params: dict[str, Any] | None = None) -> ModelConfig:
         tasks=TASKS,
         generation=1,
     )
-
-
-def _raw(fields: dict[str, bytes | str]) -> list[bytes]:
-    flat: list[bytes] = []
-    for k, v in fields.items():
-        flat += [k.encode(), v if isinstance(v, bytes) else v.encode()]
-    return flat
 
 
 class _Counting:
