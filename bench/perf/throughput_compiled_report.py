@@ -94,7 +94,7 @@ def _compile_section(c: dict[str, Any]) -> list[str]:
     comp = c.get("compile") or {}
     out = ["### Compile time at first use", ""]
     if not comp:
-        return [*out, "Not measured in this run (`--quick`).", ""]
+        return [*out, "Not measured in this run (`--quick` or `--no-compile-time`).", ""]
     empty, filled = comp.get("empty_cache", {}), comp.get("filled_cache", {})
     if "error" in empty or "error" in filled:
         return [*out, f"Failed: {empty.get('error') or filled.get('error')}", ""]

@@ -29,8 +29,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from learners.kernels import register_warmup
-from learners.omtl.compiled import KernelRows, row_axpy, row_dot, warm_learners
+from learners.kernels import KernelRows, register_warmup, row_axpy, row_dot, warm_learners
 
 __all__ = ["warm", "weight_pass"]
 

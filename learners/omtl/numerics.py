@@ -2,8 +2,10 @@
 
 The interaction matrices of saha2011 (Sec. 3) are symmetric positive
 (semi)definite ``K x K`` matrices. Every matrix function here goes through one
-symmetric eigendecomposition ``M = Q diag(lam) Q^T`` (LAPACK ``syevd`` through
-:func:`numpy.linalg.eigh`), applies the scalar function to the eigenvalues and
+symmetric eigendecomposition ``M = Q diag(lam) Q^T`` (LAPACK ``dsyevd`` called
+directly through :mod:`scipy.linalg.lapack` by :func:`sym_eigh`: the routine
+:func:`numpy.linalg.eigh` runs, without its per-call checks, which cost as much as
+the decomposition itself for small K), applies the scalar function to the eigenvalues and
 reassembles ``Q diag(f(lam)) Q^T``, symmetrised so that the result is exactly
 symmetric. This is the route saha2011 Sec. 3.3 recommends; the eigenvalue
 floors are what keeps it stable (the paper reports its spectral von Neumann
@@ -16,6 +18,7 @@ condition number of a floored matrix never exceeds ``1 / floor``.
 from __future__ import annotations
 
 import numpy as np
+from scipy.linalg import lapack
 
 __all__ = [
     "TINY",
@@ -24,6 +27,7 @@ __all__ = [
     "normalize_trace",
     "spd_inverse_pair",
     "sym",
+    "sym_eigh",
     "sym_expm",
     "sym_logm",
     "sym_sqrtm_psd",
@@ -36,6 +40,17 @@ TINY = 1e-300
 def sym(M: np.ndarray) -> np.ndarray:
     """``(M + M^T) / 2`` — saha2011 Eq. (3.6)'s ``sym``. Shape (K, K) -> (K, K)."""
     return 0.5 * (M + M.T)
+
+
+def sym_eigh(M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(lam, Q)`` of the exactly symmetric float64 (K, K) ``M``: eigenvalues ascending,
+    orthonormal eigenvectors as columns, from its lower triangle (LAPACK ``dsyevd``,
+    as :func:`numpy.linalg.eigh`). NaN entries give NaN results, as with numpy;
+    raises :class:`numpy.linalg.LinAlgError` when LAPACK reports no convergence."""
+    lam, Q, info = lapack.dsyevd(M, compute_v=1, lower=1)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"eigenvalues did not converge (dsyevd info {info})")
+    return lam, Q
 
 
 def assemble(Q: np.ndarray, lam: np.ndarray) -> np.ndarray:
@@ -60,7 +75,7 @@ def floored_eigh(M: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarray]:
     Q : ndarray, shape (K, K)
         Orthonormal eigenvectors (columns).
     """
-    lam, Q = np.linalg.eigh(sym(M))
+    lam, Q = sym_eigh(sym(M))
     top = max(float(lam[-1]), TINY)
     return np.maximum(lam, floor * top), Q
 
@@ -84,13 +99,13 @@ def sym_logm(A: np.ndarray, floor: float) -> np.ndarray:
 
 def sym_expm(M: np.ndarray) -> np.ndarray:
     """Matrix exponential of a symmetric (K, K) matrix; overflows only where ``exp`` does."""
-    lam, Q = np.linalg.eigh(sym(M))
+    lam, Q = sym_eigh(sym(M))
     return assemble(Q, np.exp(lam))
 
 
 def sym_sqrtm_psd(G: np.ndarray) -> np.ndarray:
     """Principal square root of a symmetric PSD (K, K) matrix; negative rounding clipped to 0."""
-    lam, Q = np.linalg.eigh(sym(G))
+    lam, Q = sym_eigh(sym(G))
     return assemble(Q, np.sqrt(np.maximum(lam, 0.0)))
 
 

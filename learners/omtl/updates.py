@@ -30,6 +30,7 @@ from learners.omtl.numerics import (
     normalize_trace,
     spd_inverse_pair,
     sym,
+    sym_eigh,
     sym_logm,
 )
 
@@ -200,7 +201,7 @@ def vonneumann_log_step(
     L_new, A_new, Ainv_new : ndarray, shape (K, K)
         ``log A_s`` (with the clipping and normalisation applied), ``A_s``, ``A_s^{-1}``.
     """
-    mu, Q = np.linalg.eigh(sym(L - eta * G))
+    mu, Q = sym_eigh(sym(L - eta * G))
     top = float(mu[-1])
     log_a = np.maximum(mu - top, np.log(floor))
     if normalize:
@@ -270,7 +271,7 @@ def batchopt_update(
     -------
     A, Ainv : ndarray, shape (K, K)
     """
-    lam, Q = np.linalg.eigh(sym(G))
+    lam, Q = sym_eigh(sym(G))
     K = G.shape[0]
     root = np.sqrt(np.maximum(lam, 0.0))
     total = float(root.sum())

@@ -27,11 +27,21 @@ import numpy as np
 from learners.base import Learner
 from learners.inputs import Batch, Vec, as_vector, check_label, check_task
 from learners.kernels import batch_rows, csr_arrays, kernel_array, row_of
-from learners.perceptron.kernels import decide_dense, learn_csr, learn_dense, learn_one_dense, step
+from learners.perceptron.kernels import (
+    BAD_INPUT,
+    decide_dense,
+    learn_csr,
+    learn_dense,
+    learn_dense_checked,
+    learn_one_dense,
+    step,
+)
 
 __all__ = ["CompiledLinear"]
 
 _F64 = np.dtype(np.float64)
+_F32 = np.dtype(np.float32)
+_I64 = np.dtype(np.int64)
 _NO_MATRIX = np.zeros((1, 1))
 _INF = math.inf
 
@@ -57,12 +67,22 @@ class CompiledLinear(Learner):
     weight_fields: ClassVar[tuple[str, ...]]
     #: The attribute counting updates.
     update_counter: ClassVar[str] = "n_mistakes_"
+    #: The rule reads a float32 row exactly (every product has a float64 weight factor).
+    float32_rows: ClassVar[bool] = True
 
     _S: np.ndarray
     _A: np.ndarray
     _p0: float
     _p1: float
     _x_shape: tuple[int, ...] | None
+
+    @property
+    def exact_batch_merge(self) -> bool:
+        """Whether ``score_and_learn_many`` gives bit-identical results however a stream
+        is cut into batches, so that a caller may merge consecutive batches into one
+        call: every row runs through the same kernel step in order, and no batch-wide
+        preprocessing (bias column, row normalisation) is involved."""
+        return self._x_shape is not None
 
     # ------------------------------------------------------------ state
     def _init_state(self) -> None:
@@ -128,10 +148,35 @@ class CompiledLinear(Learner):
     def score_and_learn_many(self, X: Any, y: Any, task: Any) -> np.ndarray:
         """Test-then-train over a batch (see :meth:`Learner.score_and_learn_many`).
 
-        A dense batch at least as large as the weights is checked for NaN/inf by the
-        kernel pass itself (one read of ``X`` instead of two): the weights are copied
-        first and restored if a row turns out non-finite, so bad input changes nothing.
+        A dense batch of the kernel's array types (:meth:`_lean_batch`) goes straight
+        to :func:`~learners.perceptron.kernels.learn_dense_checked`, which checks the
+        labels and task indices in the same call. A batch at least as large as the
+        weights is checked for NaN/inf by the kernel pass itself (one read of ``X``
+        instead of two): the weights are copied first and restored if a row turns out
+        non-finite, so bad input changes nothing; a smaller one is checked up front.
+        Anything else, or input a check refuses, takes the general validation.
         """
+        if self._x_shape is not None and self._lean_batch(X, y, task):
+            large = X.size >= self._S.size
+            saved = self._S.copy() if large else None
+            scores = np.empty(X.shape[0])
+            updates = learn_dense_checked(
+                self.kernel_kind, self._S, self._A, X, y, task, self._n_tasks, not large,
+                self._p0, self._p1, scores,
+            )  # fmt: skip
+            if updates == BAD_INPUT:
+                return self._score_and_learn_general(X, y, task)
+            if updates < 0:
+                if saved is not None:
+                    self._S[...] = saved
+                self._reject(X[-1 - updates])
+            if updates:
+                self._count(updates)
+            return scores
+        return self._score_and_learn_general(X, y, task)
+
+    def _score_and_learn_general(self, X: Any, y: Any, task: Any) -> np.ndarray:
+        """:meth:`score_and_learn_many` with the general validation of any input."""
         if not (isinstance(X, np.ndarray) and self._x_shape is not None and X.size >= self._S.size):
             return super().score_and_learn_many(X, y, task)
         batch, labels, tasks = self._prepare_batch(X, y, task, check_finite=False)
@@ -141,6 +186,34 @@ class CompiledLinear(Learner):
         except ValueError:
             self._S[...] = saved
             raise
+
+    def _lean_batch(self, X: Any, y: Any, tasks: Any) -> bool:
+        """Whether a batch has exactly the array types the kernel is compiled for: a
+        writable C-contiguous float64 ``X`` (or float32 where :attr:`float32_rows`: read
+        exactly, without a float64 copy) of the right width, C-contiguous writable
+        float64 labels and int64 task indices, one per row. Values are checked by
+        the kernel."""
+        if not (
+            type(X) is np.ndarray
+            and type(y) is np.ndarray
+            and type(tasks) is np.ndarray
+            and y.dtype is _F64
+            and tasks.dtype is _I64
+            and (X.dtype is _F64 or (X.dtype is _F32 and self.float32_rows))
+            and X.ndim == 2
+            and X.shape[1] == self._n_features
+            and y.shape == tasks.shape == (X.shape[0],)
+        ):
+            return False
+        fx, fy, ft = X.flags, y.flags, tasks.flags
+        return (
+            fx.c_contiguous
+            and fx.writeable
+            and fy.c_contiguous
+            and fy.writeable
+            and ft.c_contiguous
+            and ft.writeable
+        )
 
     def _score_and_learn_batch(self, batch: Batch, y: np.ndarray, tasks: np.ndarray) -> np.ndarray:
         labels, rows, scores = batch_rows(y, tasks)

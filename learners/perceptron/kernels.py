@@ -23,6 +23,10 @@ A mistake is ``SGN(f) != y`` with ``SGN(0) = +1``. Every batch is processed row
 by row in stream order, so the results are those of the row-by-row loop; the
 cost is O(nnz) per row (O(K nnz) for a MATRIX mistake), whatever the mistake
 rate. A row whose score is not finite (NaN or infinite input) changes nothing.
+A dense batch may hold float32 rows for the rules whose products all have a
+float64 weight factor (not the Passive-Aggressive ones, which sum ``||x||^2``):
+each value is then widened to float64 before it is used, so the results are those
+of the float64 copy, without making it.
 """
 
 from __future__ import annotations
@@ -44,7 +48,9 @@ __all__ = [
     "PA_VARIANTS",
     "decide_dense",
     "learn_csr",
+    "BAD_INPUT",
     "learn_dense",
+    "learn_dense_checked",
     "learn_one_dense",
     "step",
 ]
@@ -161,6 +167,39 @@ def learn_dense(
     return updates
 
 
+#: What :func:`learn_dense_checked` returns for input it refuses (nothing changed).
+BAD_INPUT = -(2**62)
+
+
+@njit(cache=True)
+def learn_dense_checked(
+    kind: int,
+    S: np.ndarray,
+    A: np.ndarray,
+    X: np.ndarray,
+    y: np.ndarray,
+    tasks: np.ndarray,
+    n_tasks: int,
+    check_finite: bool,
+    p0: float,
+    p1: float,
+    scores: np.ndarray,
+) -> int:
+    """:func:`learn_dense` after checking the batch in the same call: every label -1 or
+    +1, every task index in ``[0, n_tasks)`` and, with ``check_finite``, every value of
+    ``X`` finite. Input that fails a check gives :data:`BAD_INPUT` and changes nothing
+    (the caller then takes the general validation, which says what is wrong)."""
+    for r in range(X.shape[0]):
+        if not (y[r] == 1.0 or y[r] == -1.0) or tasks[r] < 0 or tasks[r] >= n_tasks:
+            return BAD_INPUT
+    if check_finite:
+        for r in range(X.shape[0]):
+            for j in range(X.shape[1]):
+                if not math.isfinite(X[r, j]):
+                    return BAD_INPUT
+    return learn_dense(kind, S, A, X, y, tasks, p0, p1, scores)
+
+
 @njit(cache=True)
 def learn_csr(
     kind: int,
@@ -203,6 +242,10 @@ def warm_linear_kernels() -> None:
     y = np.ones(2)
     tasks = np.zeros(2, dtype=np.int64)
     learn_dense(MATRIX, S, A, X, y, tasks, 0.0, 0.0, np.empty(2))
+    # float32 rows (the worker's batches, read without a float64 copy)
+    learn_dense(MATRIX, S, A, X.astype(np.float32), y, tasks, 0.0, 0.0, np.empty(2))
+    for rows in (X, X.astype(np.float32)):
+        learn_dense_checked(MATRIX, S, A, rows, y, tasks, 2, True, 0.0, 0.0, np.empty(2))
     for index in (np.int64, np.int32):
         indptr, indices = np.array([0, 2, 4], dtype=index), np.array([0, 2, 1, 3], dtype=index)
         learn_csr(MATRIX, S, A, indptr, indices, x, y, tasks, 0.0, 0.0, np.empty(2))

@@ -98,6 +98,8 @@ class MatrixMultitaskPerceptron(CompiledLinear, MatrixMultitaskPerceptronReferen
 
 class _CompiledPassiveAggressive(CompiledLinear):
     update_counter = "n_updates_"
+    # ||x||^2 of a float32 row would be summed from float32 products: rows go in as float64
+    float32_rows = False
 
     def _updated(self, score: float, y: float, val: np.ndarray) -> bool:
         # The hinge loss is positive and x is not zero (a zero x scores 0 and changes nothing).

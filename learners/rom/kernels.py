@@ -16,8 +16,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from learners.kernels import register_warmup
-from learners.omtl.compiled import KernelRows, row_axpy, warm_learners
+from learners.kernels import KernelRows, register_warmup, row_axpy, warm_learners
 from learners.rom.scaled import RENORMALISE_BELOW
 
 __all__ = ["clear_row", "coml_pass", "note_support", "pgd_pass", "rda_pass", "warm"]

@@ -57,6 +57,7 @@ __all__ = [
     "format_y",
     "parse_event_id",
     "parse_x_json",
+    "read_labelled_batch",
     "split_event_id",
 ]
 
@@ -667,6 +668,9 @@ def decode_flat(
 _K_B, _E_B, _TASK_B, _X32_B, _Y_B, _REF_B = (
     name.encode() for name in (KIND, KIND_EVENT, TASK, X32, Y, REF)
 )
+_B_B, _N_B, _TASKS_B, _X32_ROWS_B, _Y32_B = (
+    name.encode() for name in (KIND_BATCH, N, TASKS, X32_ROWS, Y32)
+)
 
 
 def read_binary_event(
@@ -701,4 +705,39 @@ def read_binary_event(
         return flat[3], flat[5], y, flat[9] if n == 10 else None
     if flat[6] == _REF_B and n == 8:
         return flat[3], flat[5], None, flat[7]
+    return None
+
+
+def read_labelled_batch(
+    flat: Sequence[Any], x_bytes: int
+) -> tuple[int, bytes | None, bytes | None, bytes, bytes] | None:
+    """The worker's fast path for a batch: ``(n, task, tasks, X32 bytes, y32 bytes)``.
+
+    It reads a batch entry exactly as :func:`encode_batch` writes it with a
+    float32 label for every row and no refs (fields: kind, n, task or tasks,
+    X32, y32), rows of ``x_bytes`` bytes; ``task`` is the one task name and
+    ``tasks`` None, or ``task`` is None and ``tasks`` the raw JSON list. Nothing
+    else is checked here (the labels' values, the task names, finiteness):
+    anything else gives None, and :func:`decode_flat` reads the entry then,
+    with full validation.
+    """
+    if not (
+        len(flat) == 10
+        and flat[1] == _B_B
+        and flat[0] == _K_B
+        and flat[2] == _N_B
+        and flat[6] == _X32_ROWS_B
+        and flat[8] == _Y32_B
+    ):
+        return None
+    try:
+        n = int(flat[3])
+    except ValueError:
+        return None
+    if n < 1 or len(flat[7]) != n * x_bytes or len(flat[9]) != 4 * n:
+        return None
+    if flat[4] == _TASK_B:
+        return n, flat[5], None, flat[7], flat[9]
+    if flat[4] == _TASKS_B:
+        return n, None, flat[5], flat[7], flat[9]
     return None

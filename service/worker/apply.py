@@ -7,7 +7,9 @@ For each entry, in log order (docs/architecture.md, "Applying log entries"):
   and, on True, emit a label request;
 * batch: labelled rows go through ``learner.score_and_learn_many`` run by run
   (consecutive labelled rows: the learners' exact batch path); unlabelled rows
-  are handled one by one as single events;
+  are handled one by one as single events; consecutive fully labelled batch
+  entries are merged into one learner call where that is exact
+  (:meth:`Applier._apply_run`);
 * multiview round (``k=v``, multiview learners only): the same as an event,
   with the learner's round methods (``decision_views``,
   ``score_and_learn_views``) on the views of every task (a task the round does
@@ -32,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import orjson
 
 from learners import as_vector, query_probability_reporter
 from service.store import StoreError
@@ -45,6 +48,7 @@ from service.store.codec import (
     entry_id_tuple,
     parse_event_id,
     read_binary_event,
+    read_labelled_batch,
     split_event_id,
 )
 from service.worker.outbox import Outbox, dead_letter_fields
@@ -65,6 +69,12 @@ GROUP_MIN = 4
 _Grouped = tuple[bytes, Sequence[Any], int, bytes, float]
 #: Records (durably) that a group starts at this entry id.
 RecordCut = Callable[[bytes], None]
+#: A run of labelled batch entries is applied once its rows hold this many bytes of x
+#: (the learner call then covers ~40,000 rows of d = 100; the buffer stays cache-sized).
+RUN_MAX_BYTES = 16 << 20
+#: A fully labelled batch entry waiting in a run: entry id, raw fields, task indices,
+#: X32 bytes, y32 bytes.
+_Batched = tuple[bytes, Sequence[Any], np.ndarray, bytes, bytes]
 
 
 class _Dead(Exception):
@@ -99,6 +109,8 @@ class Applier:
         self.fetch = fetch
         self.record_cut = record_cut
         self._replaying_queries = False
+        #: reused buffer the rows of a run are copied into (no fresh pages per run)
+        self._xbuf = bytearray()
         self.rebind()
 
     def rebind(self) -> None:
@@ -112,6 +124,11 @@ class Applier:
         self.passive = not learner.is_active
         reporter = query_probability_reporter(learner)
         self.query_probability = reporter.query_probability if reporter is not None else None
+        # Consecutive labelled batch entries merge into one learner call only where that
+        # gives bit-identical results (see :meth:`_apply_run`).
+        self.merge_batches = self.classification and bool(
+            getattr(learner, "exact_batch_merge", False)
+        )
 
     # ------------------------------------------------------------ helpers
     def _check_y(self, y: float) -> float:
@@ -195,12 +212,29 @@ class Applier:
         valid_y = self._valid_y
         x_bytes = 4 * self.d
         n_events = 0
+        run_bytes = 0
         group: list[_Grouped] = []
         group_ms = b""
         cuts = st.cuts
         closed, st.closed_ms = st.closed_ms, None
+        run: list[_Batched] = []
+        merge = self.merge_batches
         for eid_b, flat in entries:
             after_closed, closed = closed, None
+            batch = self._labelled_batch(flat, x_bytes)
+            if batch is not None:
+                if group:
+                    n_events += self._apply_group(group)
+                    group = []
+                run.append((eid_b, flat, *batch))
+                run_bytes += len(batch[1])
+                if not merge or run_bytes >= RUN_MAX_BYTES:
+                    n_events += self._apply_run(run, run_bytes)
+                    run, run_bytes = [], 0
+                continue
+            if run:
+                n_events += self._apply_run(run, run_bytes)
+                run, run_bytes = [], 0
             fast = read_binary_event(flat, x_bytes)
             t = None if fast is None else tindex.get(fast[0])
             if t is not None and fast is not None:
@@ -228,6 +262,8 @@ class Applier:
                 n_events += self._apply_group(group)
                 group = []
             n_events += self._guarded(eid_b, flat, self._generic, eid_b.decode(), flat)
+        if run:
+            n_events += self._apply_run(run, run_bytes)
         tail: list[Any] = []
         if group:
             if horizon_ms is not None and int(group_ms) < horizon_ms:
@@ -308,6 +344,73 @@ class Applier:
                 continue
             self._count_arrived_labelled(t, s, y_one)
         return n
+
+    def _labelled_batch(
+        self, flat: Sequence[Any], x_bytes: int
+    ) -> tuple[np.ndarray, bytes, bytes] | None:
+        """``(task indices, X32 bytes, y32 bytes)`` of a batch entry the fast reader takes
+        (:func:`service.store.codec.read_labelled_batch`) whose tasks are all known, else
+        None (the entry then takes the full decode)."""
+        fast = read_labelled_batch(flat, x_bytes)
+        if fast is None:
+            return None
+        n, task, names, xb, yb = fast
+        if self.merge_batches and not (np.abs(np.frombuffer(yb, _F4)) == 1.0).all():
+            return None  # not every row labelled -1 or +1: a merged call would refuse it
+        tindex = self.state.task_index
+        if task is not None:
+            t = tindex.get(task)
+            return None if t is None else (np.full(n, t, dtype=np.int64), xb, yb)
+        assert names is not None
+        try:
+            parsed = orjson.loads(names)
+            if type(parsed) is not list or len(parsed) != n:
+                return None
+            tasks = np.fromiter(map(self.state.task_by_name.__getitem__, parsed), np.int64, n)
+        except (orjson.JSONDecodeError, KeyError, TypeError):
+            return None  # not JSON, not a list of names, or a task not seen yet
+        return tasks, xb, yb
+
+    def _apply_run(self, run: list[_Batched], x_bytes: int) -> int:
+        """Apply a run of consecutive labelled batch entries with one learner call.
+
+        Only learners declaring ``exact_batch_merge`` (their batch results do not depend
+        on where a stream is cut into batches) get runs longer than one entry, so the
+        state is bit for bit that of applying the entries one by one, and does not
+        depend on how the log was read. When the call refuses a run of several entries
+        (a bad row: nothing changed), every entry is applied on its own, with full
+        validation; a single entry the learner refuses is dead-lettered, as it would be.
+        """
+        if self.merge_batches:
+            X = self._rows_in_buffer(run, x_bytes)
+        else:  # one entry, read in place (a learner may keep rows of it)
+            X = np.frombuffer(run[0][3], _F4).reshape(-1, self.d)
+        y = np.frombuffer(b"".join([r[4] for r in run]), _F4).astype(np.float64)
+        tasks = run[0][2] if len(run) == 1 else np.concatenate([r[2] for r in run])
+        try:
+            scores = self.learner.score_and_learn_many(X, y, tasks)
+        except Exception as exc:
+            if len(run) == 1 and not isinstance(exc, ValueError):
+                self._dead(run[0][0].decode(), f"{type(exc).__name__}: {exc}", run[0][1])
+                return 0
+            n = 0
+            for eid_b, flat, *_ in run:
+                n += self._guarded(eid_b, flat, self._generic, eid_b.decode(), flat)
+            return n
+        self._count_labelled(scores, y, tasks)
+        return int(y.shape[0])
+
+    def _rows_in_buffer(self, run: list[_Batched], x_bytes: int) -> np.ndarray:
+        """The rows of a run, copied into the reused buffer (writable float32, no fresh
+        pages): the learner reads them in place, without a float64 copy."""
+        if len(self._xbuf) < x_bytes:
+            self._xbuf = bytearray(x_bytes)
+        view, at = memoryview(self._xbuf), 0
+        for r in run:
+            view[at : at + len(r[3])] = r[3]
+            at += len(r[3])
+        view.release()
+        return np.frombuffer(self._xbuf, _F4, count=x_bytes // 4).reshape(-1, self.d)
 
     def _count_labelled(self, scores: np.ndarray, y: np.ndarray, tasks: np.ndarray) -> None:
         """Counters of labelled rows learned through the batch path (added up later)."""
