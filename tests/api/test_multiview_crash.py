@@ -13,8 +13,6 @@ determinism").
 
 from __future__ import annotations
 
-import json
-import signal
 from typing import Any
 
 import numpy as np
@@ -24,9 +22,9 @@ from fastapi.testclient import TestClient
 
 from service.settings import Settings
 from service.store import keys
-from service.store.snapshot import read_snapshot, read_version
+from service.store.snapshot import read_snapshot
 from service.worker import Worker
-from tests.service.helpers import wait_until, worker_process
+from tests.service.helpers import assert_same_snapshot, kill_worker_while_it_works
 
 TASKS = ["t0", "t1", "t2", "t3"]
 DIMS = [6, 9, 4]  # t3 has n_features = 7
@@ -101,55 +99,27 @@ def test_api_rounds_survive_sigkill_bit_for_bit(
     assert whole.entries == n_entries
     assert whole.dead_letters == 0
 
-    rng = np.random.default_rng(99)
-    kills = 0
-    worker_settings = {
-        "snapshot_every_entries": 300,
-        "snapshot_every_seconds": 0.05,
-        "read_count": 50,
-        "lease_ttl_ms": 3000,
-    }
-    while True:
-        proc = worker_process(
-            redis_url, "--model", "b", "--until-idle", "--worker-id", "w-mv", **worker_settings
-        )
-        if kills >= 3:
-            out, err = proc.communicate(timeout=120)
-            assert proc.returncode == 0, err
-            assert json.loads(out)["entries"] > 0
-            break
-        start_version = read_version(rb, "b") or 0
-        assert wait_until(
-            lambda v=start_version, p=proc: (
-                (read_version(rb, "b") or 0) > v or p.poll() is not None
-            ),  # type: ignore[misc]
-            timeout=60,
-        )
-        wait_until(lambda p=proc: p.poll() is not None, timeout=float(rng.uniform(0.0, 0.03)))  # type: ignore[misc]
-        if proc.poll() is not None:
-            proc.communicate()
-            break
-        proc.send_signal(signal.SIGKILL)
-        proc.communicate()
-        kills += 1
+    kills, _ = kill_worker_while_it_works(
+        redis_url,
+        "b",
+        "w-mv",
+        3,
+        np.random.default_rng(99),
+        snapshot_every_entries=300,
+        snapshot_every_seconds=0.05,
+        read_count=50,
+        lease_ttl_ms=3000,
+    )
     assert kills >= 3, f"only {kills} kills before the worker finished"
 
     a, b = read_snapshot(rb, "a"), read_snapshot(rb, "b")
     assert a is not None and b is not None
     assert a.last_id == rb.xrevrange(keys.log_key("a"), count=1)[0][0].decode()
     assert b.last_id == rb.xrevrange(keys.log_key("b"), count=1)[0][0].decode()
-    sa, sb = a.learner.state_dict(), b.learner.state_dict()
-    assert sa.keys() == sb.keys()
-    for key, value in sa.items():
-        if isinstance(value, np.ndarray):
-            assert np.array_equal(value, sb[key]), key
-        else:
-            assert value == sb[key], key
+    assert_same_snapshot(a, b)
+    sa = a.learner.state_dict()
     assert int(sa["state.n_mistakes_"]) > 0
-    assert a.task_names == b.task_names == TASKS
-    for name, counts in a.counters.items():
-        assert np.array_equal(counts, b.counters[name]), name
-    assert a.totals == b.totals
+    assert a.task_names == TASKS
     n_unlabelled = sum("y" not in e for e in rounds) + N_ROUNDS // (100 * BATCH) + 1
     assert a.totals["labels_applied"] == n_unlabelled == b.labelled.shape[0]
     assert int(a.counters["labels"].sum()) == N_ROUNDS + N_ROUNDS // (100 * BATCH) + 1

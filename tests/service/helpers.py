@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import subprocess
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+import numpy as np
+import redis
+
+from service.store.snapshot import read_version
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -69,3 +77,83 @@ def worker_process(redis_url: str, *args: str, **settings: object) -> subprocess
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+def assert_same_learner(a: Any, b: Any) -> None:
+    """Two learners hold the same state, array by array and bit for bit."""
+    sa, sb = a.state_dict(), b.state_dict()
+    assert sa.keys() == sb.keys()
+    for key, value in sa.items():
+        if isinstance(value, np.ndarray):
+            other = np.asarray(sb[key])
+            assert value.dtype == other.dtype and value.shape == other.shape, key
+            assert value.tobytes() == other.tobytes(), key
+        else:
+            assert value == sb[key], key
+
+
+def assert_same_snapshot(a: Any, b: Any) -> None:
+    """Two snapshots hold the same learner state, task names, counters and totals."""
+    assert_same_learner(a.learner, b.learner)
+    assert a.task_names == b.task_names
+    assert a.counters.keys() == b.counters.keys()
+    for name, counts in a.counters.items():
+        assert np.array_equal(counts, b.counters[name]), name
+    assert a.totals == b.totals
+
+
+def _kill_after_progress(
+    client: redis.Redis, model: str, proc: subprocess.Popen[str], rng: np.random.Generator
+) -> bool:
+    """Wait for a snapshot by this worker, a random moment more, then SIGKILL it; False
+    when it finished first."""
+    start = read_version(client, model) or 0
+    # wait for progress: a snapshot written by this life (or the end of the run)
+    assert wait_until(
+        lambda: (read_version(client, model) or 0) > start or proc.poll() is not None,
+        timeout=60,
+    )
+    # then let it run a random little while longer before the kill
+    wait_until(lambda: proc.poll() is not None, timeout=float(rng.uniform(0.0, 0.03)))
+    if proc.poll() is not None:
+        proc.communicate()
+        return False
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate()
+    assert proc.returncode == -signal.SIGKILL
+    return True
+
+
+def kill_worker_while_it_works(
+    redis_url: str,
+    model: str,
+    worker_id: str,
+    kills: int,
+    rng: np.random.Generator,
+    on_kill: Callable[[], None] | None = None,
+    **settings: object,
+) -> tuple[int, int]:
+    """Run ``--until-idle`` workers on ``model``, SIGKILLing each one a random moment after
+    it wrote a snapshot, ``kills`` times, then let the last one finish; ``(kills, lives)``.
+
+    ``on_kill`` runs after each kill (e.g. to note where the snapshot was)."""
+    client = redis.Redis.from_url(redis_url)
+    done = lives = 0
+    try:
+        while True:
+            lives += 1
+            proc = worker_process(
+                redis_url, "--model", model, "--until-idle", "--worker-id", worker_id, **settings
+            )
+            if done >= kills:
+                out, err = proc.communicate(timeout=120)
+                assert proc.returncode == 0, err
+                assert json.loads(out)["entries"] > 0
+                return done, lives
+            if not _kill_after_progress(client, model, proc, rng):
+                return done, lives
+            done += 1
+            if on_kill is not None:
+                on_kill()
+    finally:
+        client.close()

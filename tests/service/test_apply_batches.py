@@ -20,6 +20,7 @@ from service.store.models import ModelConfig, initial_snapshot
 from service.worker.apply import Applier
 from service.worker.outbox import Outbox
 from service.worker.state import ModelState
+from tests.service.helpers import assert_same_learner
 from tests.service.test_apply import _raw
 
 D = 6
@@ -87,16 +88,6 @@ def _applier(config: ModelConfig) -> tuple[ModelState, Applier]:
     return state, Applier(state, Outbox(), lambda entry_id: None)
 
 
-def _assert_same_learner(a: Any, b: Any) -> None:
-    sa, sb = a.state_dict(), b.state_dict()
-    assert sa.keys() == sb.keys()
-    for key, value in sa.items():
-        if isinstance(value, np.ndarray):
-            assert np.array_equal(value, sb[key]), key
-        else:
-            assert value == sb[key], key
-
-
 @pytest.mark.parametrize("name", sorted(CONFIGS))
 def test_a_run_of_batches_is_one_call_and_equals_the_row_by_row_reference(name: str) -> None:
     entries, rows = _stream(seed=len(name), n_entries=30)
@@ -114,7 +105,7 @@ def test_a_run_of_batches_is_one_call_and_equals_the_row_by_row_reference(name: 
         for x, label, task in zip(X, y.tolist(), t.tolist(), strict=True):
             score = reference.learner.score_and_learn_one(x, label, task)
             mistakes[task] += (score >= 0.0) != (label > 0.0)
-    _assert_same_learner(state.learner, reference.learner)
+    assert_same_learner(state.learner, reference.learner)
     counters = state.counters()
     assert counters["mistakes"].tolist() == mistakes.tolist()
     assert mistakes.sum() > 0
@@ -134,7 +125,7 @@ def test_how_the_log_is_read_does_not_change_the_state(name: str) -> None:
     cut, applier = _applier(_config(name))
     for start, end in [(0, 1), (1, 9), (9, 10), (10, 33), (33, 40)]:
         assert applier.apply(entries[start:end], horizon_ms=None) == []
-    _assert_same_learner(whole.learner, cut.learner)
+    assert_same_learner(whole.learner, cut.learner)
     for counter, counts in whole.counters().items():
         assert np.array_equal(counts, cut.counters()[counter]), counter
 
@@ -167,7 +158,7 @@ def test_a_bad_entry_inside_a_run_is_handled_as_alone() -> None:
     one_by_one, applier = _applier(_config("cmtl"))
     for entry in mixed:
         applier.apply([entry], horizon_ms=10**15)
-    _assert_same_learner(state.learner, one_by_one.learner)
+    assert_same_learner(state.learner, one_by_one.learner)
     assert state.totals == one_by_one.totals
     for counter, counts in state.counters().items():
         assert np.array_equal(counts, one_by_one.counters()[counter]), counter

@@ -33,7 +33,7 @@ from service.store.durability import read_durability
 from service.store.models import get_model, put_model
 from service.store.snapshot import read_snapshot
 from service.worker import Worker
-from tests.service.helpers import children, up_process, wait_until
+from tests.service.helpers import assert_same_snapshot, children, up_process, wait_until
 
 KILLS = 3
 ACKS_BETWEEN_KILLS = 150
@@ -98,13 +98,6 @@ class Producers:
         self.stop.set()
         for t in self.threads:
             t.join(30)
-
-
-def _state(snap: Any) -> dict[str, Any]:
-    state = dict(snap.learner.state_dict())
-    state.update({f"counter:{k}": np.asarray(v) for k, v in snap.counters.items()})
-    state["totals"] = dict(snap.totals)
-    return state
 
 
 @pytest.mark.slow
@@ -198,13 +191,7 @@ def test_sigkills_of_the_server_lose_no_acknowledged_event(
         second = read_snapshot(r, "replica")
         assert second is not None
         assert second.last_id == first.last_id
-        a, b = _state(first), _state(second)
-        assert a.keys() == b.keys()
-        for key, value in a.items():
-            if isinstance(value, np.ndarray):
-                assert value.dtype == b[key].dtype and value.tobytes() == b[key].tobytes(), key
-            else:
-                assert value == b[key], key
+        assert_same_snapshot(first, second)
         r.close()
 
 

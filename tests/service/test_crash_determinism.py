@@ -15,8 +15,6 @@ learner's generator, which must survive the crashes through the snapshots.
 
 from __future__ import annotations
 
-import json
-import signal
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,9 +25,9 @@ from service.settings import Settings
 from service.store import keys
 from service.store.codec import encode_batch, encode_event, encode_label
 from service.store.models import ModelConfig, put_model
-from service.store.snapshot import read_snapshot, read_version
+from service.store.snapshot import read_snapshot
 from service.worker import Worker
-from tests.service.helpers import wait_until, worker_process
+from tests.service.helpers import assert_same_snapshot, kill_worker_while_it_works
 
 D = 10
 TASKS = [f"t{i}" for i in range(6)]
@@ -154,44 +152,23 @@ def test_sigkill_and_restart_gives_the_state_of_an_uninterrupted_run(
     assert result.entries == len(log.entries)
 
     # --- the same log, with the worker killed at random points
-    rng = np.random.default_rng(2024)
-    kills = 0
-    lives = 0
     killed_at: list[int] = []  # the millisecond of the snapshot each kill left behind
-    worker_settings = {
-        "snapshot_every_entries": 500,
-        "snapshot_every_seconds": 0.05,
-        "read_count": 100,
-        "lease_ttl_ms": 3000,
-    }
-    while True:
-        lives += 1
-        proc = worker_process(
-            redis_url, "--model", "b", "--until-idle", "--worker-id", "w-crash", **worker_settings
-        )
-        if kills >= 4:
-            out, err = proc.communicate(timeout=120)
-            assert proc.returncode == 0, err
-            assert json.loads(out)["entries"] > 0
-            break
-        start_version = read_version(rb, "b") or 0
-        # wait for progress: a snapshot written by this life (or the end of the run)
-        assert wait_until(
-            lambda v=start_version, p=proc: (
-                (read_version(rb, "b") or 0) > v or p.poll() is not None
-            ),  # type: ignore[misc]
-            timeout=60,
-        )
-        # then let it run a random little while longer before the kill
-        wait_until(lambda p=proc: p.poll() is not None, timeout=float(rng.uniform(0.0, 0.03)))  # type: ignore[misc]
-        if proc.poll() is not None:
-            proc.communicate()
-            break
-        proc.send_signal(signal.SIGKILL)
-        proc.communicate()
-        assert proc.returncode == -signal.SIGKILL
-        kills += 1
+
+    def note_kill() -> None:
         killed_at.append(int(str(read_snapshot(rb, "b").last_id).split("-")[0]))  # type: ignore[union-attr]
+
+    kills, lives = kill_worker_while_it_works(
+        redis_url,
+        "b",
+        "w-crash",
+        4,
+        np.random.default_rng(2024),
+        note_kill,
+        snapshot_every_entries=500,
+        snapshot_every_seconds=0.05,
+        read_count=100,
+        lease_ttl_ms=3000,
+    )
     assert kills >= 3, f"only {kills} kills before the worker finished"
     assert lives >= 4
     # every life made progress, and every kill hit the middle of the log
@@ -202,18 +179,9 @@ def test_sigkill_and_restart_gives_the_state_of_an_uninterrupted_run(
     assert a is not None
     assert b is not None
     assert b.last_id == a.last_id == log.entries[-1][0]
-    # the learner: identical state_dict, array by array and bit for bit
-    sa, sb = a.learner.state_dict(), b.learner.state_dict()
-    assert sa.keys() == sb.keys()
-    for key, value in sa.items():
-        if isinstance(value, np.ndarray):
-            assert np.array_equal(value, sb[key]), key
-        else:
-            assert value == sb[key], key
-    assert b.task_names == a.task_names == TASKS
-    for name, counts in a.counters.items():
-        assert np.array_equal(counts, b.counters[name]), name
-    assert b.totals == a.totals
+    # the learner (array by array, bit for bit), task names, counters and totals
+    assert_same_snapshot(a, b)
+    assert a.task_names == TASKS
 
     # labels: each applied exactly once, none lost, repeats and unknown ids dead-lettered
     def as_ids(snap_labelled: np.ndarray) -> set[str]:
