@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import redis
 
+from service.store import connect
 from service.store.snapshot import read_version
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -137,7 +138,7 @@ def kill_worker_while_it_works(
     it wrote a snapshot, ``kills`` times, then let the last one finish; ``(kills, lives)``.
 
     ``on_kill`` runs after each kill (e.g. to note where the snapshot was)."""
-    client = redis.Redis.from_url(redis_url)
+    client = connect(redis_url)  # a single server or a cluster (redis+cluster://)
     done = lives = 0
     try:
         while True:
