@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +12,7 @@ import httpx2 as httpx
 import pytest
 
 from service.embedded_redis import free_port
-from tests.service.helpers import up_process, wait_until
+from tests.service.helpers import api_ready, reap, stop_gracefully, up_process, wait_until
 
 X = [1, 0, 0.5, 0, 0, 0, 0, 0, 0, 0]
 
@@ -28,14 +27,10 @@ def test_omtl_up_with_auth_required_and_a_key_from_omtl_keys_create(tmp_path: Pa
     base = f"http://127.0.0.1:{api_port}"
     http = httpx.Client(timeout=30)
 
-    def ready() -> bool:
-        try:
-            return http.get(f"{base}/health/ready", timeout=1).status_code == 200
-        except httpx.HTTPError:
-            return False
-
     try:
-        assert wait_until(ready, timeout=90, interval=0.1), "the API never became ready"
+        assert wait_until(lambda: api_ready(http, base), timeout=90, interval=0.1), (
+            "the API never became ready"
+        )
         env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}
         env["OMTL_DATA_DIR"] = str(data)
         made = subprocess.run(
@@ -54,13 +49,10 @@ def test_omtl_up_with_auth_required_and_a_key_from_omtl_keys_create(tmp_path: Pa
         )
         assert answer.status_code == 200, answer.text
         assert answer.json()["score"] == 0.0
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=60)
+        out, err = stop_gracefully(proc)
     finally:
         http.close()
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+        reap(proc)
     assert proc.returncode == 0, err
     assert "auth            required: Authorization: Bearer <key>" in out
     assert key not in out + err  # keys are never logged

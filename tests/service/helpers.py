@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import httpx2 as httpx
 import numpy as np
 import redis
 
@@ -158,3 +159,25 @@ def kill_worker_while_it_works(
                 on_kill()
     finally:
         client.close()
+
+
+def api_ready(http: httpx.Client, base: str) -> bool:
+    """Whether the API at ``base`` answers ``GET /health/ready`` with 200 now."""
+    try:
+        return http.get(f"{base}/health/ready", timeout=1).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def stop_gracefully(proc: subprocess.Popen[str], timeout: float = 60) -> tuple[str, str]:
+    """SIGTERM, then the process's whole output ``(stdout, stderr)``."""
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=timeout)
+    return out, err
+
+
+def reap(proc: subprocess.Popen[str]) -> None:
+    """Kill and wait for ``proc`` if it still runs (the ``finally`` of a test)."""
+    if proc.poll() is None:
+        proc.kill()
+        proc.communicate()

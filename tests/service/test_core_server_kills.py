@@ -33,7 +33,15 @@ from service.store.durability import read_durability
 from service.store.models import get_model, put_model
 from service.store.snapshot import read_snapshot
 from service.worker import Worker
-from tests.service.helpers import assert_same_snapshot, children, up_process, wait_until
+from tests.service.helpers import (
+    api_ready,
+    assert_same_snapshot,
+    children,
+    reap,
+    stop_gracefully,
+    up_process,
+    wait_until,
+)
 
 KILLS = 3
 ACKS_BETWEEN_KILLS = 150
@@ -119,15 +127,11 @@ def test_sigkills_of_the_server_lose_no_acknowledged_event(
     base = f"http://127.0.0.1:{api_port}"
     http = httpx.Client(timeout=10)
 
-    def ready() -> bool:
-        try:
-            return http.get(f"{base}/health/ready").status_code == 200
-        except httpx.HTTPError:
-            return False
-
     killed: list[int] = []
     try:
-        assert wait_until(ready, timeout=90, interval=0.1), "the API never became ready"
+        assert wait_until(lambda: api_ready(http, base), timeout=90, interval=0.1), (
+            "the API never became ready"
+        )
         durability = http.get(f"{base}/health/ready").json()["durability"]
         assert durability == {
             "appendonly": "yes",
@@ -153,13 +157,10 @@ def test_sigkills_of_the_server_lose_no_acknowledged_event(
         snap_events = lambda: (s := read_snapshot(r, "default")) and int(s.totals["events"])  # noqa: E731
         assert wait_until(lambda: snap_events() == log_len(), 90, 0.1), (snap_events(), log_len())
         r.close()
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=60)
+        _, err = stop_gracefully(proc)
     finally:
         http.close()
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+        reap(proc)
     assert proc.returncode == 0, err
     # the requests that were not acknowledged while the server was away were refused
     assert set(producers.refused) <= {0, 503}, (producers.refused, err[-3000:])

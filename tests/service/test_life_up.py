@@ -10,7 +10,7 @@ import httpx2 as httpx
 import pytest
 
 from service.embedded_redis import free_port
-from tests.service.helpers import children, up_process, wait_until
+from tests.service.helpers import api_ready, children, reap, stop_gracefully, up_process, wait_until
 
 
 @pytest.mark.slow
@@ -40,14 +40,10 @@ def test_up_restarts_the_embedded_server_after_it_dies(tmp_path: Path) -> None:
         os.kill(server_pid, signal.SIGKILL)
         assert wait_until(lambda: children(proc.pid, "-server ") not in ([], [server_pid]), 30)
         assert wait_until(predicts, timeout=30, interval=0.1), "no prediction after the restart"
-        ready = lambda: http.get(f"{base}/health/ready").status_code == 200  # noqa: E731
-        assert wait_until(ready, timeout=10, interval=0.1)
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=60)
+        assert wait_until(lambda: api_ready(http, base), timeout=10, interval=0.1)
+        _, err = stop_gracefully(proc)
     finally:
         http.close()
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+        reap(proc)
     assert proc.returncode == 0, err
     assert "the embedded server exited with code -9; starting it again" in err

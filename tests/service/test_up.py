@@ -15,7 +15,7 @@ import redis
 from service.embedded_redis import free_port
 from service.store import keys
 from service.store.snapshot import read_snapshot
-from tests.service.helpers import children, up_process, wait_until
+from tests.service.helpers import api_ready, children, reap, stop_gracefully, up_process, wait_until
 
 
 @pytest.mark.slow
@@ -34,14 +34,10 @@ def test_up_serves_predictions_learns_and_stops_cleanly(tmp_path: Path) -> None:
     base = f"http://127.0.0.1:{api_port}"
     http = httpx.Client(timeout=30)  # generous: the machine may be busy
 
-    def ready() -> bool:
-        try:
-            return http.get(f"{base}/health/ready", timeout=1).status_code == 200
-        except httpx.HTTPError:
-            return False
-
     try:
-        assert wait_until(ready, timeout=60, interval=0.1), "the API never became ready"
+        assert wait_until(lambda: api_ready(http, base), timeout=60, interval=0.1), (
+            "the API never became ready"
+        )
         assert http.get(f"{base}/docs").status_code == 200
         first = http.post(f"{base}/predict", json={"task": "spam", "x": [1.0, 0.5, -1.0]})
         assert first.status_code == 200, first.text
@@ -91,15 +87,12 @@ def test_up_serves_predictions_learns_and_stops_cleanly(tmp_path: Path) -> None:
         annotator = threading.Thread(target=follow, daemon=True)
         annotator.start()
         assert opened.wait(30), "the label-request stream never answered"
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=60)
+        out, err = stop_gracefully(proc)
         annotator.join(30)
         assert not annotator.is_alive()  # the stream was closed by the stop
     finally:
         http.close()
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+        reap(proc)
     assert proc.returncode == 0, err
     assert f"{base}/docs" in out
     assert f"{base}/queries?model=default" in out
