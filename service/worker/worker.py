@@ -63,6 +63,9 @@ log = logging.getLogger("omtl.worker")
 
 #: Most entries applied between two checks of the step's time budget (``max_step_seconds``).
 STEP_CHUNK_MAX = 500
+#: Events one read should bring at most: a log of large batch entries is read a few entries
+#: at a time (``read_count`` entries of 10,000 events would be a reply of hundreds of MB).
+READ_EVENTS = 50_000
 
 
 class Worker:
@@ -98,6 +101,8 @@ class Worker:
         self.r.set_response_callback("XREAD", lambda response, **_: response)
         self.owned: dict[str, Owned] = {}
         self.by_log: dict[bytes, Owned] = {}
+        #: entries per XREAD: ``read_count``, fewer while the entries carry many events
+        self.read_entries = settings.read_count
         #: models that could not be loaded -> monotonic time of the next try
         self.broken: dict[str, float] = {}
         self.retry_s = settings.model_retry_s
@@ -271,7 +276,8 @@ class Worker:
         model not read this time (``generations`` lacks it: its held-back entries
         fill a read already) applies from what it holds.
         """
-        count = self.settings.read_count
+        count = self.read_entries
+        entries_read = events_before = events_after = 0
         for stream, owned in list(self.by_log.items()):
             st = owned.state
             new = got.get(stream)
@@ -289,11 +295,17 @@ class Worker:
             # the read returned everything there was: groups older than now are complete
             complete = read and now_ms is not None and (not new or len(new) < count)
             t0 = time.perf_counter()
+            entries_read += len(new or ())
+            events_before += int(st.totals["events"])
             st.pending = self._apply_bounded(owned, entries, now_ms if complete else None)
+            events_after += int(st.totals["events"])
             flush(self.r, owned, self.settings.queries_maxlen)
             m.UPDATE_LATENCY.labels(st.name).observe(time.perf_counter() - t0)
             if snapshot_due(st, self.settings, time.monotonic()):
                 self._snapshot(owned)
+        if entries_read:
+            per_entry = max(1, (events_after - events_before) // entries_read)
+            self.read_entries = max(1, min(self.settings.read_count, READ_EVENTS // per_entry))
 
     def _apply_bounded(self, owned: Owned, entries: list[Any], horizon: int | None) -> list[Any]:
         """Apply ``entries`` in chunks for at most ``max_step_seconds`` (or until the worker
@@ -399,7 +411,7 @@ class Worker:
                 return True
             time.sleep(min(0.05, self.tick))
             return False
-        count = self.settings.read_count
+        count = self.read_entries
         pending = any(o.state.pending for o in self.owned.values())
         block: int | None = None if until_idle else (1 if pending else block_ms)
         # a model cut short by its time budget first applies what it holds; one that only
