@@ -41,10 +41,13 @@ def _one_update_seconds() -> float:
     x = np.ones(D)
     y = _labels(7)
     learner.score_and_learn_one(x, y[0], 0)  # compiled kernels loaded before timing
-    started = time.perf_counter()
+    times = []
     for i in range(1, 7):
+        started = time.perf_counter()
         learner.score_and_learn_one(x, y[i], 0)
-    return (time.perf_counter() - started) / 6
+        times.append(time.perf_counter() - started)
+    # the fastest: a machine busy while this measures must not make the stream too short
+    return min(times)
 
 
 def test_a_step_longer_than_the_lease_keeps_the_lease(
@@ -54,7 +57,7 @@ def test_a_step_longer_than_the_lease_keeps_the_lease(
     lease lifetimes to apply; the lease never lapses, the fenced snapshot
     succeeds, and the entry is applied once (no drop, no reload, no replay)."""
     ttl_ms = 1000  # renewed every third: a loaded machine still schedules the keeper in time
-    n = min(200, 2 + int(np.ceil(4 * ttl_ms / 1000 / _one_update_seconds())))
+    n = min(1500, 2 + int(np.ceil(6 * ttl_ms / 1000 / _one_update_seconds())))
     tasks = [f"t{i}" for i in range(K)]
     config = ModelConfig(
         learner="omtl-logdet", n_features=D, params={"epoch_rounds": 1}, tasks=tasks
