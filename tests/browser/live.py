@@ -4,7 +4,6 @@ relations and pending label requests to look at."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -93,4 +92,6 @@ def seed(live: Live, rounds: int = 6, per_round: int = 40, unlabelled: int = 5) 
         30,
         0.05,
     )
-    time.sleep(0.3)
+    # and the snapshot that holds them, so that what the pages show next comes from answers
+    events = rounds * per_round + unlabelled
+    assert wait_until(lambda: live.model()["counts"]["events"] == events, 30, 0.05)
