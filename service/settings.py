@@ -42,9 +42,9 @@ class Settings(BaseSettings):
     )
     default_model: str = Field(default="default", description="Model created at start-up.")
     default_learner: str = Field(
-        default="adaptive",
-        description="Learner of the default model (adaptive: no tuning needed, docs/algorithms.md "
-        "Sec. 11.4).",
+        default="adaptive-auto",
+        description="Learner of the default model (adaptive-auto: no tuning needed, "
+        "docs/algorithms.md Sec. 11.8).",
     )
     default_n_features: int = Field(default=10, ge=1, description="d of the default model.")
     default_params: dict[str, Any] = Field(

@@ -57,7 +57,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--quick", action="store_true", help="small streams, few learners and runs")
     p.add_argument("--learners", help="our learners by registry name (default: every passive one)")
     p.add_argument(
-        "--default", help="the default learner (default: adaptive if registered, else cmtl)"
+        "--default", help="the default learner (default: adaptive-auto if registered, else cmtl)"
     )
     p.add_argument("--active-learners", help="active learners for the curves, NAME[:k=v;...]")
     p.add_argument("--streams", help=f"streams of the online part (default: {', '.join(STREAMS)})")

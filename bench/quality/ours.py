@@ -39,9 +39,10 @@ def passive_learners() -> list[str]:
 
 
 def default_learner() -> str:
-    """``adaptive`` when registered (the online model selector), else ``cmtl``."""
+    """The service's default, ``adaptive-auto`` (online selection over configurations and
+    input scalings), when registered, else ``cmtl``."""
     names = {info.name for info in learners.available()}
-    return "adaptive" if "adaptive" in names else "cmtl"
+    return "adaptive-auto" if "adaptive-auto" in names else "cmtl"
 
 
 def learner_grid(name: str) -> list[dict[str, Any]]:

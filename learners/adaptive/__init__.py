@@ -9,7 +9,8 @@ online model selection over a small grid of them run side by side in one pass.
 * :mod:`learners.adaptive.configs` -- the configuration grid (loss, step, coupling);
 * :mod:`learners.adaptive.reference` -- the numpy per-event update (the reference);
 * :mod:`learners.adaptive.kernels` -- the compiled batch pass;
-* :mod:`learners.adaptive.learners` -- the registered learners.
+* :mod:`learners.adaptive.learners` -- the registered learners;
+* :mod:`learners.adaptive.views` -- ``adaptive-auto``, the selection over input scalings too.
 """
 
 from __future__ import annotations
@@ -20,5 +21,12 @@ from learners.adaptive.learners import (
     AdaptiveLogistic,
     AdaptiveSelector,
 )
+from learners.adaptive.views import AdaptiveViews
 
-__all__ = ["AdaptiveArow", "AdaptiveHinge", "AdaptiveLogistic", "AdaptiveSelector"]
+__all__ = [
+    "AdaptiveArow",
+    "AdaptiveHinge",
+    "AdaptiveLogistic",
+    "AdaptiveSelector",
+    "AdaptiveViews",
+]

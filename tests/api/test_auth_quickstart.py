@@ -34,7 +34,7 @@ def url(server: EmbeddedRedis) -> str:
 
 
 def _settings(url: str, tmp: Path, **update: object) -> Settings:
-    """`make run`'s settings: the default adaptive model with 10 features on 127.0.0.1."""
+    """`make run`'s settings: the default adaptive-auto model with 10 features on 127.0.0.1."""
     return Settings(redis_url=url, data_dir=tmp, snapshot_every_seconds=0.2, block_ms=50, **update)
 
 
@@ -78,9 +78,9 @@ def _quickstart(
     alice = client.post(
         "/predict", json={"task": "alice", "x": X, "learn": False}, headers=producer
     )
-    assert (alice.json()["label"], alice.json()["score"]) == (-1.0, -0.6477019164237052)
+    assert (alice.json()["label"], alice.json()["score"]) == (-1.0, -1.538509507898451)
     bob = client.post("/predict", json={"task": "bob", "x": X, "learn": False}, headers=producer)
-    assert bob.json()["score"] == pytest.approx(-0.43180127761580345)
+    assert bob.json()["score"] == pytest.approx(-1.025673005265634)
 
 
 def test_quickstart_on_loopback_without_keys(url: str, tmp_path: Path) -> None:

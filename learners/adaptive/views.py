@@ -1,0 +1,199 @@
+"""``adaptive-auto``: online selection over configurations *and* input scalings.
+
+Text streams and dense numeric streams want different inputs: on term counts a
+model of unit-length rows makes far fewer mistakes (tdt2, spam15), on dense
+features the rows as given do (sentiment4, landmine; docs/algorithms.md Sec. 11.8).
+``adaptive-auto`` runs the configuration grid of :class:`AdaptiveSelector`
+once per input view, side by side:
+
+* ``raw``: the rows as given (after the optional bias feature);
+* ``l2``: every row scaled to unit Euclidean length (after the bias feature).
+
+Each view is an ``adaptive`` selector of its own (docs/algorithms.md Sec.
+11.4): it predicts with its configuration with the fewest progressive
+mistakes. On top, the learner predicts with the view whose own predictions
+made the fewer progressive-validation mistakes so far (the first view on
+ties), Sec. 11.8. Both views learn every labelled row. The rule depends only on
+the rows before the current one, so a batch gives the same scores, mistakes and
+state as the same rows one at a time, however the stream is cut.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+
+from learners.adaptive.learners import (
+    ADAPTIVE_PAPERS,
+    BIAS_ON,
+    COUPLINGS,
+    ETAS,
+    LOSSES,
+    RIDGE,
+    AdaptiveSelector,
+)
+from learners.base import Learner, Param
+from learners.inputs import Batch, Vec
+from learners.registry import register
+
+__all__ = ["AdaptiveViews", "VIEWS"]
+
+#: The input views, in the order ties are broken.
+VIEWS = ("raw", "l2")
+
+
+def view_list(v: Any) -> str:
+    """Comma-separated, distinct names among :data:`VIEWS` (returned normalised)."""
+    parts = [p.strip() for p in (v.split(",") if isinstance(v, str) else list(v))]
+    if not parts or any(p not in VIEWS for p in parts) or len(set(parts)) != len(parts):
+        raise ValueError(f"must be distinct views among {', '.join(VIEWS)}, got {v!r}")
+    return ",".join(parts)
+
+
+VIEW_LIST = Param(
+    "views",
+    "raw,l2",
+    "Comma-separated input views the grid runs on: raw (rows as given) and l2 (rows scaled to "
+    "unit length); with both, predictions come from the view with fewer progressive mistakes "
+    "(docs/algorithms.md Sec. 11.8).",
+    view_list,
+)
+# The grid chosen on development shuffles of the benchmark streams (docs/algorithms.md
+# Sec. 11.8): logistic at three step sizes and AROW, each with a mostly shared (b = 0.5)
+# and a mostly per-task (b = 8) coupling.
+AUTO_LOSSES = Param(LOSSES.name, "logistic,arow", LOSSES.description, LOSSES.check)
+AUTO_ETAS = Param(ETAS.name, "1.0,0.5,3.0", ETAS.description, ETAS.check)
+AUTO_COUPLINGS = Param(COUPLINGS.name, "0.5,8.0", COUPLINGS.description, COUPLINGS.check)
+
+
+@register
+class AdaptiveViews(Learner):
+    """Online selection over adaptive configurations on raw and unit-length rows (Sec. 11.8).
+
+    Attributes
+    ----------
+    view_mistakes_ : ndarray of int64, shape (V,)
+        Progressive mistakes of each view's own predictions.
+    views_ : list of AdaptiveSelector
+        One selector per view; their state is stored under ``<view>_<field>``.
+    """
+
+    name = "adaptive-auto"
+    summary = "Online selection over adaptive configurations and input scalings (raw, unit-length)"
+    paper = ADAPTIVE_PAPERS
+    params: ClassVar[tuple[Param, ...]] = (
+        AUTO_LOSSES,
+        AUTO_ETAS,
+        AUTO_COUPLINGS,
+        RIDGE,
+        VIEW_LIST,
+        BIAS_ON,
+    )
+    conformance_params: ClassVar[tuple[dict[str, Any], ...]] = (
+        {},
+        {"losses": "arow,hinge", "etas": "0.5", "couplings": "0,1", "append_bias": False},
+        {"views": "l2"},
+    )
+    state_fields: ClassVar[tuple[str, ...]] = ("view_mistakes_",)
+
+    @property
+    def exact_batch_merge(self) -> bool:
+        """Batches give the same result however the stream is cut (module docstring)."""
+        return True
+
+    @classmethod
+    def state_bytes(cls, n_features: int, n_tasks: int, **params: Any) -> int:
+        """The views' selectors (each on ``d + 1`` features with the bias) and the counts."""
+        hyper = cls._resolve_params(params)
+        views = hyper["views"].split(",")
+        d = int(n_features) + (1 if hyper["append_bias"] else 0)
+        inner = AdaptiveSelector.state_bytes(d, n_tasks, **cls._grid(hyper, False))
+        return len(views) * inner + 8 * len(views)
+
+    @staticmethod
+    def _grid(hyper: Mapping[str, Any], unit_rows: bool) -> dict[str, Any]:
+        return {
+            "losses": hyper["losses"],
+            "etas": hyper["etas"],
+            "couplings": hyper["couplings"],
+            "r": hyper["r"],
+            "append_bias": False,
+            "l2_normalize": unit_rows,
+        }
+
+    # ------------------------------------------------------------ public extras
+    def leader_view(self) -> str:
+        """The view the learner predicts with now."""
+        return self._view_names[int(np.argmin(self.view_mistakes_))]
+
+    # ------------------------------------------------------------ learner hooks
+    def _init_state(self) -> None:
+        self._view_names = self.hyper["views"].split(",")
+        # The selectors take the rows after the bias was appended here; each scales its own.
+        self.views_ = [
+            AdaptiveSelector(
+                n_features=self.dim,
+                n_tasks=self.n_tasks,
+                seed=self.seed,
+                **self._grid(self.hyper, view == "l2"),
+            )
+            for view in self._view_names
+        ]
+        self.view_mistakes_ = np.zeros(len(self.views_), dtype=np.int64)
+
+    def _view_row(self, v: Vec, view: int) -> Vec:
+        if self._view_names[view] != "l2":
+            return v
+        n2 = v.sqnorm()
+        return v.scaled(1.0 / np.sqrt(n2)) if n2 > 0.0 else v
+
+    def _decision(self, x: Vec, task: int) -> float:
+        m = int(np.argmin(self.view_mistakes_))
+        return self.views_[m]._decision(self._view_row(x, m), task)
+
+    def _learn(self, x: Vec, y: float, task: int) -> None:
+        for m, inner in enumerate(self.views_):
+            v = self._view_row(x, m)
+            score = inner._decision(v, task)
+            inner._learn(v, y, task)
+            self.view_mistakes_[m] += (score >= 0.0) != (y > 0.0)
+
+    def _score_and_learn_batch(self, batch: Batch, y: np.ndarray, tasks: np.ndarray) -> np.ndarray:
+        scores = np.empty((len(self.views_), batch.n))
+        for m, inner in enumerate(self.views_):
+            rows = batch.preprocessed(False, True) if self._view_names[m] == "l2" else batch
+            scores[m] = inner._score_and_learn_batch(rows, y, tasks)
+        wrong = (scores >= 0.0) != (y > 0.0)[None, :]
+        # Mistakes of each view before row i: the carried counts plus the batch's so far.
+        before = self.view_mistakes_[:, None] + np.cumsum(wrong, axis=1) - wrong
+        lead = np.argmin(before, axis=0)  # the first view on ties
+        self.view_mistakes_ += wrong.sum(axis=1)
+        return scores[lead, np.arange(batch.n)]
+
+    def _add_task(self) -> None:
+        for inner in self.views_:
+            inner.add_task()
+
+    def _task_weights(self) -> np.ndarray | None:
+        """The raw view's weights while it leads; None while the l2 view leads (its score is
+        not linear in the row)."""
+        m = int(np.argmin(self.view_mistakes_))
+        if self._view_names[m] == "l2":
+            return None
+        return self.views_[m]._task_weights()
+
+    def _get_state(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"view_mistakes_": self.view_mistakes_}
+        for view, inner in zip(self._view_names, self.views_, strict=True):
+            out.update({f"{view}_{k}": v for k, v in inner._get_state().items()})
+        return out
+
+    def _set_state(self, state: Mapping[str, Any]) -> None:
+        super()._set_state({"view_mistakes_": state["view_mistakes_"]})
+        for view, inner in zip(self._view_names, self.views_, strict=True):
+            prefix = f"{view}_"
+            inner._set_state(
+                {k[len(prefix) :]: v for k, v in state.items() if k.startswith(prefix)}
+            )

@@ -1,0 +1,125 @@
+"""``adaptive-auto``: two views, each an ``adaptive`` selector, and the leader between them
+(docs/algorithms.md Sec. 11.8)."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import learners
+from learners.adaptive.views import AdaptiveViews
+
+GRID = {"losses": "logistic,arow", "etas": "1.0,0.5,3.0", "couplings": "0.5,8.0"}
+
+
+def _stream(n: int, d: int, k: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Related tasks on rows of very different lengths (where the two views disagree)."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) * rng.lognormal(0.0, 1.5, size=(n, 1))
+    w = rng.normal(size=d)
+    tasks = rng.integers(0, k, n)
+    y = np.where(X @ w + 0.3 * rng.normal(size=n) * np.linalg.norm(X, axis=1) >= 0, 1.0, -1.0)
+    return X, y, tasks
+
+
+def test_the_views_are_adaptive_selectors_on_raw_and_unit_length_rows() -> None:
+    """Each view equals a separate ``adaptive`` with the same grid on the scaled rows, and the
+    learner's score is the score of the view with fewer progressive mistakes before the row
+    (first view on ties), computed here by hand."""
+    X, y, tasks = _stream(400, 6, 3, seed=1)
+    auto = learners.make("adaptive-auto", n_features=6, n_tasks=3)
+    got = auto.score_and_learn_many(X, y, tasks)
+    raw = learners.make("adaptive", n_features=6, n_tasks=3, **GRID)
+    unit = learners.make("adaptive", n_features=6, n_tasks=3, l2_normalize=True, **GRID)
+    s_raw = raw.score_and_learn_many(X, y, tasks)
+    s_unit = unit.score_and_learn_many(X, y, tasks)
+    mistakes = [0, 0]
+    for i in range(len(y)):
+        want = s_unit[i] if mistakes[1] < mistakes[0] else s_raw[i]
+        assert got[i] == want, i
+        mistakes[0] += int((s_raw[i] >= 0) != (y[i] > 0))
+        mistakes[1] += int((s_unit[i] >= 0) != (y[i] > 0))
+    assert auto.view_mistakes_.tolist() == mistakes
+    # the stream makes the views disagree, so both lead at some point
+    assert mistakes[0] != mistakes[1]
+    np.testing.assert_array_equal(auto.views_[0].U0_, raw.U0_)
+    np.testing.assert_array_equal(auto.views_[1].U0_, unit.U0_)
+
+
+def test_a_single_view_is_exactly_adaptive() -> None:
+    X, y, tasks = _stream(200, 4, 2, seed=2)
+    auto = learners.make("adaptive-auto", n_features=4, n_tasks=2, views="raw")
+    plain = learners.make("adaptive", n_features=4, n_tasks=2, **GRID)
+    np.testing.assert_array_equal(
+        auto.score_and_learn_many(X, y, tasks), plain.score_and_learn_many(X, y, tasks)
+    )
+
+
+@settings(max_examples=25, deadline=None)
+@given(cuts=st.lists(st.integers(1, 149), max_size=6), seed=st.integers(0, 10_000))
+def test_the_result_does_not_depend_on_where_the_stream_is_cut(cuts: list[int], seed: int) -> None:
+    """Batches cut anywhere give the scores and state of one batch (the worker merges and
+    splits entries at read boundaries)."""
+    X, y, tasks = _stream(150, 3, 2, seed=seed)
+    whole = learners.make("adaptive-auto", n_features=3, n_tasks=2)
+    want = whole.score_and_learn_many(X, y, tasks)
+    parts = learners.make("adaptive-auto", n_features=3, n_tasks=2)
+    bounds = [0, *sorted(set(cuts)), 150]
+    got = np.concatenate(
+        [
+            parts.score_and_learn_many(X[a:b], y[a:b], tasks[a:b])
+            for a, b in itertools.pairwise(bounds)
+        ]
+    )
+    np.testing.assert_array_equal(got, want)
+    for key, value in whole.state_dict().items():
+        other = parts.state_dict()[key]
+        if isinstance(value, np.ndarray):
+            np.testing.assert_array_equal(other, value, err_msg=key)
+        else:
+            assert other == value, key
+
+
+def test_task_weights_follow_the_leading_view() -> None:
+    X, y, tasks = _stream(300, 5, 2, seed=3)
+    auto = learners.make("adaptive-auto", n_features=5, n_tasks=2)
+    for start in range(0, 300, 30):
+        auto.learn_many(X[start : start + 30], y[start : start + 30], tasks[start : start + 30])
+        W = auto.task_weights()
+        if auto.leader_view() == "l2":
+            assert W is None
+        else:
+            assert W is not None
+            v = np.append(X[0], 1.0)
+            assert W[1] @ v == pytest.approx(auto.decision_one(X[0], 1), rel=1e-12)
+
+
+def test_state_is_stored_per_view_and_restored() -> None:
+    X, y, tasks = _stream(120, 3, 2, seed=4)
+    auto = learners.make("adaptive-auto", n_features=3, n_tasks=2)
+    auto.learn_many(X, y, tasks)
+    state = auto.state_dict()
+    assert {"state.view_mistakes_", "state.raw_U0_", "state.l2_U0_", "state.l2_mistakes_"} <= set(
+        state
+    )
+    back = AdaptiveViews.from_state_dict(state)
+    assert back.decision_one(X[0], 1) == auto.decision_one(X[0], 1)
+    assert back.leader_view() == auto.leader_view()
+
+
+@pytest.mark.parametrize("views", ["", "raw,raw", "l1", "raw,l2,raw"])
+def test_bad_views_are_refused(views: str) -> None:
+    with pytest.raises(ValueError, match="views"):
+        learners.make("adaptive-auto", n_features=2, n_tasks=1, views=views)
+
+
+def test_state_bytes_is_two_selectors() -> None:
+    one = learners.get("adaptive").state_bytes(11, 4, append_bias=False, **GRID)
+    assert learners.get("adaptive-auto").state_bytes(10, 4) == 2 * one + 16
+    auto = learners.make("adaptive-auto", n_features=10, n_tasks=4)
+    arrays = sum(v.nbytes for v in auto.state_dict().values() if isinstance(v, np.ndarray))
+    assert arrays <= auto.state_bytes(10, 4)
