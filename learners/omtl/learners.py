@@ -320,8 +320,11 @@ class TaskRelationships(CompiledLearner, MatrixPerceptron):
         """
         return KIND_NONE, np.zeros(len(HP_FIELDS))
 
-    def _update_hyper(self, **extra: float) -> np.ndarray:
-        """The ``hp`` array of :data:`learners.omtl.a_kernels.HP_FIELDS` from the hyperparameters."""
+    def _update_hyper(self) -> np.ndarray:
+        """The ``hp`` array of :data:`learners.omtl.a_kernels.HP_FIELDS` (built once)."""
+        cached: np.ndarray | None = getattr(self, "_hp", None)
+        if cached is not None and cached[-1] == float(self.dim):
+            return cached
         h = self.hyper
         values = {
             "eta": float(h.get("eta", 0.0)),
@@ -331,9 +334,9 @@ class TaskRelationships(CompiledLearner, MatrixPerceptron):
             "ridge": float(h.get("ridge", 0.0)),
             "as_inverse": float(bool(h.get("cov_is_A_inverse", False))),
             "n_rows": float(self.dim),
-            **extra,
         }
-        return np.array([values[name] for name in HP_FIELDS])
+        self._hp = np.array([values[name] for name in HP_FIELDS])
+        return self._hp
 
     def _log_state(self) -> np.ndarray:
         """The ``L`` array of the kernel (``log A`` for Eq. 3.8; unused, empty, otherwise)."""

@@ -4,7 +4,8 @@ Random Gram matrices and states, every option of every update: the compiled
 ``(A, A^{-1})`` (and ``log A``) equal the reference to 1e-12 relative to the
 largest entry; sums follow numpy's pairwise order bit for bit; a matrix that is
 not finite leaves the state untouched and returns False (the learner then runs
-the reference).
+the reference). A learner's batch updates A inside the kernel; an overflowing
+Gram matrix goes through the numpy update and ends where the reference ends.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+import learners
 from learners.omtl import a_kernels as ak
 from learners.omtl import updates
 
@@ -151,3 +153,60 @@ def test_sums_and_traces_are_numpys_bit_for_bit(n: int):
     if n <= 1000:
         M = rng.standard_normal((n, n)) * 10.0 ** rng.integers(-8, 8, (n, n))
         assert ak._trace(M) == np.trace(M)
+
+
+OMTL = ("omtl-logdet", "omtl-vonneumann", "omtl-cov", "batchopt")
+
+
+def counting_numpy_updates(learner: Any) -> list[int]:
+    """Count the calls of the learner's numpy A update (the kernel's fallback)."""
+    calls: list[int] = []
+    numpy_update = learner._updated_interaction
+
+    def counted() -> Any:
+        calls.append(1)
+        return numpy_update()
+
+    learner._updated_interaction = counted
+    return calls
+
+
+@pytest.mark.parametrize("name", OMTL)
+@pytest.mark.parametrize("uses", ["post", "pre"])
+def test_a_batch_updates_a_inside_the_kernel(name: str, uses: str):
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((400, 6))
+    tasks = rng.integers(0, 4, size=400)
+    y = np.where(rng.random(400) < 0.5, 1.0, -1.0)
+    learner = learners.make(name, n_features=6, n_tasks=4, epoch_rounds=1, a_update_uses=uses)
+    calls = counting_numpy_updates(learner)
+    learner.score_and_learn_many(X, y, tasks)
+    assert calls == []
+    assert learner.n_a_updates_ == learner.n_mistakes_ > 50
+    for _ in range(3):
+        learner.score_and_learn_one(X[0], -1.0 if learner.decision_one(X[0], 0) >= 0 else 1.0, 0)
+    assert calls == []
+    assert learner.n_a_updates_ == learner.n_mistakes_
+
+
+@pytest.mark.parametrize("name", OMTL)
+def test_an_overflowing_gram_matrix_goes_through_the_numpy_update(name: str):
+    X = np.array([[1.0, 2.0], [1e200, -1e200], [1.0, 1.0], [3.0, -1.0]])
+    y = np.array([1.0, -1.0, 1.0, -1.0])
+    tasks = np.array([0, 1, 0, 1])
+    runs = []
+    for path in ("kernel", "reference"):
+        learner = learners.make(name, n_features=2, n_tasks=2, epoch_rounds=1)
+        calls = counting_numpy_updates(learner)
+        with np.errstate(all="ignore"):
+            if path == "kernel":
+                scores = learner.score_and_learn_many(X, y, tasks)
+            else:
+                prepared = learner._prepare_batch(X, y, tasks)
+                scores = learner._score_and_learn_batch_reference(*prepared)
+        runs.append((scores, learner.A_, learner.n_a_updates_, len(calls)))
+    (got, got_A, got_n, got_calls), (want, want_A, want_n, _) = runs
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got_A, want_A)
+    assert np.isnan(got_A).all()
+    assert got_n == want_n == got_calls == 1
