@@ -170,7 +170,7 @@ def _weight_pass(
 
 @register_warmup
 def warm() -> float:
-    """Compile (or load from the cache) the weight pass, dense and CSR; returns the seconds taken."""
+    """Compile (or load from the cache) the pass and its A updates, dense and CSR; the seconds taken."""
     from learners.omtl.learners import OMTLLogDet  # the learners import this module
 
     return warm_learners(OMTLLogDet)
