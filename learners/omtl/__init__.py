@@ -6,8 +6,10 @@
   incremental Gram matrix, as pure functions;
 * :mod:`learners.omtl.learners` — ``omtl-logdet``, ``omtl-vonneumann``,
   ``omtl-cov`` and ``batchopt`` (Algorithm 1, with the Sec. 4 active variant);
-* :mod:`learners.omtl.kernels` — the compiled weight pass (numba); ``warm()``
-  compiles it;
+* :mod:`learners.omtl.kernels` — the compiled pass (numba): weight updates and,
+  at Algorithm 1's rounds, the A updates; ``warm()`` compiles it;
+* :mod:`learners.omtl.a_kernels` — the A updates of Eqs. (3.7)-(3.10) compiled,
+  the twins of :mod:`learners.omtl.updates` that the pass calls;
 * :mod:`learners.omtl.compiled` — what the compiled paths of the OMTL, ROM and
   ELLA families share (kernel rows, row primitives, :class:`CompiledLearner`).
 """

@@ -1,4 +1,4 @@
-"""Compiled weight pass of saha2011 Algorithm 1 (lines 4-13) for the OMTL learners.
+"""Compiled weight pass of saha2011 Algorithm 1 (lines 4-16) for the OMTL learners.
 
 One kernel call runs the sequential test-then-train pass over a batch, row by
 row in stream order, dense rows or CSR rows (:func:`weight_pass`; numba
@@ -6,20 +6,25 @@ compiles the round once per row form): the score ``<w_{i_t}, x>``, the round cou
 mistake the update ``w_j += y (A^{-1})_{j, i_t} x`` of every task (Eq. 3.3) and
 the incremental Gram matrix ``G = W W^T`` and row sums of ``W``
 (:func:`learners.omtl.updates.gram_after_rank_one`, docs/algorithms.md Sec. 2.8).
-Cost O(nnz) per row and O(K nnz + K^2) per mistake, whatever the mistake rate.
+Cost O(nnz) per row and O(K nnz + K^2) per mistake, whatever the mistake rate,
+plus O(K^3) per A update.
 
-The ``K x K`` update of ``A`` (Eqs. 3.7-3.10, an eigendecomposition) stays in
-numpy at its own cadence: a kernel stops at the first mistake that must update
-A (round ``t >= EPOCH``) and returns the index of the next row; the learner
-updates A and calls the kernel again from there. With ``track_at_stop`` (A fed
-the weights after the mistake, ``a_update_uses='post'``) the kernel has also
-folded the mistake into the Gram matrix; without it (``'pre'``) it stops right
-after the weight update and the learner runs the reference tail (A from the
-Gram matrix before the mistake, then the Gram tracking).
+From round ``EPOCH`` on, each mistake also updates ``A`` (Eqs. 3.7-3.10, an
+eigendecomposition) inside the same call, at the same round as the numpy
+reference (:func:`learners.omtl.a_kernels.a_update`, selected by ``kind``):
+with ``track_at_stop`` (A fed the weights after the mistake,
+``a_update_uses='post'``) after the mistake is folded into the Gram matrix,
+without it (``'pre'``) before. When there is no compiled update
+(``kind`` = ``KIND_NONE``) or its matrix is not finite, the kernel stops there
+and returns the index of the next row, with the same state the numpy path
+expects: for ``'post'`` the Gram tracking done, for ``'pre'`` not yet; the
+learner runs the reference update (and for ``'pre'`` the tracking) and calls
+the kernel again from there.
 
 Both kernels read and write the learner's arrays in place; ``counters`` holds
-``[n_rounds, n_mistakes, stopped]`` and is updated in place too (``stopped``
-is set to 1 when the kernel returned at a mistake that must update A).
+``[n_rounds, n_mistakes, stopped, a_updates]`` and is updated in place too
+(``stopped`` is set to 1 when the kernel returned at a mistake whose A update is
+left to the learner; ``a_updates`` counts the A updates done in the kernel).
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ import numpy as np
 from numba import njit
 
 from learners.kernels import KernelRows, register_warmup, row_axpy, row_dot, warm_learners
+from learners.omtl.a_kernels import a_update
 
 __all__ = ["warm", "weight_pass"]
 
@@ -47,6 +53,27 @@ def _track_gram(
 
 
 @njit(cache=True)
+def _track_mistake(
+    idx: Any,
+    val: np.ndarray,
+    W: np.ndarray,
+    G: np.ndarray,
+    colsum: np.ndarray,
+    c: np.ndarray,
+    u: np.ndarray,
+) -> None:
+    """Fold the applied weight update ``W += c x^T`` of row ``x`` into ``G`` and ``colsum``."""
+    xx = 0.0
+    xsum = 0.0
+    for p in range(val.shape[0]):
+        xx += val[p] * val[p]
+        xsum += val[p]
+    for k in range(W.shape[0]):
+        u[k] = row_dot(idx, val, W[k])
+    _track_gram(G, colsum, u, c, xx, xsum)
+
+
+@njit(cache=True)
 def _round(
     idx: Any,
     val: np.ndarray,
@@ -60,10 +87,18 @@ def _round(
     round_step: int,
     a_from: int,
     track_at_stop: bool,
+    kind: int,
+    hp: np.ndarray,
+    A: np.ndarray,
+    L: np.ndarray,
     c: np.ndarray,
     u: np.ndarray,
 ) -> tuple[float, bool]:
-    """One round (Algorithm 1 lines 4-13) of row ``x`` (``idx`` None: dense); ``(score, stop)``."""
+    """One round (Algorithm 1 lines 4-16) of row ``x`` (``idx`` None: dense); ``(score, stop)``.
+
+    ``stop`` is True when the round ended at a mistake whose A update is left to
+    the learner (no compiled update, or a matrix that is not finite).
+    """
     s = row_dot(idx, val, W[t])
     counters[0] += round_step
     if (s >= 0.0) == (label > 0.0):
@@ -73,18 +108,19 @@ def _round(
         if c[k] != 0.0:
             row_axpy(idx, val, W[k], c[k])
     counters[1] += 1
-    stop = counters[0] >= a_from
-    if stop and not track_at_stop:
-        return s, True
-    xx = 0.0
-    xsum = 0.0
-    for p in range(val.shape[0]):
-        xx += val[p] * val[p]
-        xsum += val[p]
-    for k in range(W.shape[0]):
-        u[k] = row_dot(idx, val, W[k])
-    _track_gram(G, colsum, u, c, xx, xsum)
-    return s, stop
+    if counters[0] < a_from:
+        _track_mistake(idx, val, W, G, colsum, c, u)
+        return s, False
+    if track_at_stop:  # 'post': A from the weights after the mistake
+        _track_mistake(idx, val, W, G, colsum, c, u)
+        if not a_update(kind, hp, A, Ainv, L, G, colsum):
+            return s, True
+    else:  # 'pre': A from the Gram matrix before the mistake, then its tracking
+        if not a_update(kind, hp, A, Ainv, L, G, colsum):
+            return s, True
+        _track_mistake(idx, val, W, G, colsum, c, u)
+    counters[3] += 1
+    return s, False
 
 
 @njit(cache=True)
@@ -104,16 +140,22 @@ def _weight_pass(
     round_step: int,
     a_from: int,
     track_at_stop: bool,
+    kind: int,
+    hp: np.ndarray,
+    A: np.ndarray,
+    L: np.ndarray,
     scores: np.ndarray,
 ) -> int:
     """Rows ``begin..`` (CSR when ``indptr`` is not empty, else the rows of ``X``).
 
-    Returns the next row: ``n`` when done, or the row after a mistake that must
-    update A (then ``counters[2] = 1``; see the module docstring).
+    Returns the next row: ``n`` when done, or the row after a mistake whose A
+    update is left to the learner (then ``counters[2] = 1``; see the module docstring).
     """
     c = np.empty(W.shape[0])
     u = np.empty(W.shape[0])
-    state = (W, Ainv, G, colsum, counters, round_step, a_from, track_at_stop, c, u)
+    state = (
+        W, Ainv, G, colsum, counters, round_step, a_from, track_at_stop, kind, hp, A, L, c, u
+    )  # fmt: skip
     for i in range(begin, y.shape[0]):
         if indptr.shape[0] > 0:
             lo, hi = indptr[i], indptr[i + 1]
@@ -128,7 +170,7 @@ def _weight_pass(
 
 @register_warmup
 def warm() -> float:
-    """Compile (or load from the cache) the weight pass, dense and CSR; returns the seconds taken."""
+    """Compile (or load from the cache) the pass and its A updates, dense and CSR; the seconds taken."""
     from learners.omtl.learners import OMTLLogDet  # the learners import this module
 
     return warm_learners(OMTLLogDet)

@@ -46,6 +46,14 @@ import numpy as np
 
 from learners.base import APPEND_BIAS, BUDGET, L2_NORMALIZE, Param
 from learners.inputs import Batch, Vec
+from learners.omtl.a_kernels import (
+    HP_FIELDS,
+    KIND_BATCHOPT,
+    KIND_COV,
+    KIND_LOGDET,
+    KIND_NONE,
+    KIND_VONNEUMANN,
+)
 from learners.omtl.compiled import CompiledLearner, KernelRows, vec_dot
 from learners.omtl.kernels import weight_pass
 from learners.omtl.updates import (
@@ -71,6 +79,8 @@ from learners.registry import register
 
 #: ``a_from`` for a learner whose priming never ends: no round reaches it.
 _NEVER = 1 << 62
+#: The kernel's ``L`` for the learners without ``log A``.
+_NO_LOG = np.zeros((0, 0))
 
 __all__ = ["BatchOptimal", "OMTLCovariance", "OMTLLogDet", "OMTLVonNeumann", "TaskRelationships"]
 
@@ -302,34 +312,71 @@ class TaskRelationships(CompiledLearner, MatrixPerceptron):
         return eta / tr if tr > 0.0 else 0.0
 
     # ------------------------------------------------------------- batches
+    def _compiled_update(self) -> tuple[int, np.ndarray]:
+        """``(kind, hp)`` of the learner's A update in :mod:`learners.omtl.a_kernels`.
+
+        ``KIND_NONE`` (the base class): the kernel leaves every A update to
+        :meth:`_updated_interaction`.
+        """
+        return KIND_NONE, np.zeros(len(HP_FIELDS))
+
+    def _update_hyper(self) -> np.ndarray:
+        """The ``hp`` array of :data:`learners.omtl.a_kernels.HP_FIELDS` (built once)."""
+        cached: np.ndarray | None = getattr(self, "_hp", None)
+        if cached is not None and cached[-1] == float(self.dim):
+            return cached
+        h = self.hyper
+        values = {
+            "eta": float(h.get("eta", 0.0)),
+            "eta_trace": float(h.get("eta_scale") == "trace"),
+            "normalize": float(bool(h["normalize_trace"])),
+            "floor": float(h["eig_floor"]),
+            "ridge": float(h.get("ridge", 0.0)),
+            "as_inverse": float(bool(h.get("cov_is_A_inverse", False))),
+            "n_rows": float(self.dim),
+        }
+        self._hp = np.array([values[name] for name in HP_FIELDS])
+        return self._hp
+
+    def _log_state(self) -> np.ndarray:
+        """The ``L`` array of the kernel (``log A`` for Eq. 3.8; unused, empty, otherwise)."""
+        return _NO_LOG
+
     def _kernel(
         self, rows: KernelRows, y: np.ndarray, tasks: np.ndarray, scores: np.ndarray
     ) -> None:
-        """Run the weight-pass kernel (:mod:`learners.omtl.kernels`), stopping for every A update.
+        """Run the kernel (:mod:`learners.omtl.kernels`): weight updates and A updates in one call.
 
-        At a stop the kernel has applied the mistake's weight update (Eq. 3.3) and, when
-        A is fed the weights after it (``a_update_uses='post'``), its Gram tracking;
-        then A is updated (Eqs. 3.7-3.10) here, or for ``'pre'`` the reference tail
-        :meth:`_after_mistake` runs (A from the Gram matrix before the mistake).
+        The kernel applies each mistake's weight update (Eq. 3.3), its Gram tracking
+        and, from round EPOCH on, the A update (Eqs. 3.7-3.10, compiled in
+        :mod:`learners.omtl.a_kernels`) at the same rounds as the numpy path. It stops
+        only at an A update it leaves to the learner (no compiled update, or a matrix
+        that is not finite): then A is updated here by :meth:`_updated_interaction`, or
+        for ``'pre'`` the reference tail :meth:`_after_mistake` runs (A from the Gram
+        matrix before the mistake, then the Gram tracking).
         """
         post = self.hyper["a_update_uses"] == "post"
         start = self.epoch_round
         a_from = _NEVER if start is None else start
         step = 0 if self.is_active else 1
-        counters = np.array([self.n_rounds_, self.n_mistakes_, 0], dtype=np.int64)
+        kind, hp = self._compiled_update()
+        counters = np.array([self.n_rounds_, self.n_mistakes_, 0, 0], dtype=np.int64)
         i = 0
         while i < y.shape[0]:
             counters[2] = 0
+            counters[3] = 0
             self.W_, self.Ainv_ = np.ascontiguousarray(self.W_), np.ascontiguousarray(self.Ainv_)
             self.G_, self.colsum_ = (
                 np.ascontiguousarray(self.G_),
                 np.ascontiguousarray(self.colsum_),
             )
+            self.A_ = np.ascontiguousarray(self.A_)
             i = weight_pass(
                 rows, y, tasks, i, self.W_, self.Ainv_, self.G_, self.colsum_, counters, step,
-                a_from, post, scores,
+                a_from, post, kind, hp, self.A_, self._log_state(), scores,
             )  # fmt: skip
             self.n_rounds_, self.n_mistakes_ = int(counters[0]), int(counters[1])
+            self.n_a_updates_ += int(counters[3])
             if counters[2] and post:
                 self.A_, self.Ainv_ = self._updated_interaction()
                 self.n_a_updates_ += 1
@@ -413,6 +460,9 @@ class OMTLLogDet(TaskRelationships):
         {"epoch_rounds": 100, "eta": 1e-4, "eta_scale": "absolute"},
     )
 
+    def _compiled_update(self) -> tuple[int, np.ndarray]:
+        return KIND_LOGDET, self._update_hyper()
+
     def _updated_interaction(self) -> tuple[np.ndarray, np.ndarray]:
         return logdet_update(
             self.Ainv_,
@@ -451,6 +501,13 @@ class OMTLVonNeumann(TaskRelationships):
     def _init_state(self) -> None:
         super()._init_state()
         self.logA_ = -np.log(self.n_tasks) * np.eye(self.n_tasks)
+
+    def _compiled_update(self) -> tuple[int, np.ndarray]:
+        return KIND_VONNEUMANN, self._update_hyper()
+
+    def _log_state(self) -> np.ndarray:
+        self.logA_ = np.ascontiguousarray(self.logA_)
+        return self.logA_
 
     def _updated_interaction(self) -> tuple[np.ndarray, np.ndarray]:
         self.logA_, A, Ainv = vonneumann_log_step(
@@ -503,6 +560,9 @@ class OMTLCovariance(TaskRelationships):
                 "with the square of the weights they produce, and the weights overflow"
             )
 
+    def _compiled_update(self) -> tuple[int, np.ndarray]:
+        return KIND_COV, self._update_hyper()
+
     def _updated_interaction(self) -> tuple[np.ndarray, np.ndarray]:
         return covariance_update(
             self.G_,
@@ -533,6 +593,9 @@ class BatchOptimal(TaskRelationships):
         *_SWITCHING_PARAMS,
         {"epoch_rounds": 100, "cov_is_A_inverse": True, "active": True, "sampling_b": None},
     )
+
+    def _compiled_update(self) -> tuple[int, np.ndarray]:
+        return KIND_BATCHOPT, self._update_hyper()
 
     def _updated_interaction(self) -> tuple[np.ndarray, np.ndarray]:
         return batchopt_update(

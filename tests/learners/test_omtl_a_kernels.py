@@ -1,0 +1,212 @@
+"""The compiled A updates (learners.omtl.a_kernels) against the numpy updates of Eqs. (3.7)-(3.10).
+
+Random Gram matrices and states, every option of every update: the compiled
+``(A, A^{-1})`` (and ``log A``) equal the reference to 1e-12 relative to the
+largest entry; sums follow numpy's pairwise order bit for bit; a matrix that is
+not finite leaves the state untouched and returns False (the learner then runs
+the reference). A learner's batch updates A inside the kernel; an overflowing
+Gram matrix goes through the numpy update and ends where the reference ends.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import learners
+from learners.omtl import a_kernels as ak
+from learners.omtl import updates
+
+RTOL = 1e-12
+
+
+def hp(**given: float) -> np.ndarray:
+    values = {
+        "eta": 0.1,
+        "eta_trace": 1.0,
+        "normalize": 1.0,
+        "floor": 1e-6,
+        "ridge": 1e-6,
+        "as_inverse": 0.0,
+        "n_rows": 50.0,
+    }
+    values.update(given)
+    return np.array([values[name] for name in ak.HP_FIELDS])
+
+
+def random_state(K: int, seed: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    W = rng.standard_normal((K, 50)) * rng.uniform(0.1, 3.0, size=(K, 1))
+    B = rng.standard_normal((K, K))
+    Ainv = B @ B.T / K + np.eye(K)
+    A = np.linalg.inv(Ainv)
+    A = (A + A.T) / 2
+    L = updates.sym_logm(A, 1e-9)
+    return {"G": W @ W.T, "colsum": W.sum(axis=1), "A": A, "Ainv": Ainv, "L": L}
+
+
+def assert_close(got: np.ndarray, want: np.ndarray) -> None:
+    scale = float(np.abs(want).max())
+    np.testing.assert_allclose(got, want, rtol=RTOL, atol=RTOL * scale)
+
+
+def run_compiled(kind: int, h: np.ndarray, s: dict[str, np.ndarray]) -> tuple[bool, Any]:
+    A, Ainv, L = s["A"].copy(), s["Ainv"].copy(), s["L"].copy()
+    ok = ak.a_update(kind, h, A, Ainv, L, s["G"], s["colsum"])
+    return ok, (A, Ainv, L)
+
+
+def eta_of(h: np.ndarray, G: np.ndarray) -> float:
+    return float(h[0] / np.trace(G)) if h[1] else float(h[0])
+
+
+@pytest.mark.parametrize("K", [1, 2, 3, 10, 31])
+@pytest.mark.parametrize("normalize", [0.0, 1.0])
+@pytest.mark.parametrize("eta_trace", [0.0, 1.0])
+def test_logdet_and_vonneumann_match_the_reference(K: int, normalize: float, eta_trace: float):
+    for seed in range(3):
+        s = random_state(K, seed)
+        h = hp(normalize=normalize, eta_trace=eta_trace, eta=0.3)
+        eta = eta_of(h, s["G"])
+        ok, (A, Ainv, _) = run_compiled(ak.KIND_LOGDET, h, s)
+        want_A, want_Ainv = updates.logdet_update(
+            s["Ainv"], s["G"], eta, normalize=bool(normalize), floor=h[3]
+        )
+        assert ok
+        assert_close(A, want_A)
+        assert_close(Ainv, want_Ainv)
+        ok, (A, Ainv, L) = run_compiled(ak.KIND_VONNEUMANN, h, s)
+        want_L, want_A, want_Ainv = updates.vonneumann_log_step(
+            s["L"], s["G"], eta, normalize=bool(normalize), floor=h[3]
+        )
+        assert ok
+        assert_close(L, want_L)
+        assert_close(A, want_A)
+        assert_close(Ainv, want_Ainv)
+
+
+@pytest.mark.parametrize("K", [1, 2, 3, 10, 31])
+@pytest.mark.parametrize("normalize", [0.0, 1.0])
+@pytest.mark.parametrize("as_inverse", [0.0, 1.0])
+def test_covariance_and_batchopt_match_the_reference(K: int, normalize: float, as_inverse: float):
+    for seed in range(3):
+        s = random_state(K, seed)
+        h = hp(normalize=normalize, as_inverse=as_inverse, ridge=1e-3, floor=1e-4)
+        ok, (A, Ainv, _) = run_compiled(ak.KIND_COV, h, s)
+        if as_inverse and not normalize:
+            continue  # not a learner's combination (OMTLCovariance refuses it)
+        want_A, want_Ainv = updates.covariance_update(
+            s["G"], s["colsum"], 50, ridge=h[4], normalize=bool(normalize),
+            as_inverse=bool(as_inverse), floor=h[3],
+        )  # fmt: skip
+        assert ok
+        assert_close(A, want_A)
+        assert_close(Ainv, want_Ainv)
+        ok, (A, Ainv, _) = run_compiled(ak.KIND_BATCHOPT, h, s)
+        want_A, want_Ainv = updates.batchopt_update(
+            s["G"], ridge=h[4], as_inverse=bool(as_inverse), floor=h[3]
+        )
+        assert ok
+        assert_close(A, want_A)
+        assert_close(Ainv, want_Ainv)
+
+
+def test_batchopt_of_a_zero_gram_matrix_is_the_uniform_matrix():
+    s = random_state(4, 0)
+    s["G"] = np.zeros((4, 4))
+    ok, (A, Ainv, _) = run_compiled(ak.KIND_BATCHOPT, hp(), s)
+    assert ok
+    np.testing.assert_allclose(A, np.eye(4) / 4, rtol=1e-15)
+    np.testing.assert_allclose(Ainv, 4 * np.eye(4), rtol=1e-15)
+
+
+@pytest.mark.parametrize(
+    "kind", [ak.KIND_LOGDET, ak.KIND_VONNEUMANN, ak.KIND_COV, ak.KIND_BATCHOPT]
+)
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_a_matrix_that_is_not_finite_is_left_to_the_reference(kind: int, bad: float):
+    s = random_state(5, 1)
+    s["G"][1, 2] = s["G"][2, 1] = bad
+    before = {k: v.copy() for k, v in s.items()}
+    ok, (A, Ainv, L) = run_compiled(kind, hp(eta_trace=0.0), s)
+    assert not ok
+    np.testing.assert_array_equal(A, before["A"])
+    np.testing.assert_array_equal(Ainv, before["Ainv"])
+    np.testing.assert_array_equal(L, before["L"])
+
+
+def test_no_compiled_update_changes_nothing():
+    s = random_state(3, 2)
+    ok, (A, Ainv, _) = run_compiled(ak.KIND_NONE, hp(), s)
+    assert not ok
+    np.testing.assert_array_equal(A, s["A"])
+    np.testing.assert_array_equal(Ainv, s["Ainv"])
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 8, 9, 16, 127, 128, 129, 255, 256, 1000, 4099])
+def test_sums_and_traces_are_numpys_bit_for_bit(n: int):
+    rng = np.random.default_rng(n)
+    v = rng.standard_normal(n) * 10.0 ** rng.integers(-8, 8, n)
+    assert ak.pairwise_sum(v) == np.sum(v)
+    if n <= 1000:
+        M = rng.standard_normal((n, n)) * 10.0 ** rng.integers(-8, 8, (n, n))
+        assert ak._trace(M) == np.trace(M)
+
+
+OMTL = ("omtl-logdet", "omtl-vonneumann", "omtl-cov", "batchopt")
+
+
+def counting_numpy_updates(learner: Any) -> list[int]:
+    """Count the calls of the learner's numpy A update (the kernel's fallback)."""
+    calls: list[int] = []
+    numpy_update = learner._updated_interaction
+
+    def counted() -> Any:
+        calls.append(1)
+        return numpy_update()
+
+    learner._updated_interaction = counted
+    return calls
+
+
+@pytest.mark.parametrize("name", OMTL)
+@pytest.mark.parametrize("uses", ["post", "pre"])
+def test_a_batch_updates_a_inside_the_kernel(name: str, uses: str):
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((400, 6))
+    tasks = rng.integers(0, 4, size=400)
+    y = np.where(rng.random(400) < 0.5, 1.0, -1.0)
+    learner = learners.make(name, n_features=6, n_tasks=4, epoch_rounds=1, a_update_uses=uses)
+    calls = counting_numpy_updates(learner)
+    learner.score_and_learn_many(X, y, tasks)
+    assert calls == []
+    assert learner.n_a_updates_ == learner.n_mistakes_ > 50
+    for _ in range(3):
+        learner.score_and_learn_one(X[0], -1.0 if learner.decision_one(X[0], 0) >= 0 else 1.0, 0)
+    assert calls == []
+    assert learner.n_a_updates_ == learner.n_mistakes_
+
+
+@pytest.mark.parametrize("name", OMTL)
+def test_an_overflowing_gram_matrix_goes_through_the_numpy_update(name: str):
+    X = np.array([[1.0, 2.0], [1e200, -1e200], [1.0, 1.0], [3.0, -1.0]])
+    y = np.array([1.0, -1.0, 1.0, -1.0])
+    tasks = np.array([0, 1, 0, 1])
+    runs = []
+    for path in ("kernel", "reference"):
+        learner = learners.make(name, n_features=2, n_tasks=2, epoch_rounds=1)
+        calls = counting_numpy_updates(learner)
+        with np.errstate(all="ignore"):
+            if path == "kernel":
+                scores = learner.score_and_learn_many(X, y, tasks)
+            else:
+                prepared = learner._prepare_batch(X, y, tasks)
+                scores = learner._score_and_learn_batch_reference(*prepared)
+        runs.append((scores, learner.A_, learner.n_a_updates_, len(calls)))
+    (got, got_A, got_n, got_calls), (want, want_A, want_n, _) = runs
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got_A, want_A)
+    assert np.isnan(got_A).all()
+    assert got_n == want_n == got_calls == 1
