@@ -6,9 +6,11 @@ test-then-train pass) after :func:`learners.warm_kernels`, in a forked child
 measured on the same streams in the same run. Measured here:
 
 * :func:`measure_blocks` -- events/s of ``score_and_learn_many`` on blocks of a
-  given size; with the CPU time spent in the OMTL ``A`` update
-  (``_updated_interaction``, Eqs. 3.7-3.10) and in the ELLA task refresh
-  (``_refresh``), timed by wrapping those methods of the instance;
+  given size; with the CPU time spent in the ELLA task refresh (``_refresh``),
+  timed by wrapping that method of the instance, and in the OMTL ``A`` update
+  (Eqs. 3.7-3.10), which runs inside the compiled pass: its share is the number
+  of updates of the run times the time of one compiled update, measured after
+  the run on the learner's final state (:func:`_a_update_seconds`);
 * :func:`measure_loop` -- a Python loop of ``score_and_learn_one``, of
   ``predict_one`` + ``learn_one``, or the plain numpy loop (predict, then
   ``W += y outer(A^{-1} e_t, x)`` on a mistake: the multitask Perceptron, Eq. 3.3).
@@ -48,7 +50,7 @@ def _make(name: str, stream: BenchStream, n: int) -> Any:
 def _time_methods(model: Any) -> dict[str, list[float]]:
     """Wrap the instance's ``A`` update and task refresh, if it has them: CPU seconds and calls."""
     spent: dict[str, list[float]] = {}
-    for attr, key in (("_updated_interaction", "a_update"), ("_refresh", "refresh")):
+    for attr, key in (("_refresh", "refresh"),):
         method = getattr(model, attr, None)
         if method is None:
             continue
@@ -64,6 +66,27 @@ def _time_methods(model: Any) -> dict[str, list[float]]:
 
         setattr(model, attr, timed)
     return spent
+
+
+def _a_update_seconds(model: Any, repeats: int = 200) -> float | None:
+    """CPU seconds of one compiled ``A`` update (Eqs. 3.7-3.10) of an OMTL learner on
+    copies of its current state, the median of ``repeats`` calls; None for other learners."""
+    compiled = getattr(model, "_compiled_update", None)
+    if compiled is None or not hasattr(model, "n_a_updates_"):
+        return None
+    from learners.omtl.a_kernels import KIND_NONE, a_update
+
+    kind, hp = compiled()
+    if kind == KIND_NONE:
+        return None
+    times = []
+    for _ in range(repeats):
+        A, Ainv, G = model.A_.copy(), model.Ainv_.copy(), model.G_.copy()
+        L, colsum = model._log_state().copy(), model.colsum_.copy()
+        t0 = time.thread_time_ns()
+        a_update(kind, hp, A, Ainv, L, G, colsum)
+        times.append(time.thread_time_ns() - t0)
+    return float(np.median(times)) * 1e-9
 
 
 def _mistakes(scores: np.ndarray, y: np.ndarray) -> int:
@@ -83,6 +106,7 @@ def measure_blocks(
     """
     model = _make(name, stream, n)
     spent_in = _time_methods(model)
+    a_updates_before = int(getattr(model, "n_a_updates_", 0))
     X, y, task = stream.X, stream.y, stream.task
     scores = np.empty(n)
     done, spent, size = 0, 0.0, (min(8, block) if ramp else block)
@@ -112,6 +136,10 @@ def measure_blocks(
         out["per_sec"] = done / spent
     for key, (sec, calls) in spent_in.items():
         out[f"{key}_seconds"], out[f"{key}_calls"] = sec, int(calls)
+    per_update = _a_update_seconds(model)
+    if per_update is not None:
+        calls = int(model.n_a_updates_) - a_updates_before
+        out["a_update_seconds"], out["a_update_calls"] = calls * per_update, calls
     return out
 
 
