@@ -24,6 +24,7 @@ from numba import njit
 from learners.active.kernels import KernelPass, load_row, warm_call, warm_rows
 from learners.adaptive.reference import FOLD_BELOW
 from learners.adaptive.steps import AROW, invariant_step_compiled, loss_slope_compiled
+from learners.kernels import register_warmup
 
 #: The outlier parts ``(gammas, Q, Qs, Qn)`` (docs/algorithms.md Sec. 11.7): zhang2018's
 #: group-lasso weight per configuration and ``q_k = Qs[m, k] Q[m, k]`` with ``Qn = ||q_k||^2``;
@@ -402,48 +403,209 @@ def _learn_row(
 
 
 @njit(cache=True)
+def _select_row(
+    idx: np.ndarray | None,
+    val: np.ndarray,
+    n: int,
+    k: int,
+    y: float,
+    configs: ConfigArrays,
+    state: StateArrays,
+    outlier: OutlierArrays,
+    scores: np.ndarray,
+    buffers: np.ndarray,
+    work: np.ndarray,
+) -> float:  # pragma: no cover - compiled
+    """:func:`_learn_row` on the feature-major arrays ``U0``, ``G0`` (D, M) and ``U``, ``G``
+    (K, D, M) of ``M > 1`` configurations: the scores and the rescaling loop over the M
+    configurations side by side (entries of feature j contiguous); each configuration
+    then steps through its column (stride M), whose cache lines the configurations
+    before it have just brought in. ``work`` is (3, M): two sums and, in row 2, 1 for
+    the first-order configurations (set by the caller)."""
+    losses, etas, couplings, ridges = configs
+    U0, U, G0, G, S, stats, mistakes = state
+    gammas, Q, Qs, Qn = outlier
+    M = U0.shape[1]
+    # (2-d and 3-d indexing: a view per coordinate would cost reference counts)
+    for m in range(M):
+        work[0, m] = 0.0
+        work[1, m] = 0.0
+    for p in range(n):
+        j = _at(idx, p)
+        x = val[p]
+        for m in range(M):
+            work[0, m] += x * U0[j, m]
+            work[1, m] += x * U[k, j, m]
+    for m in range(M):
+        scores[m] = work[0, m] + work[1, m]
+        if Q.shape[1] > 0:
+            scores[m] += Qs[m, k] * _dot(Q[m, k], idx, val, n)
+    out = scores[leader(mistakes)]
+    for m in range(M):
+        if (scores[m] >= 0.0) != (y > 0.0):
+            mistakes[m] += 1
+    if n == 0:
+        return out
+    q, rate0, ratek = buffers[0], buffers[1], buffers[2]
+    # the normaliser, and the rescaling of the first-order configurations' weights
+    for p in range(n):
+        j = _at(idx, p)
+        a = abs(val[p])
+        if a > S[j]:
+            if S[j] > 0.0:
+                ratio = S[j] / a
+                for m in range(M):
+                    U0[j, m] *= ratio if work[2, m] > 0.0 else 1.0
+                for kk in range(U.shape[0]):
+                    for m in range(M):
+                        U[kk, j, m] *= ratio if work[2, m] > 0.0 else 1.0
+                for m in range(M):
+                    if work[2, m] > 0.0:
+                        for kk in range(Q.shape[1]):
+                            qv = Qs[m, kk] * Q[m, kk, j]
+                            Qn[m, kk] += qv * qv * (ratio * ratio - 1.0)
+                            Q[m, kk, j] *= ratio
+            S[j] = a
+        q[p] = 1.0 / S[j]
+    stats[0] += _scaled_sqnorm(val, q, n)
+    stats[1] += 1.0
+    scale = math.sqrt(stats[1] / stats[0])
+    for m in range(M):
+        z0 = y * scores[m]
+        if losses[m] == AROW:
+            _arow_step(
+                U0[:, m],
+                G0[:, m],
+                U[k, :, m],
+                G[k, :, m],
+                idx,
+                val,
+                n,
+                y,
+                z0,
+                couplings[m],
+                ridges[m],
+                rate0,
+            )
+        else:
+            _gradient_step(
+                losses[m],
+                etas[m],
+                U0[:, m],
+                G0[:, m],
+                U[k, :, m],
+                G[k, :, m],
+                q,
+                idx,
+                val,
+                n,
+                y,
+                z0,
+                couplings[m],
+                scale,
+                rate0,
+                ratek,
+                m,
+                k,
+                gammas[m],
+                outlier,
+            )
+    return out
+
+
+@njit(cache=True)
+def _row_width(call: KernelPass, dim: int) -> int:  # pragma: no cover - compiled
+    """The longest loaded row of ``call`` (the size of the row buffers)."""
+    if call.dense:
+        return dim
+    width = 0
+    for i in range(call.y.shape[0]):
+        width = max(width, call.indptr[i + 1] - call.indptr[i])
+    return width + (1 if call.bias else 0)
+
+
+@njit(cache=True)
 def adaptive_pass(
     call: KernelPass, configs: ConfigArrays, state: StateArrays, outlier: OutlierArrays
 ) -> None:  # pragma: no cover - compiled
     """Test-then-train over ``call``'s rows (module docstring); fills ``call.scores``.
 
     ``configs``, ``state`` and ``outlier`` are the arrays of :data:`ConfigArrays`,
-    :data:`StateArrays` and :data:`OutlierArrays`, updated in place.
+    :data:`StateArrays` and :data:`OutlierArrays`, updated in place; the weights and
+    accumulators are feature-major, ``U0``, ``G0`` (D, M) and ``U``, ``G`` (K, D, M).
+    With ``M = 1`` that is the memory of the (M, D) and (M, K, D) arrays the per-
+    configuration steps read; ``M > 1`` runs :func:`_select_row`.
+    The row buffers are as long as the longest row of the call, not D.
     """
-    M, dim = state[0].shape
+    U0, U, G0, G, S, stats, mistakes = state
+    dim, M = U0.shape
+    K = U.shape[0]
     dense = call.dense
-    idx = np.empty(dim, dtype=np.int64)
-    val = np.empty(dim)
-    buffers = np.empty((3, dim))
+    width = max(_row_width(call, dim), 1)
+    idx = np.empty(width, dtype=np.int64)
+    val = np.empty(width)
     scores = np.empty(M)
+    buffers = np.empty((3, width))
+    if M == 1:
+        member = (
+            U0.reshape((1, dim)),
+            U.reshape((1, K, dim)),
+            G0.reshape((1, dim)),
+            G.reshape((1, K, dim)),
+            S,
+            stats,
+            mistakes,
+        )
+        for i in range(call.y.shape[0]):
+            n = load_row(call, i, dim, idx, val)
+            k, y = call.tasks[i], call.y[i]
+            if dense and _all_nonzero(val, n):
+                call.scores[i] = _learn_row(
+                    None, val, n, k, y, configs, member, outlier, scores, buffers
+                )
+            else:
+                n = _nonzeros(dense, idx, val, n)
+                call.scores[i] = _learn_row(
+                    idx, val, n, k, y, configs, member, outlier, scores, buffers
+                )
+        return
+    work = np.zeros((3, M))
+    for m in range(M):
+        work[2, m] = 0.0 if configs[0][m] == AROW else 1.0
     for i in range(call.y.shape[0]):
         n = load_row(call, i, dim, idx, val)
         k, y = call.tasks[i], call.y[i]
         if dense and _all_nonzero(val, n):
-            call.scores[i] = _learn_row(
-                None, val, n, k, y, configs, state, outlier, scores, buffers
+            call.scores[i] = _select_row(
+                None, val, n, k, y, configs, state, outlier, scores, buffers, work
             )
         else:
             n = _nonzeros(dense, idx, val, n)
-            call.scores[i] = _learn_row(idx, val, n, k, y, configs, state, outlier, scores, buffers)
+            call.scores[i] = _select_row(
+                idx, val, n, k, y, configs, state, outlier, scores, buffers, work
+            )
 
 
+@register_warmup
 def warm() -> None:
-    """Compile :func:`adaptive_pass` for dense and CSR rows (dimension 3 + bias) on tiny inputs."""
+    """Compile :func:`adaptive_pass` for dense and CSR rows (dimension 3 + bias) on tiny
+    inputs: one configuration with an outlier part (a member) and a grid of three."""
     for rows in warm_rows():
-        call = warm_call(rows, 1)._replace(active=False)
-        M = 3
-        adaptive_pass(
-            call,
-            (np.array([0, 1, 2], dtype=np.int64), np.ones(M), np.ones(M), np.ones(M)),
-            (
-                np.zeros((M, 4)),
-                np.zeros((M, 2, 4)),
-                np.ones((M, 4)),
-                np.ones((M, 2, 4)),
-                np.zeros(4),
-                np.zeros(2),
-                np.zeros(M, dtype=np.int64),
-            ),
-            (np.array([0.5, 0.0, 0.0]), np.zeros((M, 2, 4)), np.ones((M, 2)), np.zeros((M, 2))),
-        )
+        for losses, gammas in (([0], [0.5]), ([0, 1, 2], [0.0, 0.0, 0.0])):
+            M = len(losses)
+            K, D = (2, 4) if gammas[0] > 0.0 else (0, 0)
+            call = warm_call(rows, 1)._replace(active=False)
+            adaptive_pass(
+                call,
+                (np.array(losses, dtype=np.int64), np.ones(M), np.ones(M), np.ones(M)),
+                (
+                    np.zeros((4, M)),
+                    np.zeros((2, 4, M)),
+                    np.ones((4, M)),
+                    np.ones((2, 4, M)),
+                    np.zeros(4),
+                    np.zeros(2),
+                    np.zeros(M, dtype=np.int64),
+                ),
+                (np.array(gammas), np.zeros((M, K, D)), np.ones((M, K)), np.zeros((M, K))),
+            )
