@@ -98,14 +98,6 @@ def _axpy(
 
 
 @njit(cache=True)
-def _gather(
-    out: np.ndarray, w: np.ndarray, idx: np.ndarray | None, n: int
-) -> None:  # pragma: no cover - compiled
-    for p in range(n):
-        out[p] = w[_at(idx, p)]
-
-
-@njit(cache=True)
 def _nonzeros(dense: bool, idx: np.ndarray, val: np.ndarray, n: int) -> int:  # pragma: no cover
     """Keep the non-zero entries of a loaded row, with their feature indices (the
     canonical form the reference works on); returns their number."""
@@ -185,35 +177,6 @@ def _arow_part(
         x = val[p]
         u[j] += ay * sigma[j] * x
         sigma[j] = 1.0 / (1.0 / sigma[j] + x * x / r)
-
-
-@njit(cache=True)
-def _arow_step(
-    u0: np.ndarray,
-    g0: np.ndarray,
-    uk: np.ndarray,
-    gk: np.ndarray,
-    idx: np.ndarray | None,
-    val: np.ndarray,
-    n: int,
-    y: float,
-    z0: float,
-    b: float,
-    r: float,
-    buf: np.ndarray,
-) -> None:  # pragma: no cover - compiled
-    """Diagonal AROW on the shared + per-task parts (reference: ``reference._arow``)."""
-    if z0 >= 1.0:
-        return
-    _gather(buf, g0, idx, n)
-    v = _weighted_sqnorm(val, buf, n)
-    if b > 0.0:
-        _gather(buf, gk, idx, n)
-        v += _weighted_sqnorm(val, buf, n)
-    ay = (1.0 - z0) / (v + r) * y
-    _arow_part(u0, g0, ay, r, idx, val, n)
-    if b > 0.0:
-        _arow_part(uk, gk, ay, r, idx, val, n)
 
 
 @njit(cache=True)
@@ -373,8 +336,24 @@ def _learn_row(
     for m in range(M):
         z0 = y * scores[m]
         if losses[m] == AROW:
-            _arow_step(
-                U0[m], G0[m], U[m, k], G[m, k], idx, val, n, y, z0, couplings[m], ridges[m], rate0
+            _arow_fused(U0[m], G0[m], U[m, k], G[m, k], idx, val, n, y, z0, couplings[m], ridges[m])
+        elif gammas[m] == 0.0:
+            _first_order_step(
+                losses[m],
+                etas[m],
+                U0[m],
+                G0[m],
+                U[m, k],
+                G[m, k],
+                q,
+                idx,
+                val,
+                n,
+                y,
+                z0,
+                couplings[m],
+                scale,
+                buffers,
             )
         else:
             _gradient_step(
@@ -402,8 +381,90 @@ def _learn_row(
     return out
 
 
+@njit(cache=True, fastmath=_SUMS)
+def _dot2(
+    u0: np.ndarray, uk: np.ndarray, idx: np.ndarray | None, val: np.ndarray, n: int
+) -> float:  # pragma: no cover - compiled
+    """``<u0, x> + <uk, x>`` in one pass over the row."""
+    s0 = 0.0
+    sk = 0.0
+    for p in range(n):
+        j = _at(idx, p)
+        x = val[p]
+        s0 += x * u0[j]
+        sk += x * uk[j]
+    return s0 + sk
+
+
+@njit(cache=True, fastmath=_SUMS, error_model="numpy")
+def _inverse(
+    S: np.ndarray, idx: np.ndarray | None, val: np.ndarray, q: np.ndarray, n: int
+) -> float:  # pragma: no cover - compiled
+    """``q_p = 1 / s_j`` and the row's ``sum_j (x_j / s_j)^2`` (as :func:`_scaled_sqnorm`)
+    for a normaliser that does not move; returns -1 when some ``|x_j| > s_j`` (it moves)."""
+    grows = 0
+    total = 0.0
+    for p in range(n):
+        j = _at(idx, p)
+        x = val[p]
+        grows += abs(x) > S[j]
+        r = 1.0 / S[j]
+        q[p] = r
+        v = x * r
+        total += v * v
+    return -1.0 if grows > 0 else total
+
+
+@njit(cache=True, fastmath=_SUMS)
+def _arow_variance(
+    g0: np.ndarray, gk: np.ndarray, idx: np.ndarray | None, val: np.ndarray, n: int, both: bool
+) -> float:  # pragma: no cover - compiled
+    """``x^T Sigma x`` of the shared part, plus the per-task part's when ``both``, in one
+    pass (the sums of ``reference._arow``)."""
+    v0 = 0.0
+    vk = 0.0
+    if both:
+        for p in range(n):
+            j = _at(idx, p)
+            x = val[p]
+            v0 += x * x * g0[j]
+            vk += x * x * gk[j]
+        return v0 + vk
+    for p in range(n):
+        x = val[p]
+        v0 += x * x * g0[_at(idx, p)]
+    return v0
+
+
+@njit(cache=True, fastmath=_SUMS, error_model="numpy")
+def _fused_rates(
+    acc: np.ndarray,
+    q: np.ndarray,
+    idx: np.ndarray | None,
+    val: np.ndarray,
+    n: int,
+    gg: float,
+    eta: float,
+    rates: np.ndarray,
+) -> float:  # pragma: no cover - compiled
+    """:func:`_adagrad_rates` in one pass (``G_j += g^2 x_j^2``, ``rates_p = eta (q_p /
+    sqrt(G_j))``, the sum of ``x_j^2 rates_p``): with numpy's error model the division
+    has no zero check and the loop vectorises, square root included."""
+    h = 0.0
+    for p in range(n):
+        j = _at(idx, p)
+        x = val[p]
+        x2 = x * x
+        total = acc[j] + gg * x2
+        acc[j] = total
+        r = eta * (q[p] / math.sqrt(total))
+        rates[p] = r
+        h += x * x * r
+    return h
+
+
 @njit(cache=True)
-def _select_row(
+def _member_row(
     idx: np.ndarray | None,
     val: np.ndarray,
     n: int,
@@ -412,105 +473,96 @@ def _select_row(
     configs: ConfigArrays,
     state: StateArrays,
     outlier: OutlierArrays,
-    scores: np.ndarray,
     buffers: np.ndarray,
-    work: np.ndarray,
 ) -> float:  # pragma: no cover - compiled
-    """:func:`_learn_row` on the feature-major arrays ``U0``, ``G0`` (D, M) and ``U``, ``G``
-    (K, D, M) of ``M > 1`` configurations: the scores and the rescaling loop over the M
-    configurations side by side (entries of feature j contiguous); each configuration
-    then steps through its column (stride M), whose cache lines the configurations
-    before it have just brought in. ``work`` is (3, M): two sums and, in row 2, 1 for
-    the first-order configurations (set by the caller)."""
+    """:func:`_learn_row` for one configuration without an outlier part, in fewer passes
+    over the row: both scores in one loop, the normaliser's inverse without a branch when
+    it does not move, each part's accumulator, rate and share of h in one loop."""
     losses, etas, couplings, ridges = configs
     U0, U, G0, G, S, stats, mistakes = state
-    gammas, Q, Qs, Qn = outlier
-    M = U0.shape[1]
-    # (2-d and 3-d indexing: a view per coordinate would cost reference counts)
-    for m in range(M):
-        work[0, m] = 0.0
-        work[1, m] = 0.0
-    for p in range(n):
-        j = _at(idx, p)
-        x = val[p]
-        for m in range(M):
-            work[0, m] += x * U0[j, m]
-            work[1, m] += x * U[k, j, m]
-    for m in range(M):
-        scores[m] = work[0, m] + work[1, m]
-        if Q.shape[1] > 0:
-            scores[m] += Qs[m, k] * _dot(Q[m, k], idx, val, n)
-    out = scores[leader(mistakes)]
-    for m in range(M):
-        if (scores[m] >= 0.0) != (y > 0.0):
-            mistakes[m] += 1
+    u0, uk, g0, gk = U0[0], U[0, k], G0[0], G[0, k]
+    score = _dot2(u0, uk, idx, val, n)
+    if (score >= 0.0) != (y > 0.0):
+        mistakes[0] += 1
     if n == 0:
-        return out
-    q, rate0, ratek = buffers[0], buffers[1], buffers[2]
-    # the normaliser, and the rescaling of the first-order configurations' weights
-    for p in range(n):
-        j = _at(idx, p)
-        a = abs(val[p])
-        if a > S[j]:
-            if S[j] > 0.0:
-                ratio = S[j] / a
-                for m in range(M):
-                    U0[j, m] *= ratio if work[2, m] > 0.0 else 1.0
-                for kk in range(U.shape[0]):
-                    for m in range(M):
-                        U[kk, j, m] *= ratio if work[2, m] > 0.0 else 1.0
-                for m in range(M):
-                    if work[2, m] > 0.0:
-                        for kk in range(Q.shape[1]):
-                            qv = Qs[m, kk] * Q[m, kk, j]
-                            Qn[m, kk] += qv * qv * (ratio * ratio - 1.0)
-                            Q[m, kk, j] *= ratio
-            S[j] = a
-        q[p] = 1.0 / S[j]
-    stats[0] += _scaled_sqnorm(val, q, n)
+        return score
+    q = buffers[0]
+    norm = _inverse(S, idx, val, q, n)
+    if norm < 0.0:
+        _normalise(S, q, idx, val, n, U0, U, losses, outlier)
+        norm = _scaled_sqnorm(val, q, n)
+    stats[0] += norm
     stats[1] += 1.0
     scale = math.sqrt(stats[1] / stats[0])
-    for m in range(M):
-        z0 = y * scores[m]
-        if losses[m] == AROW:
-            _arow_step(
-                U0[:, m],
-                G0[:, m],
-                U[k, :, m],
-                G[k, :, m],
-                idx,
-                val,
-                n,
-                y,
-                z0,
-                couplings[m],
-                ridges[m],
-                rate0,
-            )
-        else:
-            _gradient_step(
-                losses[m],
-                etas[m],
-                U0[:, m],
-                G0[:, m],
-                U[k, :, m],
-                G[k, :, m],
-                q,
-                idx,
-                val,
-                n,
-                y,
-                z0,
-                couplings[m],
-                scale,
-                rate0,
-                ratek,
-                m,
-                k,
-                gammas[m],
-                outlier,
-            )
-    return out
+    z0 = y * score
+    if losses[0] == AROW:
+        _arow_fused(u0, g0, uk, gk, idx, val, n, y, z0, couplings[0], ridges[0])
+    else:
+        _first_order_step(
+            losses[0], etas[0], u0, g0, uk, gk, q, idx, val, n, y, z0, couplings[0], scale, buffers
+        )
+    return score
+
+
+@njit(cache=True)
+def _arow_fused(
+    u0: np.ndarray,
+    g0: np.ndarray,
+    uk: np.ndarray,
+    gk: np.ndarray,
+    idx: np.ndarray | None,
+    val: np.ndarray,
+    n: int,
+    y: float,
+    z0: float,
+    b: float,
+    r: float,
+) -> None:  # pragma: no cover - compiled
+    """Diagonal AROW on the shared + per-task parts (reference: ``reference._arow``), both
+    parts' ``x^T Sigma x`` in one pass."""
+    if z0 >= 1.0:
+        return
+    ay = (1.0 - z0) / (_arow_variance(g0, gk, idx, val, n, b > 0.0) + r) * y
+    _arow_part(u0, g0, ay, r, idx, val, n)
+    if b > 0.0:
+        _arow_part(uk, gk, ay, r, idx, val, n)
+
+
+@njit(cache=True)
+def _first_order_step(
+    loss: int,
+    eta: float,
+    u0: np.ndarray,
+    g0: np.ndarray,
+    uk: np.ndarray,
+    gk: np.ndarray,
+    q: np.ndarray,
+    idx: np.ndarray | None,
+    val: np.ndarray,
+    n: int,
+    y: float,
+    z0: float,
+    b: float,
+    scale: float,
+    buffers: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """:func:`_gradient_step` without an outlier part, each part's accumulator, rate and
+    share of h in one pass (:func:`_fused_rates`)."""
+    g = loss_slope_compiled(loss, z0)
+    if g == 0.0:
+        return
+    gg = g * g
+    rate0, ratek = buffers[1], buffers[2]
+    h = _fused_rates(g0, q, idx, val, n, gg, eta, rate0)
+    if b > 0.0:
+        h += b * _fused_rates(gk, q, idx, val, n, gg, eta, ratek)
+    h *= scale
+    if not h > 0.0:
+        return
+    a = y * invariant_step_compiled(loss, z0, h) / h * scale
+    _axpy(u0, a, rate0, idx, val, n)
+    if b > 0.0:
+        _axpy(uk, a * b, ratek, idx, val, n)
 
 
 @njit(cache=True)
@@ -531,81 +583,57 @@ def adaptive_pass(
     """Test-then-train over ``call``'s rows (module docstring); fills ``call.scores``.
 
     ``configs``, ``state`` and ``outlier`` are the arrays of :data:`ConfigArrays`,
-    :data:`StateArrays` and :data:`OutlierArrays`, updated in place; the weights and
-    accumulators are feature-major, ``U0``, ``G0`` (D, M) and ``U``, ``G`` (K, D, M).
-    With ``M = 1`` that is the memory of the (M, D) and (M, K, D) arrays the per-
-    configuration steps read; ``M > 1`` runs :func:`_select_row`.
+    :data:`StateArrays` and :data:`OutlierArrays`, updated in place. One configuration
+    without an outlier part runs :func:`_member_row`, anything else :func:`_learn_row`.
     The row buffers are as long as the longest row of the call, not D.
     """
-    U0, U, G0, G, S, stats, mistakes = state
-    dim, M = U0.shape
-    K = U.shape[0]
+    M, dim = state[0].shape
     dense = call.dense
     width = max(_row_width(call, dim), 1)
     idx = np.empty(width, dtype=np.int64)
     val = np.empty(width)
-    scores = np.empty(M)
     buffers = np.empty((3, width))
-    if M == 1:
-        member = (
-            U0.reshape((1, dim)),
-            U.reshape((1, K, dim)),
-            G0.reshape((1, dim)),
-            G.reshape((1, K, dim)),
-            S,
-            stats,
-            mistakes,
-        )
-        for i in range(call.y.shape[0]):
-            n = load_row(call, i, dim, idx, val)
-            k, y = call.tasks[i], call.y[i]
-            if dense and _all_nonzero(val, n):
-                call.scores[i] = _learn_row(
-                    None, val, n, k, y, configs, member, outlier, scores, buffers
-                )
-            else:
-                n = _nonzeros(dense, idx, val, n)
-                call.scores[i] = _learn_row(
-                    idx, val, n, k, y, configs, member, outlier, scores, buffers
-                )
-        return
-    work = np.zeros((3, M))
-    for m in range(M):
-        work[2, m] = 0.0 if configs[0][m] == AROW else 1.0
+    scores = np.empty(M)
+    member = M == 1 and outlier[0][0] == 0.0
     for i in range(call.y.shape[0]):
         n = load_row(call, i, dim, idx, val)
         k, y = call.tasks[i], call.y[i]
         if dense and _all_nonzero(val, n):
-            call.scores[i] = _select_row(
-                None, val, n, k, y, configs, state, outlier, scores, buffers, work
-            )
+            if member:
+                call.scores[i] = _member_row(None, val, n, k, y, configs, state, outlier, buffers)
+            else:
+                call.scores[i] = _learn_row(
+                    None, val, n, k, y, configs, state, outlier, scores, buffers
+                )
         else:
             n = _nonzeros(dense, idx, val, n)
-            call.scores[i] = _select_row(
-                idx, val, n, k, y, configs, state, outlier, scores, buffers, work
-            )
+            if member:
+                call.scores[i] = _member_row(idx, val, n, k, y, configs, state, outlier, buffers)
+            else:
+                call.scores[i] = _learn_row(
+                    idx, val, n, k, y, configs, state, outlier, scores, buffers
+                )
 
 
 @register_warmup
 def warm() -> None:
     """Compile :func:`adaptive_pass` for dense and CSR rows (dimension 3 + bias) on tiny
-    inputs: one configuration with an outlier part (a member) and a grid of three."""
+    inputs: one configuration (a member), one with an outlier part, a grid of three."""
     for rows in warm_rows():
-        for losses, gammas in (([0], [0.5]), ([0, 1, 2], [0.0, 0.0, 0.0])):
+        for losses, gammas in (([0], [0.0]), ([0], [0.5]), ([0, 1, 2], [0.5, 0.0, 0.0])):
             M = len(losses)
-            K, D = (2, 4) if gammas[0] > 0.0 else (0, 0)
             call = warm_call(rows, 1)._replace(active=False)
             adaptive_pass(
                 call,
                 (np.array(losses, dtype=np.int64), np.ones(M), np.ones(M), np.ones(M)),
                 (
-                    np.zeros((4, M)),
-                    np.zeros((2, 4, M)),
-                    np.ones((4, M)),
-                    np.ones((2, 4, M)),
+                    np.zeros((M, 4)),
+                    np.zeros((M, 2, 4)),
+                    np.ones((M, 4)),
+                    np.ones((M, 2, 4)),
                     np.zeros(4),
                     np.zeros(2),
                     np.zeros(M, dtype=np.int64),
                 ),
-                (np.array(gammas), np.zeros((M, K, D)), np.ones((M, K)), np.zeros((M, K))),
+                (np.array(gammas), np.zeros((M, 2, 4)), np.ones((M, 2)), np.zeros((M, 2))),
             )

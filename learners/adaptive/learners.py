@@ -150,12 +150,12 @@ class AdaptiveLearner(Learner):
         self._configs = self.configs()
         M, K, D = self._configs.size, self.n_tasks, self.dim
         shared, per_task = self._configs.initial_variances()
-        # feature-major in memory (see the properties below): (D, M) and (K, D, M), written
-        # here (np.full, not np.zeros) so that no learning call pays for its first touch
-        self._U0 = np.full((D, M), 0.0)
-        self._U = np.full((K, D, M), 0.0)
-        self._G0 = np.repeat(shared[None, :], D, axis=0)
-        self._G = np.broadcast_to(per_task, (K, D, M)).copy()
+        # written here (np.full, not np.zeros) so that no learning call pays for the first
+        # touch of its pages
+        self.U0_ = np.full((M, D), 0.0)
+        self.U_ = np.full((M, K, D), 0.0)
+        self.G0_ = np.repeat(shared[:, None], D, axis=1)
+        self.G_ = np.repeat(np.repeat(per_task[:, None, None], K, axis=1), D, axis=2)
         self.S_ = np.zeros(D)
         self.stats_ = np.zeros(2)
         self.mistakes_ = np.zeros(M, dtype=np.int64)
@@ -163,42 +163,6 @@ class AdaptiveLearner(Learner):
         self.Q_ = np.zeros((M, k_q, d_q))
         self.Qs_ = np.ones((M, k_q))
         self.Qn_ = np.zeros((M, k_q))
-
-    # The weights and accumulators live feature-major, ``_U0``, ``_G0`` (D, M) and ``_U``,
-    # ``_G`` (K, D, M), so that the compiled pass finds the M configurations' entries of a
-    # feature side by side; ``U0_``, ``U_``, ``G0_``, ``G_`` are their (M, D) and (M, K, D)
-    # views (the state_dict format), and assigning them stores the feature-major copy.
-    @property
-    def U0_(self) -> np.ndarray:
-        return self._U0.T
-
-    @U0_.setter
-    def U0_(self, value: np.ndarray) -> None:
-        self._U0 = np.ascontiguousarray(np.asarray(value, dtype=np.float64).T)
-
-    @property
-    def U_(self) -> np.ndarray:
-        return self._U.transpose(2, 0, 1)
-
-    @U_.setter
-    def U_(self, value: np.ndarray) -> None:
-        self._U = np.ascontiguousarray(np.asarray(value, dtype=np.float64).transpose(1, 2, 0))
-
-    @property
-    def G0_(self) -> np.ndarray:
-        return self._G0.T
-
-    @G0_.setter
-    def G0_(self, value: np.ndarray) -> None:
-        self._G0 = np.ascontiguousarray(np.asarray(value, dtype=np.float64).T)
-
-    @property
-    def G_(self) -> np.ndarray:
-        return self._G.transpose(2, 0, 1)
-
-    @G_.setter
-    def G_(self, value: np.ndarray) -> None:
-        self._G = np.ascontiguousarray(np.asarray(value, dtype=np.float64).transpose(1, 2, 0))
 
     def _state(self) -> AdaptiveState:
         return AdaptiveState(
@@ -236,16 +200,17 @@ class AdaptiveLearner(Learner):
         adaptive_pass(
             call,
             (c.losses, c.etas, c.couplings, c.ridges),
-            (self._U0, self._U, self._G0, self._G, self.S_, self.stats_, self.mistakes_),
+            (self.U0_, self.U_, self.G0_, self.G_, self.S_, self.stats_, self.mistakes_),
             (c.outlier_gammas, self.Q_, self.Qs_, self.Qn_),
         )
         return scores
 
     def _add_task(self) -> None:
         _, per_task = self._configs.initial_variances()
-        D, M = self._U0.shape
-        self._U = np.concatenate([self._U, np.zeros((1, D, M))], axis=0)
-        self._G = np.concatenate([self._G, np.broadcast_to(per_task, (1, D, M))], axis=0)
+        M, D = self.U0_.shape
+        self.U_ = np.concatenate([self.U_, np.zeros((M, 1, D))], axis=1)
+        fresh = np.repeat(per_task[:, None, None], D, axis=2)
+        self.G_ = np.concatenate([self.G_, fresh], axis=1)
         if self.Q_.shape[1]:
             self.Q_ = np.concatenate([self.Q_, np.zeros((M, 1, D))], axis=1)
             self.Qs_ = np.concatenate([self.Qs_, np.ones((M, 1))], axis=1)
