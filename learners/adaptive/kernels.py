@@ -319,7 +319,10 @@ def _learn_row(
     gammas, Q, Qs, _ = outlier
     M = U0.shape[0]
     for m in range(M):
-        scores[m] = _dot(U0[m], idx, val, n) + _dot(U[m, k], idx, val, n)
+        if idx is None:
+            scores[m] = _dot(U0[m], idx, val, n) + _dot(U[m, k], idx, val, n)
+        else:
+            scores[m] = _dot_touch(U0[m], U[m, k], G0[m], G[m, k], idx, val, n, buffers[0])
         if Q.shape[1] > 0:
             scores[m] += Qs[m, k] * _dot(Q[m, k], idx, val, n)
     out = scores[leader(mistakes)]
@@ -379,6 +382,33 @@ def _learn_row(
                 outlier,
             )
     return out
+
+
+@njit(cache=True, fastmath=_SUMS)
+def _dot_touch(
+    u0: np.ndarray,
+    uk: np.ndarray,
+    g0: np.ndarray,
+    gk: np.ndarray,
+    idx: np.ndarray,
+    val: np.ndarray,
+    n: int,
+    sink: np.ndarray,
+) -> float:  # pragma: no cover - compiled
+    """:func:`_dot2` of a sparse row that also reads the accumulators ``g0_j``, ``gk_j``
+    the step will need (their sum goes to ``sink[0]``, a scratch entry): on a large state
+    their cache misses then overlap with the scores' instead of coming one by one later."""
+    s0 = 0.0
+    sk = 0.0
+    touched = 0.0
+    for p in range(n):
+        j = idx[p]
+        x = val[p]
+        s0 += x * u0[j]
+        sk += x * uk[j]
+        touched += g0[j] + gk[j]
+    sink[0] = touched
+    return s0 + sk
 
 
 @njit(cache=True, fastmath=_SUMS)
@@ -481,7 +511,10 @@ def _member_row(
     losses, etas, couplings, ridges = configs
     U0, U, G0, G, S, stats, mistakes = state
     u0, uk, g0, gk = U0[0], U[0, k], G0[0], G[0, k]
-    score = _dot2(u0, uk, idx, val, n)
+    if idx is None:
+        score = _dot2(u0, uk, idx, val, n)
+    else:
+        score = _dot_touch(u0, uk, g0, gk, idx, val, n, buffers[0])
     if (score >= 0.0) != (y > 0.0):
         mistakes[0] += 1
     if n == 0:
