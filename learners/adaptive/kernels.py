@@ -24,6 +24,7 @@ from numba import njit
 from learners.active.kernels import KernelPass, load_row, warm_call, warm_rows
 from learners.adaptive.reference import FOLD_BELOW
 from learners.adaptive.steps import AROW, invariant_step_compiled, loss_slope_compiled
+from learners.kernels import register_warmup
 
 #: The outlier parts ``(gammas, Q, Qs, Qn)`` (docs/algorithms.md Sec. 11.7): zhang2018's
 #: group-lasso weight per configuration and ``q_k = Qs[m, k] Q[m, k]`` with ``Qn = ||q_k||^2``;
@@ -94,14 +95,6 @@ def _axpy(
     """``w_j += (a coef_p) x_j`` for the row's coordinates."""
     for p in range(n):
         w[_at(idx, p)] += (a * coef[p]) * val[p]
-
-
-@njit(cache=True)
-def _gather(
-    out: np.ndarray, w: np.ndarray, idx: np.ndarray | None, n: int
-) -> None:  # pragma: no cover - compiled
-    for p in range(n):
-        out[p] = w[_at(idx, p)]
 
 
 @njit(cache=True)
@@ -184,35 +177,6 @@ def _arow_part(
         x = val[p]
         u[j] += ay * sigma[j] * x
         sigma[j] = 1.0 / (1.0 / sigma[j] + x * x / r)
-
-
-@njit(cache=True)
-def _arow_step(
-    u0: np.ndarray,
-    g0: np.ndarray,
-    uk: np.ndarray,
-    gk: np.ndarray,
-    idx: np.ndarray | None,
-    val: np.ndarray,
-    n: int,
-    y: float,
-    z0: float,
-    b: float,
-    r: float,
-    buf: np.ndarray,
-) -> None:  # pragma: no cover - compiled
-    """Diagonal AROW on the shared + per-task parts (reference: ``reference._arow``)."""
-    if z0 >= 1.0:
-        return
-    _gather(buf, g0, idx, n)
-    v = _weighted_sqnorm(val, buf, n)
-    if b > 0.0:
-        _gather(buf, gk, idx, n)
-        v += _weighted_sqnorm(val, buf, n)
-    ay = (1.0 - z0) / (v + r) * y
-    _arow_part(u0, g0, ay, r, idx, val, n)
-    if b > 0.0:
-        _arow_part(uk, gk, ay, r, idx, val, n)
 
 
 @njit(cache=True)
@@ -355,7 +319,10 @@ def _learn_row(
     gammas, Q, Qs, _ = outlier
     M = U0.shape[0]
     for m in range(M):
-        scores[m] = _dot(U0[m], idx, val, n) + _dot(U[m, k], idx, val, n)
+        if idx is None:
+            scores[m] = _dot(U0[m], idx, val, n) + _dot(U[m, k], idx, val, n)
+        else:
+            scores[m] = _dot_touch(U0[m], U[m, k], G0[m], G[m, k], idx, val, n, buffers[0])
         if Q.shape[1] > 0:
             scores[m] += Qs[m, k] * _dot(Q[m, k], idx, val, n)
     out = scores[leader(mistakes)]
@@ -372,8 +339,24 @@ def _learn_row(
     for m in range(M):
         z0 = y * scores[m]
         if losses[m] == AROW:
-            _arow_step(
-                U0[m], G0[m], U[m, k], G[m, k], idx, val, n, y, z0, couplings[m], ridges[m], rate0
+            _arow_fused(U0[m], G0[m], U[m, k], G[m, k], idx, val, n, y, z0, couplings[m], ridges[m])
+        elif gammas[m] == 0.0:
+            _first_order_step(
+                losses[m],
+                etas[m],
+                U0[m],
+                G0[m],
+                U[m, k],
+                G[m, k],
+                q,
+                idx,
+                val,
+                n,
+                y,
+                z0,
+                couplings[m],
+                scale,
+                buffers,
             )
         else:
             _gradient_step(
@@ -401,6 +384,231 @@ def _learn_row(
     return out
 
 
+@njit(cache=True, fastmath=_SUMS)
+def _dot_touch(
+    u0: np.ndarray,
+    uk: np.ndarray,
+    g0: np.ndarray,
+    gk: np.ndarray,
+    idx: np.ndarray,
+    val: np.ndarray,
+    n: int,
+    sink: np.ndarray,
+) -> float:  # pragma: no cover - compiled
+    """:func:`_dot2` of a sparse row that also reads the accumulators ``g0_j``, ``gk_j``
+    the step will need (their sum goes to ``sink[0]``, a scratch entry): on a large state
+    their cache misses then overlap with the scores' instead of coming one by one later."""
+    s0 = 0.0
+    sk = 0.0
+    touched = 0.0
+    for p in range(n):
+        j = idx[p]
+        x = val[p]
+        s0 += x * u0[j]
+        sk += x * uk[j]
+        touched += g0[j] + gk[j]
+    sink[0] = touched
+    return s0 + sk
+
+
+@njit(cache=True, fastmath=_SUMS)
+def _dot2(
+    u0: np.ndarray, uk: np.ndarray, idx: np.ndarray | None, val: np.ndarray, n: int
+) -> float:  # pragma: no cover - compiled
+    """``<u0, x> + <uk, x>`` in one pass over the row."""
+    s0 = 0.0
+    sk = 0.0
+    for p in range(n):
+        j = _at(idx, p)
+        x = val[p]
+        s0 += x * u0[j]
+        sk += x * uk[j]
+    return s0 + sk
+
+
+@njit(cache=True, fastmath=_SUMS, error_model="numpy")
+def _inverse(
+    S: np.ndarray, idx: np.ndarray | None, val: np.ndarray, q: np.ndarray, n: int
+) -> float:  # pragma: no cover - compiled
+    """``q_p = 1 / s_j`` and the row's ``sum_j (x_j / s_j)^2`` (as :func:`_scaled_sqnorm`)
+    for a normaliser that does not move; returns -1 when some ``|x_j| > s_j`` (it moves)."""
+    grows = 0
+    total = 0.0
+    for p in range(n):
+        j = _at(idx, p)
+        x = val[p]
+        grows += abs(x) > S[j]
+        r = 1.0 / S[j]
+        q[p] = r
+        v = x * r
+        total += v * v
+    return -1.0 if grows > 0 else total
+
+
+@njit(cache=True, fastmath=_SUMS)
+def _arow_variance(
+    g0: np.ndarray, gk: np.ndarray, idx: np.ndarray | None, val: np.ndarray, n: int, both: bool
+) -> float:  # pragma: no cover - compiled
+    """``x^T Sigma x`` of the shared part, plus the per-task part's when ``both``, in one
+    pass (the sums of ``reference._arow``)."""
+    v0 = 0.0
+    vk = 0.0
+    if both:
+        for p in range(n):
+            j = _at(idx, p)
+            x = val[p]
+            v0 += x * x * g0[j]
+            vk += x * x * gk[j]
+        return v0 + vk
+    for p in range(n):
+        x = val[p]
+        v0 += x * x * g0[_at(idx, p)]
+    return v0
+
+
+@njit(cache=True, fastmath=_SUMS, error_model="numpy")
+def _fused_rates(
+    acc: np.ndarray,
+    q: np.ndarray,
+    idx: np.ndarray | None,
+    val: np.ndarray,
+    n: int,
+    gg: float,
+    eta: float,
+    rates: np.ndarray,
+) -> float:  # pragma: no cover - compiled
+    """:func:`_adagrad_rates` in one pass (``G_j += g^2 x_j^2``, ``rates_p = eta (q_p /
+    sqrt(G_j))``, the sum of ``x_j^2 rates_p``): with numpy's error model the division
+    has no zero check and the loop vectorises, square root included."""
+    h = 0.0
+    for p in range(n):
+        j = _at(idx, p)
+        x = val[p]
+        x2 = x * x
+        total = acc[j] + gg * x2
+        acc[j] = total
+        r = eta * (q[p] / math.sqrt(total))
+        rates[p] = r
+        h += x * x * r
+    return h
+
+
+@njit(cache=True)
+def _member_row(
+    idx: np.ndarray | None,
+    val: np.ndarray,
+    n: int,
+    k: int,
+    y: float,
+    configs: ConfigArrays,
+    state: StateArrays,
+    outlier: OutlierArrays,
+    buffers: np.ndarray,
+) -> float:  # pragma: no cover - compiled
+    """:func:`_learn_row` for one configuration without an outlier part, in fewer passes
+    over the row: both scores in one loop, the normaliser's inverse without a branch when
+    it does not move, each part's accumulator, rate and share of h in one loop."""
+    losses, etas, couplings, ridges = configs
+    U0, U, G0, G, S, stats, mistakes = state
+    u0, uk, g0, gk = U0[0], U[0, k], G0[0], G[0, k]
+    if idx is None:
+        score = _dot2(u0, uk, idx, val, n)
+    else:
+        score = _dot_touch(u0, uk, g0, gk, idx, val, n, buffers[0])
+    if (score >= 0.0) != (y > 0.0):
+        mistakes[0] += 1
+    if n == 0:
+        return score
+    q = buffers[0]
+    norm = _inverse(S, idx, val, q, n)
+    if norm < 0.0:
+        _normalise(S, q, idx, val, n, U0, U, losses, outlier)
+        norm = _scaled_sqnorm(val, q, n)
+    stats[0] += norm
+    stats[1] += 1.0
+    scale = math.sqrt(stats[1] / stats[0])
+    z0 = y * score
+    if losses[0] == AROW:
+        _arow_fused(u0, g0, uk, gk, idx, val, n, y, z0, couplings[0], ridges[0])
+    else:
+        _first_order_step(
+            losses[0], etas[0], u0, g0, uk, gk, q, idx, val, n, y, z0, couplings[0], scale, buffers
+        )
+    return score
+
+
+@njit(cache=True)
+def _arow_fused(
+    u0: np.ndarray,
+    g0: np.ndarray,
+    uk: np.ndarray,
+    gk: np.ndarray,
+    idx: np.ndarray | None,
+    val: np.ndarray,
+    n: int,
+    y: float,
+    z0: float,
+    b: float,
+    r: float,
+) -> None:  # pragma: no cover - compiled
+    """Diagonal AROW on the shared + per-task parts (reference: ``reference._arow``), both
+    parts' ``x^T Sigma x`` in one pass."""
+    if z0 >= 1.0:
+        return
+    ay = (1.0 - z0) / (_arow_variance(g0, gk, idx, val, n, b > 0.0) + r) * y
+    _arow_part(u0, g0, ay, r, idx, val, n)
+    if b > 0.0:
+        _arow_part(uk, gk, ay, r, idx, val, n)
+
+
+@njit(cache=True)
+def _first_order_step(
+    loss: int,
+    eta: float,
+    u0: np.ndarray,
+    g0: np.ndarray,
+    uk: np.ndarray,
+    gk: np.ndarray,
+    q: np.ndarray,
+    idx: np.ndarray | None,
+    val: np.ndarray,
+    n: int,
+    y: float,
+    z0: float,
+    b: float,
+    scale: float,
+    buffers: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """:func:`_gradient_step` without an outlier part, each part's accumulator, rate and
+    share of h in one pass (:func:`_fused_rates`)."""
+    g = loss_slope_compiled(loss, z0)
+    if g == 0.0:
+        return
+    gg = g * g
+    rate0, ratek = buffers[1], buffers[2]
+    h = _fused_rates(g0, q, idx, val, n, gg, eta, rate0)
+    if b > 0.0:
+        h += b * _fused_rates(gk, q, idx, val, n, gg, eta, ratek)
+    h *= scale
+    if not h > 0.0:
+        return
+    a = y * invariant_step_compiled(loss, z0, h) / h * scale
+    _axpy(u0, a, rate0, idx, val, n)
+    if b > 0.0:
+        _axpy(uk, a * b, ratek, idx, val, n)
+
+
+@njit(cache=True)
+def _row_width(call: KernelPass, dim: int) -> int:  # pragma: no cover - compiled
+    """The longest loaded row of ``call`` (the size of the row buffers)."""
+    if call.dense:
+        return dim
+    width = 0
+    for i in range(call.y.shape[0]):
+        width = max(width, call.indptr[i + 1] - call.indptr[i])
+    return width + (1 if call.bias else 0)
+
+
 @njit(cache=True)
 def adaptive_pass(
     call: KernelPass, configs: ConfigArrays, state: StateArrays, outlier: OutlierArrays
@@ -408,42 +616,57 @@ def adaptive_pass(
     """Test-then-train over ``call``'s rows (module docstring); fills ``call.scores``.
 
     ``configs``, ``state`` and ``outlier`` are the arrays of :data:`ConfigArrays`,
-    :data:`StateArrays` and :data:`OutlierArrays`, updated in place.
+    :data:`StateArrays` and :data:`OutlierArrays`, updated in place. One configuration
+    without an outlier part runs :func:`_member_row`, anything else :func:`_learn_row`.
+    The row buffers are as long as the longest row of the call, not D.
     """
     M, dim = state[0].shape
     dense = call.dense
-    idx = np.empty(dim, dtype=np.int64)
-    val = np.empty(dim)
-    buffers = np.empty((3, dim))
+    width = max(_row_width(call, dim), 1)
+    idx = np.empty(width, dtype=np.int64)
+    val = np.empty(width)
+    buffers = np.empty((3, width))
     scores = np.empty(M)
+    member = M == 1 and outlier[0][0] == 0.0
     for i in range(call.y.shape[0]):
         n = load_row(call, i, dim, idx, val)
         k, y = call.tasks[i], call.y[i]
         if dense and _all_nonzero(val, n):
-            call.scores[i] = _learn_row(
-                None, val, n, k, y, configs, state, outlier, scores, buffers
-            )
+            if member:
+                call.scores[i] = _member_row(None, val, n, k, y, configs, state, outlier, buffers)
+            else:
+                call.scores[i] = _learn_row(
+                    None, val, n, k, y, configs, state, outlier, scores, buffers
+                )
         else:
             n = _nonzeros(dense, idx, val, n)
-            call.scores[i] = _learn_row(idx, val, n, k, y, configs, state, outlier, scores, buffers)
+            if member:
+                call.scores[i] = _member_row(idx, val, n, k, y, configs, state, outlier, buffers)
+            else:
+                call.scores[i] = _learn_row(
+                    idx, val, n, k, y, configs, state, outlier, scores, buffers
+                )
 
 
+@register_warmup
 def warm() -> None:
-    """Compile :func:`adaptive_pass` for dense and CSR rows (dimension 3 + bias) on tiny inputs."""
+    """Compile :func:`adaptive_pass` for dense and CSR rows (dimension 3 + bias) on tiny
+    inputs: one configuration (a member), one with an outlier part, a grid of three."""
     for rows in warm_rows():
-        call = warm_call(rows, 1)._replace(active=False)
-        M = 3
-        adaptive_pass(
-            call,
-            (np.array([0, 1, 2], dtype=np.int64), np.ones(M), np.ones(M), np.ones(M)),
-            (
-                np.zeros((M, 4)),
-                np.zeros((M, 2, 4)),
-                np.ones((M, 4)),
-                np.ones((M, 2, 4)),
-                np.zeros(4),
-                np.zeros(2),
-                np.zeros(M, dtype=np.int64),
-            ),
-            (np.array([0.5, 0.0, 0.0]), np.zeros((M, 2, 4)), np.ones((M, 2)), np.zeros((M, 2))),
-        )
+        for losses, gammas in (([0], [0.0]), ([0], [0.5]), ([0, 1, 2], [0.5, 0.0, 0.0])):
+            M = len(losses)
+            call = warm_call(rows, 1)._replace(active=False)
+            adaptive_pass(
+                call,
+                (np.array(losses, dtype=np.int64), np.ones(M), np.ones(M), np.ones(M)),
+                (
+                    np.zeros((M, 4)),
+                    np.zeros((M, 2, 4)),
+                    np.ones((M, 4)),
+                    np.ones((M, 2, 4)),
+                    np.zeros(4),
+                    np.zeros(2),
+                    np.zeros(M, dtype=np.int64),
+                ),
+                (np.array(gammas), np.zeros((M, 2, 4)), np.ones((M, 2)), np.zeros((M, 2))),
+            )

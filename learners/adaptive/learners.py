@@ -150,8 +150,10 @@ class AdaptiveLearner(Learner):
         self._configs = self.configs()
         M, K, D = self._configs.size, self.n_tasks, self.dim
         shared, per_task = self._configs.initial_variances()
-        self.U0_ = np.zeros((M, D))
-        self.U_ = np.zeros((M, K, D))
+        # written here (np.full, not np.zeros) so that no learning call pays for the first
+        # touch of its pages
+        self.U0_ = np.full((M, D), 0.0)
+        self.U_ = np.full((M, K, D), 0.0)
         self.G0_ = np.repeat(shared[:, None], D, axis=1)
         self.G_ = np.repeat(np.repeat(per_task[:, None, None], K, axis=1), D, axis=2)
         self.S_ = np.zeros(D)
