@@ -36,7 +36,7 @@ import math
 import numpy as np
 from numba import njit
 
-from learners.kernels import NO_INDEX, axpy, dot, dot2, dot_sqnorm, register_warmup
+from learners.kernels import NO_INDEX, axpy, axpy2, dot, dot2, dot_sqnorm, register_warmup
 
 __all__ = [
     "B_FAMILY",
@@ -116,8 +116,7 @@ def step(
     elif kind == POOLED:
         axpy(S[0], y, idx, val)
     elif kind == B_FAMILY:
-        axpy(S[t], y, idx, val)
-        axpy(S[S.shape[0] - 1], y, idx, val)
+        axpy2(S[t], S[S.shape[0] - 1], y, idx, val)
     else:
         for j in range(A.shape[0]):
             c = y * A[j, t]
