@@ -167,7 +167,9 @@ def _lanes_codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
     (no fast-math flags), so every lane rounds exactly as the scalar loop does.
     float32 values are widened to float64 before they are used (exact).
     """
-    arrays = [context.make_array(t)(context, builder, a) for t, a in zip(sig.args, args, strict=True)]
+    arrays = [
+        context.make_array(t)(context, builder, a) for t, a in zip(sig.args, args, strict=True)
+    ]
     i64, dbl = ir.IntType(64), ir.DoubleType()
     vd = ir.VectorType(dbl, 4)
     vb = ir.VectorType(ir.IntType(1), 4)
