@@ -421,20 +421,19 @@ def dot_sqnorm(w: np.ndarray, idx: np.ndarray, val: np.ndarray) -> tuple[float, 
     return _dot_sq_sparse(w, idx, val)
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath={"reassoc"})
 def all_finite(a: np.ndarray) -> bool:
-    """Whether every entry of the 1-D ``a`` is finite (single-threaded, no temporary)."""
-    a0 = a1 = a2 = a3 = 0.0
-    n = a.shape[0]
-    m = n - n % 4
-    for i in range(0, m, 4):
-        a0 += a[i] - a[i]
-        a1 += a[i + 1] - a[i + 1]
-        a2 += a[i + 2] - a[i + 2]
-        a3 += a[i + 3] - a[i + 3]
-    for i in range(m, n):
-        a0 += a[i] - a[i]
-    return _lane_sum(a0, a1, a2, a3) == 0.0
+    """Whether every entry of the 1-D ``a`` is finite (single-threaded, no temporary).
+
+    Sums ``a[i] - a[i]``: 0 for a finite entry, NaN for an infinite or NaN one, so
+    the sum is 0 exactly when every entry is finite, in whatever order it is added;
+    the compiler may therefore reassociate it into SIMD lanes (nothing else of IEEE
+    arithmetic is relaxed: ``a - a`` is not folded to 0).
+    """
+    s = 0.0
+    for i in range(a.shape[0]):
+        s += a[i] - a[i]
+    return s == 0.0
 
 
 @njit(cache=True)
