@@ -26,7 +26,12 @@ so a dense row, the same row with explicit zeros and its sparse form give
 bit-identical results (a dense row with zeros is read through the positions of
 its non-zeros), while the four independent accumulators let both dense and
 sparse rows run four multiply-adds per step without branches. Results differ
-from numpy's BLAS dot only by rounding.
+from numpy's BLAS dot only by rounding. On a dense C-contiguous row the four
+lanes are one 4-wide vector accumulator (:func:`_simd_lanes1`, an LLVM intrinsic:
+numba compiles with LLVM's SLP vectoriser off, which would otherwise leave the four
+scalar chains unvectorised): each lane still adds its products in index order,
+with a plain multiply and add, so the bits are those of the scalar lanes; the same
+pass tests the row for zeros, so a dense row is read once per dot.
 """
 
 from __future__ import annotations
@@ -256,7 +261,7 @@ def _head_lanes1_impl(w: Any, val: Any) -> Any:
     if _simd_ok(w, val):
 
         def simd(w: Any, val: Any) -> Any:
-            return _simd_lanes1(w, val)
+            return _simd_lanes1(w, val)  # type: ignore[call-arg]  # numba supplies typingctx
 
         return simd
 
@@ -271,7 +276,7 @@ def _head_lanes2_impl(u: Any, w: Any, val: Any) -> Any:
     if _simd_ok(u, w, val):
 
         def simd(u: Any, w: Any, val: Any) -> Any:
-            return _simd_lanes2(u, w, val)
+            return _simd_lanes2(u, w, val)  # type: ignore[call-arg]  # numba supplies typingctx
 
         return simd
 
