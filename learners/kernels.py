@@ -26,7 +26,12 @@ so a dense row, the same row with explicit zeros and its sparse form give
 bit-identical results (a dense row with zeros is read through the positions of
 its non-zeros), while the four independent accumulators let both dense and
 sparse rows run four multiply-adds per step without branches. Results differ
-from numpy's BLAS dot only by rounding.
+from numpy's BLAS dot only by rounding. On a dense C-contiguous row the four
+lanes are one 4-wide vector accumulator (:func:`_simd_lanes1`, an LLVM intrinsic:
+numba compiles with LLVM's SLP vectoriser off, which would otherwise leave the four
+scalar chains unvectorised): each lane still adds its products in index order,
+with a plain multiply and add, so the bits are those of the scalar lanes; the same
+pass tests the row for zeros, so a dense row is read once per dot.
 """
 
 from __future__ import annotations
@@ -37,7 +42,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic, overload
 
 if TYPE_CHECKING:
     from learners.base import Learner
@@ -52,6 +60,7 @@ __all__ = [
     "warm_learners",
     "all_finite",
     "axpy",
+    "axpy2",
     "batch_rows",
     "csr_arrays",
     "kernel_array",
@@ -114,14 +123,6 @@ def _lane_sum(a0: float, a1: float, a2: float, a3: float) -> float:
 
 
 @njit(cache=True)
-def _has_zero(val: np.ndarray) -> bool:
-    zero = False
-    for i in range(val.shape[0]):
-        zero |= val[i] == 0.0
-    return zero
-
-
-@njit(cache=True)
 def _nonzero_positions(val: np.ndarray) -> np.ndarray:
     """Indices of the non-zero entries of a dense row (its canonical sparse ``idx``)."""
     out = np.empty(val.shape[0], dtype=np.int64)
@@ -163,16 +164,136 @@ def _dot_sparse(w: np.ndarray, idx: np.ndarray, val: np.ndarray, gathered: bool)
     return _lane_sum(a0, a1, a2, a3)
 
 
+def _lanes_codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
+    """LLVM IR of :func:`_simd_lanes`: one pass over ``val`` in 4-wide vectors.
+
+    Lane ``l`` of the accumulator of each weight vector adds the products of the
+    coordinates ``i = l mod 4`` in increasing ``i``: a vector ``fmul`` then ``fadd``
+    (no fast-math flags), so every lane rounds exactly as the scalar loop does.
+    float32 values are widened to float64 before they are used (exact).
+    """
+    arrays = [
+        context.make_array(t)(context, builder, a) for t, a in zip(sig.args, args, strict=True)
+    ]
+    i64, dbl = ir.IntType(64), ir.DoubleType()
+    vd = ir.VectorType(dbl, 4)
+    vb = ir.VectorType(ir.IntType(1), 4)
+    n = builder.extract_value(arrays[-1].shape, 0)
+    accs = [cgutils.alloca_once_value(builder, ir.Constant(vd, [0.0] * 4)) for _ in args[:-1]]
+    zeros = cgutils.alloca_once_value(builder, ir.Constant(vb, [0] * 4))
+
+    def load4(array_type: Any, array: Any, offset: Any) -> Any:
+        elem = context.get_data_type(array_type.dtype)
+        vec = ir.VectorType(elem, 4)
+        ptr = builder.bitcast(builder.gep(array.data, [offset]), vec.as_pointer())
+        value = builder.load(ptr, align=array_type.dtype.bitwidth // 8)
+        return value if elem == dbl else builder.fpext(value, vd)
+
+    with cgutils.for_range(builder, builder.ashr(n, ir.Constant(i64, 2))) as loop:
+        offset = builder.shl(loop.index, ir.Constant(i64, 2))
+        x = load4(sig.args[-1], arrays[-1], offset)
+        is_zero = builder.fcmp_ordered("==", x, ir.Constant(vd, [0.0] * 4))
+        builder.store(builder.or_(builder.load(zeros), is_zero), zeros)
+        for array_type, array, acc in zip(sig.args[:-1], arrays[:-1], accs, strict=True):
+            product = builder.fmul(load4(array_type, array, offset), x)
+            builder.store(builder.fadd(builder.load(acc), product), acc)
+    out = []
+    for acc in accs:
+        vector = builder.load(acc)
+        out += [builder.extract_element(vector, ir.Constant(ir.IntType(32), k)) for k in range(4)]
+    mask = builder.bitcast(builder.load(zeros), ir.IntType(4))
+    out.append(builder.icmp_unsigned("!=", mask, ir.Constant(ir.IntType(4), 0)))
+    return context.make_tuple(builder, sig.return_type, out)
+
+
+def _simd_ok(*arrays: Any) -> bool:
+    return all(
+        isinstance(a, types.Array)
+        and a.ndim == 1
+        and a.layout == "C"
+        and a.dtype in (types.float64, types.float32)
+        for a in arrays
+    )
+
+
+@intrinsic
+def _simd_lanes1(typingctx: Any, w: Any, val: Any) -> Any:
+    if not _simd_ok(w, val):
+        return None
+    return types.Tuple([types.float64] * 4 + [types.boolean])(w, val), _lanes_codegen
+
+
+@intrinsic
+def _simd_lanes2(typingctx: Any, u: Any, w: Any, val: Any) -> Any:
+    if not _simd_ok(u, w, val):
+        return None
+    return types.Tuple([types.float64] * 8 + [types.boolean])(u, w, val), _lanes_codegen
+
+
+def _head_lanes1(w: np.ndarray, val: np.ndarray) -> tuple[float, float, float, float, bool]:
+    """The four lane sums of ``<w, val>`` over the first ``4 (n // 4)`` coordinates, and
+    whether any of those values of ``val`` is zero (compiled only; see :func:`_dot_dense`)."""
+    raise NotImplementedError
+
+
+def _head_lanes2(
+    u: np.ndarray, w: np.ndarray, val: np.ndarray
+) -> tuple[float, float, float, float, float, float, float, float, bool]:
+    """:func:`_head_lanes1` for ``u`` and ``w`` in one pass over ``val`` (compiled only)."""
+    raise NotImplementedError
+
+
 @njit(cache=True)
-def _dot_dense(w: np.ndarray, val: np.ndarray) -> float:
+def _scalar_lanes1(w: np.ndarray, val: np.ndarray) -> tuple[float, float, float, float, bool]:
     a0 = a1 = a2 = a3 = 0.0
-    n = val.shape[0]
-    m = n - n % 4
-    for i in range(0, m, 4):
+    zero = False
+    for i in range(0, val.shape[0] - val.shape[0] % 4, 4):
         a0 += w[i] * val[i]
         a1 += w[i + 1] * val[i + 1]
         a2 += w[i + 2] * val[i + 2]
         a3 += w[i + 3] * val[i + 3]
+        zero |= (val[i] == 0.0) | (val[i + 1] == 0.0) | (val[i + 2] == 0.0) | (val[i + 3] == 0.0)
+    return a0, a1, a2, a3, zero
+
+
+@overload(_head_lanes1)
+def _head_lanes1_impl(w: Any, val: Any) -> Any:
+    if _simd_ok(w, val):
+
+        def simd(w: Any, val: Any) -> Any:
+            return _simd_lanes1(w, val)  # type: ignore[call-arg]  # numba supplies typingctx
+
+        return simd
+
+    def scalar(w: Any, val: Any) -> Any:
+        return _scalar_lanes1(w, val)
+
+    return scalar
+
+
+@overload(_head_lanes2)
+def _head_lanes2_impl(u: Any, w: Any, val: Any) -> Any:
+    if _simd_ok(u, w, val):
+
+        def simd(u: Any, w: Any, val: Any) -> Any:
+            return _simd_lanes2(u, w, val)  # type: ignore[call-arg]  # numba supplies typingctx
+
+        return simd
+
+    def scalar(u: Any, w: Any, val: Any) -> Any:
+        b0, b1, b2, b3, zero = _scalar_lanes1(u, val)
+        a0, a1, a2, a3, _ = _scalar_lanes1(w, val)
+        return b0, b1, b2, b3, a0, a1, a2, a3, zero
+
+    return scalar
+
+
+@njit(cache=True)
+def _tail(w: np.ndarray, val: np.ndarray, lanes: tuple[float, float, float, float]) -> float:
+    """Add the last ``n mod 4`` products to lanes 0, 1, 2 and sum the lanes."""
+    a0, a1, a2, a3 = lanes
+    n = val.shape[0]
+    m = n - n % 4
     for i in range(m, n):
         p = w[i] * val[i]
         if i == m:
@@ -185,48 +306,139 @@ def _dot_dense(w: np.ndarray, val: np.ndarray) -> float:
 
 
 @njit(cache=True)
+def _tail_zero(val: np.ndarray) -> bool:
+    zero = False
+    for i in range(val.shape[0] - val.shape[0] % 4, val.shape[0]):
+        zero |= val[i] == 0.0
+    return zero
+
+
+@njit(cache=True)
+def _dot_dense_z(w: np.ndarray, val: np.ndarray) -> tuple[float, bool]:
+    """``(<w, val>, whether val holds a zero)`` in one pass over the dense ``val``."""
+    a0, a1, a2, a3, zero = _head_lanes1(w, val)
+    return _tail(w, val, (a0, a1, a2, a3)), zero or _tail_zero(val)
+
+
+@njit(cache=True)
+def _dot_dense(w: np.ndarray, val: np.ndarray) -> float:
+    return _dot_dense_z(w, val)[0]
+
+
+@njit(cache=True)
+def _dot2_sparse(
+    u: np.ndarray, w: np.ndarray, idx: np.ndarray, val: np.ndarray
+) -> tuple[float, float]:
+    """``(<u, x>, <w, x>)`` for a gathered sparse row in one loop (each summed as :func:`dot`)."""
+    a0 = a1 = a2 = a3 = 0.0
+    b0 = b1 = b2 = b3 = 0.0
+    n = idx.shape[0]
+    m = n - n % 4
+    for k in range(0, m, 4):
+        j0, j1, j2, j3 = idx[k], idx[k + 1], idx[k + 2], idx[k + 3]
+        v0, v1, v2, v3 = val[k], val[k + 1], val[k + 2], val[k + 3]
+        b0 += u[j0] * v0
+        a0 += w[j0] * v0
+        b1 += u[j1] * v1
+        a1 += w[j1] * v1
+        b2 += u[j2] * v2
+        a2 += w[j2] * v2
+        b3 += u[j3] * v3
+        a3 += w[j3] * v3
+    for k in range(m, n):
+        j = idx[k]
+        p, q = u[j] * val[k], w[j] * val[k]
+        if k == m:
+            b0 += p
+            a0 += q
+        elif k == m + 1:
+            b1 += p
+            a1 += q
+        else:
+            b2 += p
+            a2 += q
+    return _lane_sum(b0, b1, b2, b3), _lane_sum(a0, a1, a2, a3)
+
+
+@njit(cache=True)
+def _dot_sq_sparse(w: np.ndarray, idx: np.ndarray, val: np.ndarray) -> tuple[float, float]:
+    """``(<w, x>, ||x||^2)`` for a gathered sparse row in one loop (lanes by position k)."""
+    a0 = a1 = a2 = a3 = 0.0
+    b0 = b1 = b2 = b3 = 0.0
+    n = idx.shape[0]
+    m = n - n % 4
+    for k in range(0, m, 4):
+        v0, v1, v2, v3 = val[k], val[k + 1], val[k + 2], val[k + 3]
+        a0 += w[idx[k]] * v0
+        b0 += v0 * v0
+        a1 += w[idx[k + 1]] * v1
+        b1 += v1 * v1
+        a2 += w[idx[k + 2]] * v2
+        b2 += v2 * v2
+        a3 += w[idx[k + 3]] * v3
+        b3 += v3 * v3
+    for k in range(m, n):
+        v = val[k]
+        p, q = w[idx[k]] * v, v * v
+        if k == m:
+            a0 += p
+            b0 += q
+        elif k == m + 1:
+            a1 += p
+            b1 += q
+        else:
+            a2 += p
+            b2 += q
+    return _lane_sum(a0, a1, a2, a3), _lane_sum(b0, b1, b2, b3)
+
+
+@njit(cache=True)
 def dot(w: np.ndarray, idx: np.ndarray, val: np.ndarray) -> float:
-    """``<w, x>`` for the row ``x = (idx, val)`` (summation order: module docstring)."""
+    """``<w, x>`` for the row ``x = (idx, val)`` (summation order: module docstring).
+
+    A dense row is read once: the products and the test for zeros share the pass.
+    """
     if idx.shape[0] == 0:
-        if _has_zero(val):
+        score, zero = _dot_dense_z(w, val)
+        if zero:
             return _dot_sparse(w, _nonzero_positions(val), val, False)
-        return _dot_dense(w, val)
+        return score
     return _dot_sparse(w, idx, val, True)
 
 
 @njit(cache=True)
 def dot2(u: np.ndarray, w: np.ndarray, idx: np.ndarray, val: np.ndarray) -> tuple[float, float]:
-    """``(<u, x>, <w, x>)``, each exactly as :func:`dot` sums it."""
-    if idx.shape[0] == 0 and _has_zero(val):
-        nz = _nonzero_positions(val)
-        return _dot_sparse(u, nz, val, False), _dot_sparse(w, nz, val, False)
+    """``(<u, x>, <w, x>)``, each exactly as :func:`dot` sums it, in one pass over the row."""
     if idx.shape[0] == 0:
-        return _dot_dense(u, val), _dot_dense(w, val)
-    return _dot_sparse(u, idx, val, True), _dot_sparse(w, idx, val, True)
+        b0, b1, b2, b3, a0, a1, a2, a3, zero = _head_lanes2(u, w, val)
+        if zero or _tail_zero(val):
+            nz = _nonzero_positions(val)
+            return _dot_sparse(u, nz, val, False), _dot_sparse(w, nz, val, False)
+        return _tail(u, val, (b0, b1, b2, b3)), _tail(w, val, (a0, a1, a2, a3))
+    return _dot2_sparse(u, w, idx, val)
 
 
 @njit(cache=True)
 def dot_sqnorm(w: np.ndarray, idx: np.ndarray, val: np.ndarray) -> tuple[float, float]:
-    """``(<w, x>, ||x||^2)``, each summed as :func:`dot` sums."""
+    """``(<w, x>, ||x||^2)``, each summed as :func:`dot` sums, in one pass over the row."""
     if idx.shape[0] == 0:
         return dot2(w, val, idx, val)
-    return _dot_sparse(w, idx, val, True), _dot_dense(val, val)
+    return _dot_sq_sparse(w, idx, val)
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath={"reassoc"})
 def all_finite(a: np.ndarray) -> bool:
-    """Whether every entry of the 1-D ``a`` is finite (single-threaded, no temporary)."""
-    a0 = a1 = a2 = a3 = 0.0
-    n = a.shape[0]
-    m = n - n % 4
-    for i in range(0, m, 4):
-        a0 += a[i] - a[i]
-        a1 += a[i + 1] - a[i + 1]
-        a2 += a[i + 2] - a[i + 2]
-        a3 += a[i + 3] - a[i + 3]
-    for i in range(m, n):
-        a0 += a[i] - a[i]
-    return _lane_sum(a0, a1, a2, a3) == 0.0
+    """Whether every entry of the 1-D ``a`` is finite (single-threaded, no temporary).
+
+    Sums ``a[i] - a[i]``: 0 for a finite entry, NaN for an infinite or NaN one, so
+    the sum is 0 exactly when every entry is finite, in whatever order it is added;
+    the compiler may therefore reassociate it into SIMD lanes (nothing else of IEEE
+    arithmetic is relaxed: ``a - a`` is not folded to 0).
+    """
+    s = 0.0
+    for i in range(a.shape[0]):
+        s += a[i] - a[i]
+    return s == 0.0
 
 
 @njit(cache=True)
@@ -238,6 +450,22 @@ def axpy(w: np.ndarray, scale: float, idx: np.ndarray, val: np.ndarray) -> None:
     else:
         for k in range(idx.shape[0]):
             w[idx[k]] += scale * val[k]
+
+
+@njit(cache=True)
+def axpy2(u: np.ndarray, w: np.ndarray, scale: float, idx: np.ndarray, val: np.ndarray) -> None:
+    """``u += scale * x`` and ``w += scale * x`` in one pass over the row (as two :func:`axpy`)."""
+    if idx.shape[0] == 0:
+        for i in range(val.shape[0]):
+            step = scale * val[i]
+            u[i] += step
+            w[i] += step
+    else:
+        for k in range(idx.shape[0]):
+            j = idx[k]
+            step = scale * val[k]
+            u[j] += step
+            w[j] += step
 
 
 @njit(cache=True)

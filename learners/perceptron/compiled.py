@@ -23,6 +23,7 @@ import math
 from typing import Any, ClassVar
 
 import numpy as np
+import scipy.sparse as sp
 
 from learners.base import Learner
 from learners.inputs import Batch, Vec, as_vector, check_label, check_task
@@ -31,6 +32,7 @@ from learners.perceptron.kernels import (
     BAD_INPUT,
     decide_dense,
     learn_csr,
+    learn_csr_checked,
     learn_dense,
     learn_dense_checked,
     learn_one_dense,
@@ -42,6 +44,7 @@ __all__ = ["CompiledLinear"]
 _F64 = np.dtype(np.float64)
 _F32 = np.dtype(np.float32)
 _I64 = np.dtype(np.int64)
+_I32 = np.dtype(np.int32)
 _NO_MATRIX = np.zeros((1, 1))
 _INF = math.inf
 
@@ -154,6 +157,13 @@ class CompiledLinear(Learner):
         weights is checked for NaN/inf by the kernel pass itself (one read of ``X``
         instead of two): the weights are copied first and restored if a row turns out
         non-finite, so bad input changes nothing; a smaller one is checked up front.
+        A CSR batch (``scipy.sparse.csr_matrix``, float64 values, int32 or int64
+        indices) goes to :func:`~learners.perceptron.kernels.learn_csr_checked`, which
+        checks in one pass that it is canonical (sorted unique in-range columns, no
+        stored zeros), finite, and that labels and tasks are valid; a batch that is
+        not takes the general validation, which canonicalises a copy. A row whose
+        score overflows stops the pass, as in the general path: the rows before it
+        have been learned.
         Anything else, or input a check refuses, takes the general validation.
         """
         if self._x_shape is not None and self._lean_batch(X, y, task):
@@ -170,6 +180,20 @@ class CompiledLinear(Learner):
                 if saved is not None:
                     self._S[...] = saved
                 self._reject(X[-1 - updates])
+            if updates:
+                self._count(updates)
+            return scores
+        if self._x_shape is not None and self._lean_csr(X, y, task):
+            scores = np.empty(X.shape[0])
+            updates = learn_csr_checked(
+                self.kernel_kind, self._S, self._A, X.indptr, X.indices, X.data, y, task,
+                self._n_tasks, self._p0, self._p1, scores,
+            )  # fmt: skip
+            if updates == BAD_INPUT:
+                return self._score_and_learn_general(X, y, task)
+            if updates < 0:
+                row = -1 - updates
+                self._reject(X[row])
             if updates:
                 self._count(updates)
             return scores
@@ -213,6 +237,35 @@ class CompiledLinear(Learner):
             and fy.writeable
             and ft.c_contiguous
             and ft.writeable
+        )
+
+    def _lean_csr(self, X: Any, y: Any, tasks: Any) -> bool:
+        """Whether a batch is a CSR matrix of the array types the CSR kernel is compiled
+        for (float64 values, int32 or int64 indices, all C-contiguous and writable) with
+        float64 labels and int64 task indices as for :meth:`_lean_batch`. Values,
+        ordering and shapes are checked by the kernel."""
+        if not (
+            type(X) is sp.csr_matrix
+            and type(y) is np.ndarray
+            and type(tasks) is np.ndarray
+            and y.dtype is _F64
+            and tasks.dtype is _I64
+            and y.ndim == 1
+            and tasks.ndim == 1
+            and X.shape[1] == self._n_features
+        ):
+            return False
+        indptr, indices, data = X.indptr, X.indices, X.data
+        index = indices.dtype
+        if not (
+            (index is _I32 or index is _I64)
+            and indptr.dtype is index
+            and data.dtype is _F64
+            and indptr.ndim == indices.ndim == data.ndim == 1
+        ):
+            return False
+        return all(
+            a.flags.c_contiguous and a.flags.writeable for a in (indptr, indices, data, y, tasks)
         )
 
     def _score_and_learn_batch(self, batch: Batch, y: np.ndarray, tasks: np.ndarray) -> np.ndarray:

@@ -36,7 +36,7 @@ import math
 import numpy as np
 from numba import njit
 
-from learners.kernels import NO_INDEX, axpy, dot, dot2, dot_sqnorm, register_warmup
+from learners.kernels import NO_INDEX, axpy, axpy2, dot, dot2, dot_sqnorm, register_warmup
 
 __all__ = [
     "B_FAMILY",
@@ -48,6 +48,7 @@ __all__ = [
     "PA_VARIANTS",
     "decide_dense",
     "learn_csr",
+    "learn_csr_checked",
     "BAD_INPUT",
     "learn_dense",
     "learn_dense_checked",
@@ -116,8 +117,7 @@ def step(
     elif kind == POOLED:
         axpy(S[0], y, idx, val)
     elif kind == B_FAMILY:
-        axpy(S[t], y, idx, val)
-        axpy(S[S.shape[0] - 1], y, idx, val)
+        axpy2(S[t], S[S.shape[0] - 1], y, idx, val)
     else:
         for j in range(A.shape[0]):
             c = y * A[j, t]
@@ -226,6 +226,76 @@ def learn_csr(
     return updates
 
 
+@njit(cache=True)
+def _canonical_csr(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    data: np.ndarray,
+    y: np.ndarray,
+    tasks: np.ndarray,
+    n_tasks: int,
+    dim: int,
+) -> bool:
+    """Whether a CSR batch is canonical and valid, in one pass: ``indptr`` starts at 0
+    and never decreases, every row's column indices increase strictly within
+    ``[0, dim)``, every stored value is finite and non-zero, every label is -1 or +1
+    and every task index is in ``[0, n_tasks)``."""
+    n = indptr.shape[0] - 1
+    if n != y.shape[0] or n != tasks.shape[0] or indptr[0] != 0:
+        return False
+    if indptr[n] > indices.shape[0] or indptr[n] > data.shape[0]:
+        return False
+    for r in range(n):
+        if not (y[r] == 1.0 or y[r] == -1.0) or tasks[r] < 0 or tasks[r] >= n_tasks:
+            return False
+        a, b = indptr[r], indptr[r + 1]
+        if b < a or (b > a and (indices[a] < 0 or indices[b - 1] >= dim)):
+            return False
+    # strictly increasing columns within each row: count the non-increasing steps of
+    # the whole index array (a branch-free pass the compiler vectorises), then take
+    # away the steps that cross from one non-empty row to the next
+    m = indptr[n]
+    steps = 0
+    for k in range(1, m):
+        steps += indices[k] <= indices[k - 1]
+    for r in range(1, n):
+        a = indptr[r]
+        if 0 < a < m and a != indptr[r - 1]:
+            steps -= indices[a] <= indices[a - 1]
+    if steps != 0:
+        return False
+    # every stored value non-zero and finite (v - v is NaN for an infinite or NaN v)
+    bad = False
+    for k in range(m):
+        v = data[k]
+        bad |= (v == 0.0) | (v - v != 0.0)
+    return not bad
+
+
+@njit(cache=True)
+def learn_csr_checked(
+    kind: int,
+    S: np.ndarray,
+    A: np.ndarray,
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    data: np.ndarray,
+    y: np.ndarray,
+    tasks: np.ndarray,
+    n_tasks: int,
+    p0: float,
+    p1: float,
+    scores: np.ndarray,
+) -> int:
+    """:func:`learn_csr` after checking the batch in the same call (:func:`_canonical_csr`,
+    the row length being that of ``S``). A batch that fails a check gives :data:`BAD_INPUT`
+    and changes nothing (the caller then takes the general validation, which
+    canonicalises the batch or says what is wrong)."""
+    if not _canonical_csr(indptr, indices, data, y, tasks, n_tasks, S.shape[1]):
+        return BAD_INPUT
+    return learn_csr(kind, S, A, indptr, indices, data, y, tasks, p0, p1, scores)
+
+
 @register_warmup
 def warm_linear_kernels() -> None:
     """Compile the dense, sparse and batch kernels of the linear Perceptron family."""
@@ -249,3 +319,6 @@ def warm_linear_kernels() -> None:
     for index in (np.int64, np.int32):
         indptr, indices = np.array([0, 2, 4], dtype=index), np.array([0, 2, 1, 3], dtype=index)
         learn_csr(MATRIX, S, A, indptr, indices, x, y, tasks, 0.0, 0.0, np.empty(2))
+        learn_csr_checked(
+            MATRIX, S, A, indptr, indices, x, y, tasks, 2, 0.0, 0.0, np.empty(2)
+        )  # fmt: skip

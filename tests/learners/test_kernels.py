@@ -35,6 +35,67 @@ def test_dense_and_sparse_rows_give_bit_identical_dots(d):
     np.testing.assert_array_equal(target, w - 0.5 * x)
 
 
+def _lanes(w: np.ndarray, x: np.ndarray) -> float:
+    """The documented summation order, in plain Python floats: product k of the row's
+    non-zeros into lane k mod 4, then (a0 + a1) + (a2 + a3)."""
+    lanes = [0.0, 0.0, 0.0, 0.0]
+    for k, j in enumerate(np.flatnonzero(x)):
+        lanes[k % 4] += float(w[j]) * float(x[j])
+    return (lanes[0] + lanes[1]) + (lanes[2] + lanes[3])
+
+
+@pytest.mark.parametrize("d", [1, 4, 7, 64, 1001])
+@pytest.mark.parametrize("zeros", [False, True])
+def test_dense_dots_follow_the_documented_lanes_bit_for_bit(d, zeros):
+    rng = np.random.default_rng(d + zeros)
+    w, u = rng.normal(size=d), rng.normal(size=d) * 1e3
+    x = rng.normal(size=d)
+    if zeros:
+        x[rng.random(d) < 0.3] = 0.0
+        x[0] = 0.0
+    no = kernels.NO_INDEX
+    assert kernels.dot(w, no, x) == _lanes(w, x)
+    assert kernels.dot2(u, w, no, x) == (_lanes(u, x), _lanes(w, x))
+    assert kernels.dot_sqnorm(w, no, x) == (_lanes(w, x), _lanes(x, x))
+    x32 = x.astype(np.float32)
+    assert kernels.dot(w, no, x32) == _lanes(w, x32.astype(np.float64))
+    assert kernels.dot2(u, w, no, x32) == (_lanes(u, x32), _lanes(w, x32))
+    # a strided weight row takes the scalar lanes: the same numbers
+    wide = np.repeat(w, 2)[::2]
+    assert kernels.dot(wide, no, x) == _lanes(w, x)
+    idx = np.flatnonzero(x)
+    assert kernels.dot2(u, w, idx, x[idx]) == (_lanes(u, x), _lanes(w, x))
+    assert kernels.dot_sqnorm(w, idx, x[idx]) == (_lanes(w, x), _lanes(x, x))
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_axpy2_updates_both_vectors_as_two_axpys(sparse):
+    rng = np.random.default_rng(3)
+    u, w = rng.normal(size=50), rng.normal(size=50)
+    x = rng.normal(size=50) * (rng.random(50) < 0.5)
+    idx = np.flatnonzero(x) if sparse else kernels.NO_INDEX
+    val = x[idx] if sparse else x
+    u1, w1, u2, w2 = u.copy(), w.copy(), u.copy(), w.copy()
+    kernels.axpy2(u1, w1, -0.7, idx, val)
+    kernels.axpy(u2, -0.7, idx, val)
+    kernels.axpy(w2, -0.7, idx, val)
+    np.testing.assert_array_equal(u1, u2)
+    np.testing.assert_array_equal(w1, w2)
+    assert not np.array_equal(u1, u)
+
+
+@pytest.mark.parametrize("n", [1, 3, 8, 1001, 100_003])
+def test_all_finite_finds_every_nan_and_inf(n):
+    rng = np.random.default_rng(n)
+    a = rng.normal(size=n) * 1e307
+    assert kernels.all_finite(a)
+    for pos in {0, n // 2, n - 1}:
+        for bad in (np.nan, np.inf, -np.inf):
+            b = a.copy()
+            b[pos] = bad
+            assert not kernels.all_finite(b)
+
+
 def test_the_harness_catches_a_kernel_that_is_not_its_reference():
     kernel = IndependentPerceptrons(n_features=10, n_tasks=4)
     stream = noisy_stream(kernel, n=300, seed=0)
