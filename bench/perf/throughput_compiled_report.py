@@ -204,8 +204,9 @@ def _family_section(c: dict[str, Any]) -> list[str]:
     out = [
         "### OMTL: events/s and the share of CPU time in the A update (Eqs. 3.7-3.10)",
         "",
-        "The A update runs inside the compiled pass; its share is the run's A updates times "
-        "the CPU time of one compiled update on the learner's final state (median of 200 calls).",
+        "The A update runs inside the compiled pass; its share is an estimate: the run's A "
+        "updates times the CPU time of one compiled update on the learner's final state (median "
+        "of 200 calls), so it can exceed 100% by the error of that one timing.",
         "",
     ]
     rows = []
