@@ -37,6 +37,7 @@ from learners.adaptive.learners import (
 from learners.base import Learner, Param
 from learners.inputs import Batch, Vec
 from learners.registry import register
+from learners.rom.base import cosine_similarity
 
 __all__ = ["AdaptiveViews", "VIEWS"]
 
@@ -97,6 +98,11 @@ class AdaptiveViews(Learner):
         {"views": "l2"},
     )
     state_fields: ClassVar[tuple[str, ...]] = ("view_mistakes_",)
+    relation_kind = "weight-similarity"
+    relation_meaning = (
+        "Cosine similarity of the tasks' predictors in the leading view (derived, not a model "
+        "parameter): tasks whose weight vectors point the same way are close."
+    )
 
     @property
     def exact_batch_merge(self) -> bool:
@@ -183,6 +189,12 @@ class AdaptiveViews(Learner):
         if self._view_names[m] == "l2":
             return None
         return self.views_[m]._task_weights()
+
+    def _relation(self) -> np.ndarray:
+        """Cosine similarity of the leading view's task predictors (its leader's ``u_0 + u_k``)."""
+        W = self.views_[int(np.argmin(self.view_mistakes_))]._task_weights()
+        assert W is not None
+        return cosine_similarity(W)
 
     def _get_state(self) -> dict[str, Any]:
         out: dict[str, Any] = {"view_mistakes_": self.view_mistakes_}

@@ -123,3 +123,16 @@ def test_state_bytes_is_two_selectors() -> None:
     auto = learners.make("adaptive-auto", n_features=10, n_tasks=4)
     arrays = sum(v.nbytes for v in auto.state_dict().values() if isinstance(v, np.ndarray))
     assert arrays <= auto.state_bytes(10, 4)
+
+
+def test_relations_are_the_cosine_similarity_of_the_leading_views_predictors() -> None:
+    X, y, tasks = _stream(300, 5, 3, seed=5)
+    auto = learners.make("adaptive-auto", n_features=5, n_tasks=3)
+    auto.learn_many(X, y, tasks)
+    leading = auto.views_[int(np.argmin(auto.view_mistakes_))]
+    W = leading.U0_[leading.leader()][None, :] + leading.U_[leading.leader()]
+    unit = W / np.linalg.norm(W, axis=1, keepdims=True)
+    R = auto.relation_matrix()
+    assert R is not None
+    np.testing.assert_allclose(R, unit @ unit.T, rtol=1e-12, atol=1e-12)
+    assert auto.relation_description()[0] == "weight-similarity"
