@@ -510,9 +510,7 @@ class Learner:
         if self._bias:
             v = v.with_bias()
         if self._normalize:
-            n2 = v.sqnorm()
-            if n2 > 0.0:
-                v = v.scaled(1.0 / np.sqrt(n2))
+            v = v.unit_length()
         return v
 
     def _prepare_batch(

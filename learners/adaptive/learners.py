@@ -184,6 +184,11 @@ class AdaptiveLearner(Learner):
     def _learn(self, x: Vec, y: float, task: int) -> None:
         learn(self._state(), self._configs, x, y, task)
 
+    def _score_and_learn_row(self, x: Vec, y: float, task: int) -> float:
+        """:meth:`_decision` then :meth:`_learn` on a preprocessed row, scoring it once."""
+        lead = self.leader()
+        return float(learn(self._state(), self._configs, x, y, task)[lead])
+
     def _score_and_learn_batch(self, batch: Batch, y: np.ndarray, tasks: np.ndarray) -> np.ndarray:
         scores = np.empty(batch.n)
         call = KernelPass(

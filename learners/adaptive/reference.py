@@ -63,8 +63,9 @@ def member_scores(state: AdaptiveState, v: Vec, task: int) -> np.ndarray:
     return scores
 
 
-def learn(state: AdaptiveState, configs: Configs, v: Vec, y: float, task: int) -> None:
-    """One labelled event for every configuration (docs/algorithms.md Sec. 11.2-11.4).
+def learn(state: AdaptiveState, configs: Configs, v: Vec, y: float, task: int) -> np.ndarray:
+    """One labelled event for every configuration (docs/algorithms.md Sec. 11.2-11.4);
+    returns the configurations' scores of the event before it was learned.
 
     An event without a non-zero feature only counts the configurations' mistakes.
     """
@@ -73,7 +74,7 @@ def learn(state: AdaptiveState, configs: Configs, v: Vec, y: float, task: int) -
     x2 = val * val
     if val.shape[0] == 0:
         state.mistakes += (scores >= 0.0) != (y > 0.0)
-        return
+        return scores
     # Normaliser (VW's normalized updates): s_j = max |x_j|, N += sum (x_j / s_j)^2; the
     # first-order weights of a feature whose s_j grows from s_old > 0 shrink by s_old / s_new.
     _rescale(state, configs, np.arange(state.S.shape[0])[j], np.abs(val))
@@ -116,6 +117,7 @@ def learn(state: AdaptiveState, configs: Configs, v: Vec, y: float, task: int) -
             state.U[m, task, j] += (a * ratek) * val
         if gamma > 0.0:
             _outlier_step(state, m, task, j, (a * rateq) * val, eta * gamma)
+    return scores
 
 
 def _outlier_step(

@@ -150,10 +150,7 @@ class AdaptiveViews(Learner):
         self.view_mistakes_ = np.zeros(len(self.views_), dtype=np.int64)
 
     def _view_row(self, v: Vec, view: int) -> Vec:
-        if self._view_names[view] != "l2":
-            return v
-        n2 = v.sqnorm()
-        return v.scaled(1.0 / np.sqrt(n2)) if n2 > 0.0 else v
+        return v.unit_length() if self._view_names[view] == "l2" else v
 
     def _decision(self, x: Vec, task: int) -> float:
         m = int(np.argmin(self.view_mistakes_))
@@ -161,9 +158,7 @@ class AdaptiveViews(Learner):
 
     def _learn(self, x: Vec, y: float, task: int) -> None:
         for m, inner in enumerate(self.views_):
-            v = self._view_row(x, m)
-            score = inner._decision(v, task)
-            inner._learn(v, y, task)
+            score = inner._score_and_learn_row(self._view_row(x, m), y, task)
             self.view_mistakes_[m] += (score >= 0.0) != (y > 0.0)
 
     def _score_and_learn_batch(self, batch: Batch, y: np.ndarray, tasks: np.ndarray) -> np.ndarray:
