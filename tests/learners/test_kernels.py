@@ -243,3 +243,22 @@ def test_after_warm_up_no_learner_call_compiles():
             model.learn_one(sp.csr_matrix(x), label, t)
             model.score_and_learn_one(x, label, t)
     assert compiled_signatures() == before, "a learner call compiled a new kernel"
+
+
+@pytest.mark.parametrize("name", ["cmtl", "ipl", "pt-global", "pa-global", "pa-individual"])
+def test_per_event_lean_calls_match_one_batch_call_with_their_update_counts(name):
+    """predict_one + learn_one with int and float labels (the lean lane, straight to the
+    kernels' machine code) learn exactly what one batch call learns, counts included."""
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(300, 6))
+    y = np.where(rng.random(300) < 0.5, 1.0, -1.0)
+    tasks = rng.integers(0, 3, size=300)
+    one = learners.make(name, n_features=6, n_tasks=3)
+    many = learners.make(name, n_features=6, n_tasks=3)
+    scores = many.score_and_learn_many(X, y, tasks)
+    for i, (x, label, t) in enumerate(zip(X, y.tolist(), tasks.tolist(), strict=True)):
+        assert one.predict_one(x, t) == (1 if scores[i] >= 0.0 else -1)
+        one.learn_one(x, int(label) if i % 2 else label, t)
+    counter = type(one).update_counter
+    assert getattr(one, counter) == getattr(many, counter) > 0
+    np.testing.assert_array_equal(one.task_weights(), many.task_weights())
