@@ -7,7 +7,7 @@ only writes its mathematics:
 * validation of ``x`` (:func:`learners.inputs.as_vector`), of the task index and
   of the label, done *before* any state changes, so bad input changes nothing;
 * the optional input preprocessing of docs/algorithms.md Sec. 0 (``append_bias``,
-  ``l2_normalize``);
+  ``l2_normalize``, and ``log_scale`` for the learners that declare it);
 * hyperparameter resolution and validation against the class's ``params``;
 * the seeded random generator (``numpy.random.PCG64``) from which every random
   draw is taken, and whose state is part of :meth:`Learner.state_dict`;
@@ -65,6 +65,7 @@ __all__ = [
     "APPEND_BIAS",
     "BUDGET",
     "L2_NORMALIZE",
+    "LOG_SCALE",
     "STATE_FORMAT",
     "Learner",
     "LearnerInfo",
@@ -145,6 +146,13 @@ L2_NORMALIZE = Param(
     "Scale x to unit L2 norm, after the bias is appended (docs/algorithms.md Sec. 0).",
     boolean,
 )
+LOG_SCALE = Param(
+    "log_scale",
+    False,
+    "Replace every value x_j by sign(x_j) log(1 + |x_j|) before the bias and the L2 scaling "
+    "(sublinear scaling of counts; docs/algorithms.md Sec. 0).",
+    boolean,
+)
 BUDGET = Param(
     "budget",
     None,
@@ -219,6 +227,7 @@ class Learner:
         self.hyper = self._resolve_params(params)
         self._bias = bool(self.hyper.get("append_bias", False))
         self._normalize = bool(self.hyper.get("l2_normalize", False))
+        self._log_scale = bool(self.hyper.get("log_scale", False))
         self._budget: int | None = self.hyper.get("budget")
         self.label_kind = self._label_kind()
         self.rng = np.random.Generator(np.random.PCG64(self._seed))
@@ -507,6 +516,8 @@ class Learner:
 
     def _prepare(self, x: Any) -> Vec:
         v = as_vector(x, self._n_features)
+        if self._log_scale:
+            v = v.log_scaled()
         if self._bias:
             v = v.with_bias()
         if self._normalize:
@@ -539,7 +550,7 @@ class Learner:
                 tasks = tasks.astype(np.int64)
             if n and (tasks.min() < 0 or tasks.max() >= self._n_tasks):
                 raise ValueError(f"unknown task in batch: tasks are 0..{self._n_tasks - 1}")
-        return batch.preprocessed(self._bias, self._normalize), labels, tasks
+        return batch.preprocessed(self._bias, self._normalize, self._log_scale), labels, tasks
 
 
 class QueryProbabilityReporter(Protocol):

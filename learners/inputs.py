@@ -99,6 +99,11 @@ class Vec:
         """A new vector ``factor * x`` with the same sparsity pattern."""
         return Vec(self.idx, self.val * factor, self.dim)
 
+    def log_scaled(self) -> Vec:
+        """A new vector of ``sign(x_j) log(1 + |x_j|)`` (the ``log_scale`` preprocessing,
+        docs/algorithms.md Sec. 0): zeros stay zeros, so the sparsity pattern is kept."""
+        return Vec(self.idx, _log_scale(self.val), self.dim)
+
     def unit_length(self) -> Vec:
         """This vector divided by its Euclidean norm (itself when the norm is 0): the
         ``l2_normalize`` preprocessing of a single row."""
@@ -114,6 +119,11 @@ class Vec:
         if idx.shape[0] == self.dim + 1:
             return Vec(None, val, self.dim + 1)
         return Vec(idx, val, self.dim + 1)
+
+
+def _log_scale(values: FloatArray) -> FloatArray:
+    """``sign(v) log(1 + |v|)`` element-wise, in a new array."""
+    return np.copysign(np.log1p(np.abs(values)), values)
 
 
 def _finish(idx: IntArray, val: FloatArray, dim: int) -> Vec:
@@ -320,11 +330,26 @@ class Batch:
         data = np.concatenate(val_parts) if rows else np.zeros(0)
         return cls(None, sp.csr_matrix((data, indices, indptr), shape=(len(rows), dim)), dim)
 
-    def preprocessed(self, bias: bool, normalize: bool) -> Batch:
-        """Apply the learner's ``append_bias`` / ``l2_normalize`` preprocessing."""
+    def log_scaled(self) -> Batch:
+        """Every value ``x`` replaced by ``sign(x) log(1 + |x|)`` (see :meth:`Vec.log_scaled`)."""
+        if self.dense is not None:
+            return Batch(_log_scale(self.dense), None, self.dim)
+        csr = self.csr
+        assert csr is not None
+        out = sp.csr_matrix((_log_scale(csr.data), csr.indices, csr.indptr), shape=csr.shape)
+        out.has_sorted_indices = csr.has_sorted_indices
+        return Batch(None, out, self.dim)
+
+    def preprocessed(self, bias: bool, normalize: bool, log_scale: bool = False) -> Batch:
+        """Apply the learner's ``log_scale``, ``append_bias`` and ``l2_normalize``
+        preprocessing, in this order (docs/algorithms.md Sec. 0)."""
         if self.csr is not None and not self.csr.has_sorted_indices:
             # Kernels and rows() read a row's non-zeros in column order.
-            return Batch(None, self.csr.sorted_indices(), self.dim).preprocessed(bias, normalize)
+            return Batch(None, self.csr.sorted_indices(), self.dim).preprocessed(
+                bias, normalize, log_scale
+            )
+        if log_scale:
+            return self.log_scaled().preprocessed(bias, normalize)
         if not (bias or normalize):
             return self
         if self.dense is not None:

@@ -76,7 +76,8 @@ class ActiveLearner(Learner):
         return self._kernel_pass(batch, labels, tasks, active=False, preprocess=True)[0]
 
     def _raw_batch(self, X: Any, y: Any, task: Any) -> tuple[Batch, np.ndarray, np.ndarray]:
-        """The validation of ``_prepare_batch`` without the preprocessing (the kernel's job)."""
+        """The validation of ``_prepare_batch`` without the bias and the unit-length scaling
+        (the kernel's job); ``log_scale``, which comes first, is applied here."""
         bias, normalize = self._bias, self._normalize
         self._bias = self._normalize = False
         try:
@@ -113,7 +114,8 @@ class ActiveLearner(Learner):
         Without ``learn`` the row runs as an active round with no query left in the
         budget: it is scored, nothing is drawn and nothing changes.
         """
-        rows = vector_rows(as_vector(x, self._n_features), self._bias, self._normalize)
+        v = as_vector(x, self._n_features)
+        rows = vector_rows(v.log_scaled() if self._log_scale else v, self._bias, self._normalize)
         call = KernelPass(
             *rows,
             np.array([y]),

@@ -47,7 +47,7 @@ import numpy as np
 
 from learners.active.kernels import B_FAMILY, MATRIX, ROWS, KernelPass, selective_pass
 from learners.active.rounds import ActiveLearner
-from learners.base import APPEND_BIAS, BUDGET, L2_NORMALIZE, Learner, Param
+from learners.base import APPEND_BIAS, BUDGET, L2_NORMALIZE, LOG_SCALE, Learner, Param
 from learners.inputs import Batch, Vec, check_task
 from learners.params import boolean, positive
 from learners.registry import from_state_dict, get, make, register
@@ -68,7 +68,7 @@ CESA_BIANCHI2006 = (
 )
 
 #: Hyperparameters the wrapper owns; the base learner may not set them itself.
-_WRAPPER_OWNED = frozenset({"append_bias", "l2_normalize", "budget"})
+_WRAPPER_OWNED = frozenset({"append_bias", "l2_normalize", "log_scale", "budget"})
 
 
 def _registered_name(v: Any) -> str:
@@ -194,9 +194,9 @@ class SelectiveSampling(ActiveLearner):
     last of them. When ``b_t + |p| = 0`` (a zero vector before any update) the
     label is asked for.
 
-    Input preprocessing (``append_bias``, ``l2_normalize``, off by default as for
-    the Perceptron learners) is done once by the wrapper; the base learner is
-    built on the preprocessed dimension.
+    Input preprocessing (``log_scale``, ``append_bias``, ``l2_normalize``, off by
+    default as for the Perceptron learners) is done once by the wrapper; the base
+    learner is built on the preprocessed dimension.
 
     Batches (``score_and_learn_many``, ``query_and_learn_many``) run the compiled
     :func:`learners.active.kernels.selective_pass` when the base is a Perceptron
@@ -228,11 +228,14 @@ class SelectiveSampling(ActiveLearner):
         BUDGET,
         APPEND_BIAS,
         L2_NORMALIZE,
+        LOG_SCALE,
     )
     conformance_params: ClassVar[tuple[dict[str, Any], ...]] = (
         {},
         {"base": "cmtl", "base_params": {"b": 2.0}, "adaptive_b": True},
         {"base": "stl", "b": 0.5, "append_bias": True, "l2_normalize": True},
+        {"base": "cmtl", "log_scale": True, "l2_normalize": True},
+        {"base": "adaptive-logistic", "log_scale": True, "l2_normalize": True, "b": 0.5},
         {"base": "pa-individual", "base_params": '{"variant": "pa2"}'},
     )
     state_fields: ClassVar[tuple[str, ...]] = ("n_updates_", "radius2_")
@@ -293,7 +296,8 @@ class SelectiveSampling(ActiveLearner):
         # The wrapper preprocesses x once; a base whose own preprocessing defaults on
         # (the adaptive learners append a bias) must not apply it a second time.
         known = {p.name for p in get(name).params}
-        params = {**params, **{p: False for p in ("append_bias", "l2_normalize") if p in known}}
+        off = ("append_bias", "l2_normalize", "log_scale")
+        params = {**params, **{p: False for p in off if p in known}}
         base = make(name, n_features=self.dim, n_tasks=self.n_tasks, seed=self.seed, **params)
         _check_base_class(type(base))
         if base.is_active:

@@ -71,3 +71,23 @@ def test_as_vector_of_a_csr_row_checks_values_indices_and_duplicates():
     v = as_vector(zero, 3)
     np.testing.assert_array_equal(v.idx, [2])
     np.testing.assert_array_equal(v.val, [2.0])
+
+
+def test_log_scaled_rows_are_the_same_in_every_form_and_come_before_the_bias() -> None:
+    """``sign(x) log(1 + |x|)`` of a dense batch, its CSR form and each row's Vec agree; the
+    bias appended after it is 1 and the unit length is taken last (docs/algorithms.md Sec. 0)."""
+    X = np.array([[3.0, 0.0, -1.0], [0.0, 0.0, 0.0], [0.5, 7.0, 0.0]])
+    want = np.copysign(np.log1p(np.abs(X)), X)
+    dense = Batch.from_input(X, 3).preprocessed(True, False, True)
+    csr = Batch.from_input(sp.csr_matrix(X), 3).preprocessed(True, False, True)
+    np.testing.assert_array_equal(dense.dense, np.hstack([want, np.ones((3, 1))]))
+    np.testing.assert_array_equal(csr.csr.toarray(), dense.dense)
+    for row, x, v in zip(want, X, Batch.from_input(X, 3).log_scaled().rows(), strict=True):
+        for got in (v, as_vector(x, 3).log_scaled()):
+            expect = as_vector(row, 3)
+            assert (got.idx is None) == (expect.idx is None)
+            if expect.idx is not None:
+                np.testing.assert_array_equal(got.idx, expect.idx)
+            np.testing.assert_array_equal(got.val, expect.val)
+    unit = Batch.from_input(X, 3).preprocessed(True, True, True).dense
+    np.testing.assert_allclose(np.linalg.norm(unit, axis=1), 1.0, rtol=1e-15)
