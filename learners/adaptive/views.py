@@ -1,19 +1,24 @@
 """``adaptive-auto``: online selection over configurations *and* input scalings.
 
 Text streams and dense numeric streams want different inputs: on term counts a
-model of unit-length rows makes far fewer mistakes (tdt2, spam15), on dense
-features the rows as given do (sentiment4, landmine; docs/algorithms.md Sec. 11.8).
-``adaptive-auto`` runs the configuration grid of :class:`AdaptiveSelector`
-once per input view, side by side:
+model of log-scaled, unit-length rows makes far fewer mistakes (spam15, tdt2),
+on others the rows without the unit-length scaling do (sentiment4, landmine;
+docs/algorithms.md Sec. 11.8). ``adaptive-auto`` runs the configuration grid of
+:class:`AdaptiveSelector` once per input view, side by side:
 
 * ``raw``: the rows as given (after the optional bias feature);
-* ``l2``: every row scaled to unit Euclidean length (after the bias feature).
+* ``l2``: every row scaled to unit Euclidean length (after the bias feature);
+* ``log``: every value ``x_j`` replaced by ``sign(x_j) log(1 + |x_j|)``
+  (the bias feature included: it becomes ``log 2``, which the members'
+  per-coordinate scale normalisation makes the same as 1);
+* ``log-l2``: ``log``, then scaled to unit length.
 
-Each view is an ``adaptive`` selector of its own (docs/algorithms.md Sec.
-11.4): it predicts with its configuration with the fewest progressive
-mistakes. On top, the learner predicts with the view whose own predictions
-made the fewer progressive-validation mistakes so far (the first view on
-ties), Sec. 11.8. Both views learn every labelled row. The rule depends only on
+The default views are ``log`` and ``log-l2``. Each view is an ``adaptive``
+selector of its own (docs/algorithms.md Sec. 11.4): it predicts with its
+configuration with the fewest progressive mistakes. On top, the learner
+predicts with the view whose own predictions made the fewer
+progressive-validation mistakes so far (the first view on ties), Sec. 11.8.
+Every view learns every labelled row. The rule depends only on
 the rows before the current one, so a batch gives the same scores, mistakes and
 state as the same rows one at a time, however the stream is cut.
 """
@@ -41,8 +46,11 @@ from learners.rom.base import cosine_similarity
 
 __all__ = ["AdaptiveViews", "VIEWS"]
 
-#: The input views, in the order ties are broken.
-VIEWS = ("raw", "l2")
+#: The input views (module docstring).
+VIEWS = ("raw", "l2", "log", "log-l2")
+#: Views whose values are log-scaled, and views scaled to unit length (after that).
+LOG_VIEWS = frozenset({"log", "log-l2"})
+UNIT_VIEWS = frozenset({"l2", "log-l2"})
 
 
 def view_list(v: Any) -> str:
@@ -55,10 +63,11 @@ def view_list(v: Any) -> str:
 
 VIEW_LIST = Param(
     "views",
-    "raw,l2",
-    "Comma-separated input views the grid runs on: raw (rows as given) and l2 (rows scaled to "
-    "unit length); with both, predictions come from the view with fewer progressive mistakes "
-    "(docs/algorithms.md Sec. 11.8).",
+    "log,log-l2",
+    "Comma-separated input views the grid runs on, in the order ties are broken: raw (rows as "
+    "given), l2 (rows scaled to unit length), log (values x replaced by sign(x) log(1 + |x|)), "
+    "log-l2 (log, then unit length); with several, predictions come from the view with the "
+    "fewest progressive mistakes (docs/algorithms.md Sec. 11.8).",
     view_list,
 )
 # The grid chosen on development shuffles of the benchmark streams (docs/algorithms.md
@@ -71,7 +80,7 @@ AUTO_COUPLINGS = Param(COUPLINGS.name, "0.5,8.0", COUPLINGS.description, COUPLIN
 
 @register
 class AdaptiveViews(Learner):
-    """Online selection over adaptive configurations on raw and unit-length rows (Sec. 11.8).
+    """Online selection over adaptive configurations and input views (Sec. 11.8).
 
     Attributes
     ----------
@@ -82,7 +91,7 @@ class AdaptiveViews(Learner):
     """
 
     name = "adaptive-auto"
-    summary = "Online selection over adaptive configurations and input scalings (raw, unit-length)"
+    summary = "Online selection over adaptive configurations and input views (log, unit-length)"
     paper = ADAPTIVE_PAPERS
     params: ClassVar[tuple[Param, ...]] = (
         AUTO_LOSSES,
@@ -96,6 +105,7 @@ class AdaptiveViews(Learner):
         {},
         {"losses": "arow,hinge", "etas": "0.5", "couplings": "0,1", "append_bias": False},
         {"views": "l2"},
+        {"views": "raw,log-l2,log", "etas": "1.0", "couplings": "1.0"},
     )
     state_fields: ClassVar[tuple[str, ...]] = ("view_mistakes_",)
     relation_kind = "weight-similarity"
@@ -143,14 +153,23 @@ class AdaptiveViews(Learner):
                 n_features=self.dim,
                 n_tasks=self.n_tasks,
                 seed=self.seed,
-                **self._grid(self.hyper, view == "l2"),
+                **self._grid(self.hyper, view in UNIT_VIEWS),
             )
             for view in self._view_names
         ]
         self.view_mistakes_ = np.zeros(len(self.views_), dtype=np.int64)
 
     def _view_row(self, v: Vec, view: int) -> Vec:
-        return v.unit_length() if self._view_names[view] == "l2" else v
+        name = self._view_names[view]
+        if name in LOG_VIEWS:
+            v = v.log_scaled()
+        return v.unit_length() if name in UNIT_VIEWS else v
+
+    def _view_batch(self, batch: Batch, view: int) -> Batch:
+        name = self._view_names[view]
+        if name in LOG_VIEWS:
+            batch = batch.log_scaled()
+        return batch.preprocessed(False, True) if name in UNIT_VIEWS else batch
 
     def _decision(self, x: Vec, task: int) -> float:
         m = int(np.argmin(self.view_mistakes_))
@@ -164,8 +183,7 @@ class AdaptiveViews(Learner):
     def _score_and_learn_batch(self, batch: Batch, y: np.ndarray, tasks: np.ndarray) -> np.ndarray:
         scores = np.empty((len(self.views_), batch.n))
         for m, inner in enumerate(self.views_):
-            rows = batch.preprocessed(False, True) if self._view_names[m] == "l2" else batch
-            scores[m] = inner._score_and_learn_batch(rows, y, tasks)
+            scores[m] = inner._score_and_learn_batch(self._view_batch(batch, m), y, tasks)
         wrong = (scores >= 0.0) != (y > 0.0)[None, :]
         # Mistakes of each view before row i: the carried counts plus the batch's so far.
         before = self.view_mistakes_[:, None] + np.cumsum(wrong, axis=1) - wrong
@@ -178,10 +196,10 @@ class AdaptiveViews(Learner):
             inner.add_task()
 
     def _task_weights(self) -> np.ndarray | None:
-        """The raw view's weights while it leads; None while the l2 view leads (its score is
-        not linear in the row)."""
+        """The raw view's weights while it leads; None while another view leads (its score
+        is not linear in the row)."""
         m = int(np.argmin(self.view_mistakes_))
-        if self._view_names[m] == "l2":
+        if self._view_names[m] != "raw":
             return None
         return self.views_[m]._task_weights()
 

@@ -1,4 +1,4 @@
-"""``adaptive-auto``: two views, each an ``adaptive`` selector, and the leader between them
+"""``adaptive-auto``: input views, each an ``adaptive`` selector, and the leader between them
 (docs/algorithms.md Sec. 11.8)."""
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def test_the_views_are_adaptive_selectors_on_raw_and_unit_length_rows() -> None:
     learner's score is the score of the view with fewer progressive mistakes before the row
     (first view on ties), computed here by hand."""
     X, y, tasks = _stream(400, 6, 3, seed=1)
-    auto = learners.make("adaptive-auto", n_features=6, n_tasks=3)
+    auto = learners.make("adaptive-auto", n_features=6, n_tasks=3, views="raw,l2")
     got = auto.score_and_learn_many(X, y, tasks)
     raw = learners.make("adaptive", n_features=6, n_tasks=3, **GRID)
     unit = learners.make("adaptive", n_features=6, n_tasks=3, l2_normalize=True, **GRID)
@@ -48,6 +48,41 @@ def test_the_views_are_adaptive_selectors_on_raw_and_unit_length_rows() -> None:
     assert mistakes[0] != mistakes[1]
     np.testing.assert_array_equal(auto.views_[0].U0_, raw.U0_)
     np.testing.assert_array_equal(auto.views_[1].U0_, unit.U0_)
+
+
+def _log_scaled(X: np.ndarray) -> np.ndarray:
+    """The rows with the bias feature appended, then ``sign(x) log(1 + |x|)``."""
+    Xb = np.hstack([X, np.ones((X.shape[0], 1))])
+    return np.copysign(np.log1p(np.abs(Xb)), Xb)
+
+
+def test_the_default_views_are_selectors_on_log_scaled_rows_and_their_unit_length() -> None:
+    """``log`` and ``log-l2``: ``adaptive`` on the log-scaled rows (the bias feature becomes
+    log 2), without and with the unit-length scaling, the leader as above."""
+    X, y, tasks = _stream(400, 6, 3, seed=6)
+    X[:, 2] = np.round(np.abs(X[:, 2]) * 3)  # a count-like column, zeros included
+    auto = learners.make("adaptive-auto", n_features=6, n_tasks=3)
+    assert auto.hyper["views"] == "log,log-l2"
+    got = auto.score_and_learn_many(X, y, tasks)
+    L = _log_scaled(X)
+    plain = dict(GRID, append_bias=False)
+    log = learners.make("adaptive", n_features=7, n_tasks=3, **plain)
+    unit = learners.make("adaptive", n_features=7, n_tasks=3, l2_normalize=True, **plain)
+    s_log = log.score_and_learn_many(L, y, tasks)
+    s_unit = unit.score_and_learn_many(L, y, tasks)
+    mistakes = [0, 0]
+    for i in range(len(y)):
+        assert got[i] == (s_unit[i] if mistakes[1] < mistakes[0] else s_log[i]), i
+        mistakes[0] += int((s_log[i] >= 0) != (y[i] > 0))
+        mistakes[1] += int((s_unit[i] >= 0) != (y[i] > 0))
+    assert auto.view_mistakes_.tolist() == mistakes
+    np.testing.assert_array_equal(auto.views_[0].U0_, log.U0_)
+    np.testing.assert_array_equal(auto.views_[1].U0_, unit.U0_)
+    # one event at a time through the per-event path: the same scores
+    single = learners.make("adaptive-auto", n_features=6, n_tasks=3)
+    one = [single.score_and_learn_one(x, float(t), int(k)) for x, t, k in zip(X, y, tasks)]
+    np.testing.assert_allclose(one, got, rtol=1e-12, atol=1e-12)
+    assert single.view_mistakes_.tolist() == mistakes
 
 
 def test_a_single_view_is_exactly_adaptive() -> None:
@@ -86,32 +121,38 @@ def test_the_result_does_not_depend_on_where_the_stream_is_cut(cuts: list[int], 
 
 def test_task_weights_follow_the_leading_view() -> None:
     X, y, tasks = _stream(300, 5, 2, seed=3)
-    auto = learners.make("adaptive-auto", n_features=5, n_tasks=2)
+    auto = learners.make("adaptive-auto", n_features=5, n_tasks=2, views="raw,l2")
+    seen = set()
     for start in range(0, 300, 30):
         auto.learn_many(X[start : start + 30], y[start : start + 30], tasks[start : start + 30])
         W = auto.task_weights()
+        seen.add(auto.leader_view())
         if auto.leader_view() == "l2":
             assert W is None
         else:
             assert W is not None
             v = np.append(X[0], 1.0)
             assert W[1] @ v == pytest.approx(auto.decision_one(X[0], 1), rel=1e-12)
+    assert "raw" in seen
+    # a log-scaled view's score is not linear in the row: no weights while it leads
+    logged = learners.make("adaptive-auto", n_features=5, n_tasks=2)
+    logged.learn_many(X, y, tasks)
+    assert logged.task_weights() is None
 
 
 def test_state_is_stored_per_view_and_restored() -> None:
     X, y, tasks = _stream(120, 3, 2, seed=4)
-    auto = learners.make("adaptive-auto", n_features=3, n_tasks=2)
+    auto = learners.make("adaptive-auto", n_features=3, n_tasks=2, views="l2,log,log-l2")
     auto.learn_many(X, y, tasks)
     state = auto.state_dict()
-    assert {"state.view_mistakes_", "state.raw_U0_", "state.l2_U0_", "state.l2_mistakes_"} <= set(
-        state
-    )
+    want = {"state.view_mistakes_", "state.l2_U0_", "state.log_U0_", "state.log-l2_mistakes_"}
+    assert want <= set(state)
     back = AdaptiveViews.from_state_dict(state)
     assert back.decision_one(X[0], 1) == auto.decision_one(X[0], 1)
     assert back.leader_view() == auto.leader_view()
 
 
-@pytest.mark.parametrize("views", ["", "raw,raw", "l1", "raw,l2,raw"])
+@pytest.mark.parametrize("views", ["", "raw,raw", "l1", "raw,l2,raw", "log_l2", "log,l2,log"])
 def test_bad_views_are_refused(views: str) -> None:
     with pytest.raises(ValueError, match="views"):
         learners.make("adaptive-auto", n_features=2, n_tasks=1, views=views)
