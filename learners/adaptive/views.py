@@ -9,8 +9,7 @@ docs/algorithms.md Sec. 11.8). ``adaptive-auto`` runs the configuration grid of
 * ``raw``: the rows as given (after the optional bias feature);
 * ``l2``: every row scaled to unit Euclidean length (after the bias feature);
 * ``log``: every value ``x_j`` replaced by ``sign(x_j) log(1 + |x_j|)``
-  (the bias feature included: it becomes ``log 2``, which the members'
-  per-coordinate scale normalisation makes the same as 1);
+  (the bias feature stays 1);
 * ``log-l2``: ``log``, then scaled to unit length.
 
 The default views are ``log`` and ``log-l2``. Each view is an ``adaptive``
@@ -163,12 +162,20 @@ class AdaptiveViews(Learner):
         name = self._view_names[view]
         if name in LOG_VIEWS:
             v = v.log_scaled()
+            if self._bias:  # the bias feature, the last entry of every row, stays 1
+                v = Vec(v.idx, np.append(v.val[:-1], 1.0), v.dim)
         return v.unit_length() if name in UNIT_VIEWS else v
 
     def _view_batch(self, batch: Batch, view: int) -> Batch:
         name = self._view_names[view]
         if name in LOG_VIEWS:
             batch = batch.log_scaled()
+            if self._bias:  # as in _view_row
+                if batch.dense is not None:
+                    batch.dense[:, -1] = 1.0
+                else:
+                    assert batch.csr is not None
+                    batch.csr.data[batch.csr.indptr[1:] - 1] = 1.0
         return batch.preprocessed(False, True) if name in UNIT_VIEWS else batch
 
     def _decision(self, x: Vec, task: int) -> float:

@@ -51,14 +51,13 @@ def test_the_views_are_adaptive_selectors_on_raw_and_unit_length_rows() -> None:
 
 
 def _log_scaled(X: np.ndarray) -> np.ndarray:
-    """The rows with the bias feature appended, then ``sign(x) log(1 + |x|)``."""
-    Xb = np.hstack([X, np.ones((X.shape[0], 1))])
-    return np.copysign(np.log1p(np.abs(Xb)), Xb)
+    """``sign(x) log(1 + |x|)`` of the rows, then the bias feature 1 appended."""
+    return np.hstack([np.copysign(np.log1p(np.abs(X)), X), np.ones((X.shape[0], 1))])
 
 
 def test_the_default_views_are_selectors_on_log_scaled_rows_and_their_unit_length() -> None:
-    """``log`` and ``log-l2``: ``adaptive`` on the log-scaled rows (the bias feature becomes
-    log 2), without and with the unit-length scaling, the leader as above."""
+    """``log`` and ``log-l2``: ``adaptive`` on the log-scaled rows (the bias feature stays 1),
+    without and with the unit-length scaling, the leader as above."""
     X, y, tasks = _stream(400, 6, 3, seed=6)
     X[:, 2] = np.round(np.abs(X[:, 2]) * 3)  # a count-like column, zeros included
     auto = learners.make("adaptive-auto", n_features=6, n_tasks=3)
