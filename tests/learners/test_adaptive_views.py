@@ -26,28 +26,43 @@ def _stream(n: int, d: int, k: int, seed: int) -> tuple[np.ndarray, np.ndarray, 
     return X, y, tasks
 
 
+def _check_two_views(
+    auto: AdaptiveViews,
+    got: np.ndarray,
+    rows: np.ndarray,
+    y: np.ndarray,
+    tasks: np.ndarray,
+    **grid: object,
+) -> list[int]:
+    """``auto`` (two views, whose batch call on ``y`` and ``tasks`` returned ``got``) against two separate ``adaptive``
+    selectors on ``rows`` as given and at unit length: the same first-view weights and, per
+    row, the score of the view with fewer progressive mistakes before it (the first on ties),
+    computed by hand. Returns each view's mistakes."""
+    d, k = rows.shape[1], int(tasks.max()) + 1
+    first = learners.make("adaptive", n_features=d, n_tasks=k, **grid)
+    second = learners.make("adaptive", n_features=d, n_tasks=k, l2_normalize=True, **grid)
+    s1, s2 = first.score_and_learn_many(rows, y, tasks), second.score_and_learn_many(rows, y, tasks)
+    want, mistakes = [], [0, 0]
+    for i in range(len(y)):
+        want.append(s2[i] if mistakes[1] < mistakes[0] else s1[i])
+        mistakes[0] += int((s1[i] >= 0) != (y[i] > 0))
+        mistakes[1] += int((s2[i] >= 0) != (y[i] > 0))
+    assert got.tolist() == want
+    assert auto.view_mistakes_.tolist() == mistakes
+    np.testing.assert_array_equal(auto.views_[0].U0_, first.U0_)
+    np.testing.assert_array_equal(auto.views_[1].U0_, second.U0_)
+    return mistakes
+
+
 def test_the_views_are_adaptive_selectors_on_raw_and_unit_length_rows() -> None:
     """Each view equals a separate ``adaptive`` with the same grid on the scaled rows, and the
-    learner's score is the score of the view with fewer progressive mistakes before the row
-    (first view on ties), computed here by hand."""
+    learner's score is the score of the view with fewer progressive mistakes before the row."""
     X, y, tasks = _stream(400, 6, 3, seed=1)
-    auto = learners.make("adaptive-auto", n_features=6, n_tasks=3, views="raw,l2")
+    auto = AdaptiveViews(n_features=6, n_tasks=3, views="raw,l2")
     got = auto.score_and_learn_many(X, y, tasks)
-    raw = learners.make("adaptive", n_features=6, n_tasks=3, **GRID)
-    unit = learners.make("adaptive", n_features=6, n_tasks=3, l2_normalize=True, **GRID)
-    s_raw = raw.score_and_learn_many(X, y, tasks)
-    s_unit = unit.score_and_learn_many(X, y, tasks)
-    mistakes = [0, 0]
-    for i in range(len(y)):
-        want = s_unit[i] if mistakes[1] < mistakes[0] else s_raw[i]
-        assert got[i] == want, i
-        mistakes[0] += int((s_raw[i] >= 0) != (y[i] > 0))
-        mistakes[1] += int((s_unit[i] >= 0) != (y[i] > 0))
-    assert auto.view_mistakes_.tolist() == mistakes
+    mistakes = _check_two_views(auto, got, X, y, tasks, **GRID)
     # the stream makes the views disagree, so both lead at some point
     assert mistakes[0] != mistakes[1]
-    np.testing.assert_array_equal(auto.views_[0].U0_, raw.U0_)
-    np.testing.assert_array_equal(auto.views_[1].U0_, unit.U0_)
 
 
 def _log_scaled(X: np.ndarray) -> np.ndarray:
@@ -57,27 +72,13 @@ def _log_scaled(X: np.ndarray) -> np.ndarray:
 
 def test_the_default_views_are_selectors_on_log_scaled_rows_and_their_unit_length() -> None:
     """``log`` and ``log-l2``: ``adaptive`` on the log-scaled rows (the bias feature stays 1),
-    without and with the unit-length scaling, the leader as above."""
+    without and with the unit-length scaling, the leader as above; event by event the same."""
     X, y, tasks = _stream(400, 6, 3, seed=6)
     X[:, 2] = np.round(np.abs(X[:, 2]) * 3)  # a count-like column, zeros included
-    auto = learners.make("adaptive-auto", n_features=6, n_tasks=3)
+    auto = AdaptiveViews(n_features=6, n_tasks=3)
     assert auto.hyper["views"] == "log,log-l2"
     got = auto.score_and_learn_many(X, y, tasks)
-    L = _log_scaled(X)
-    plain = dict(GRID, append_bias=False)
-    log = learners.make("adaptive", n_features=7, n_tasks=3, **plain)
-    unit = learners.make("adaptive", n_features=7, n_tasks=3, l2_normalize=True, **plain)
-    s_log = log.score_and_learn_many(L, y, tasks)
-    s_unit = unit.score_and_learn_many(L, y, tasks)
-    mistakes = [0, 0]
-    for i in range(len(y)):
-        assert got[i] == (s_unit[i] if mistakes[1] < mistakes[0] else s_log[i]), i
-        mistakes[0] += int((s_log[i] >= 0) != (y[i] > 0))
-        mistakes[1] += int((s_unit[i] >= 0) != (y[i] > 0))
-    assert auto.view_mistakes_.tolist() == mistakes
-    np.testing.assert_array_equal(auto.views_[0].U0_, log.U0_)
-    np.testing.assert_array_equal(auto.views_[1].U0_, unit.U0_)
-    # one event at a time through the per-event path: the same scores
+    mistakes = _check_two_views(auto, got, _log_scaled(X), y, tasks, append_bias=False, **GRID)
     single = learners.make("adaptive-auto", n_features=6, n_tasks=3)
     one = [single.score_and_learn_one(x, float(t), int(k)) for x, t, k in zip(X, y, tasks)]
     np.testing.assert_allclose(one, got, rtol=1e-12, atol=1e-12)
