@@ -166,17 +166,16 @@ class AdaptiveViews(Learner):
                 v = Vec(v.idx, np.append(v.val[:-1], 1.0), v.dim)
         return v.unit_length() if name in UNIT_VIEWS else v
 
-    def _view_batch(self, batch: Batch, view: int) -> Batch:
-        name = self._view_names[view]
-        if name in LOG_VIEWS:
-            batch = batch.log_scaled()
-            if self._bias:  # as in _view_row
-                if batch.dense is not None:
-                    batch.dense[:, -1] = 1.0
-                else:
-                    assert batch.csr is not None
-                    batch.csr.data[batch.csr.indptr[1:] - 1] = 1.0
-        return batch.preprocessed(False, True) if name in UNIT_VIEWS else batch
+    def _log_batch(self, batch: Batch) -> Batch:
+        """The batch log-scaled, its bias feature (the last column) kept at 1 (as _view_row)."""
+        logged = batch.log_scaled()
+        if self._bias:
+            if logged.dense is not None:
+                logged.dense[:, -1] = 1.0
+            else:
+                assert logged.csr is not None
+                logged.csr.data[logged.csr.indptr[1:] - 1] = 1.0
+        return logged
 
     def _decision(self, x: Vec, task: int) -> float:
         m = int(np.argmin(self.view_mistakes_))
@@ -189,8 +188,14 @@ class AdaptiveViews(Learner):
 
     def _score_and_learn_batch(self, batch: Batch, y: np.ndarray, tasks: np.ndarray) -> np.ndarray:
         scores = np.empty((len(self.views_), batch.n))
+        logged = None  # computed once for both log views
         for m, inner in enumerate(self.views_):
-            scores[m] = inner._score_and_learn_batch(self._view_batch(batch, m), y, tasks)
+            name, rows = self._view_names[m], batch
+            if name in LOG_VIEWS:
+                logged = rows = self._log_batch(batch) if logged is None else logged
+            if name in UNIT_VIEWS:
+                rows = rows.preprocessed(False, True)
+            scores[m] = inner._score_and_learn_batch(rows, y, tasks)
         wrong = (scores >= 0.0) != (y > 0.0)[None, :]
         # Mistakes of each view before row i: the carried counts plus the batch's so far.
         before = self.view_mistakes_[:, None] + np.cumsum(wrong, axis=1) - wrong
