@@ -493,6 +493,110 @@ def _fused_rates(
     return h
 
 
+@njit(cache=True, fastmath=_SUMS, error_model="numpy")
+def _fused_rates2(
+    acc0: np.ndarray,
+    acck: np.ndarray,
+    q: np.ndarray,
+    idx: np.ndarray | None,
+    val: np.ndarray,
+    n: int,
+    gg: float,
+    eta: float,
+    rates: np.ndarray,
+) -> tuple[float, float]:
+    """:func:`_fused_rates` of the shared and the per-task part in one pass, with one
+    division for both: ``rate_0 = sqrt(G_k) c``, ``rate_k = sqrt(G_0) c`` with
+    ``c = eta q_p / (sqrt(G_0) sqrt(G_k))`` (equal to ``eta q_p / sqrt(G)`` up to
+    rounding). ``rates[0]`` and ``rates[1]`` receive them; returns both parts' sums of
+    ``x_j^2 rate_j`` (docs/algorithms.md Sec. 11.2, steps 3-4)."""
+    r0 = rates[0]
+    rk = rates[1]
+    h0 = 0.0
+    hk = 0.0
+    for p in range(n):
+        j = _at(idx, p)
+        x = val[p]
+        x2 = x * x
+        t0 = acc0[j] + gg * x2
+        tk = acck[j] + gg * x2
+        acc0[j] = t0
+        acck[j] = tk
+        s0 = math.sqrt(t0)
+        sk = math.sqrt(tk)
+        c = (eta * q[p]) / (s0 * sk)
+        a0 = sk * c
+        ak = s0 * c
+        r0[p] = a0
+        rk[p] = ak
+        h0 += x2 * a0
+        hk += x2 * ak
+    return h0, hk
+
+
+@njit(cache=True, error_model="numpy")
+def _axpy2(
+    u0: np.ndarray,
+    a0: float,
+    uk: np.ndarray,
+    ak: float,
+    rates: np.ndarray,
+    idx: np.ndarray | None,
+    val: np.ndarray,
+    n: int,
+) -> None:  # pragma: no cover - compiled
+    """:func:`_axpy` of both parts in one pass: ``u0_j += (a0 rates[0, p]) x_j``,
+    ``uk_j += (ak rates[1, p]) x_j``."""
+    r0 = rates[0]
+    rk = rates[1]
+    for p in range(n):
+        j = _at(idx, p)
+        x = val[p]
+        u0[j] += (a0 * r0[p]) * x
+        uk[j] += (ak * rk[p]) * x
+
+
+@njit(cache=True, fastmath=_SUMS, error_model="numpy")
+def _dense_scan(
+    src: np.ndarray,
+    bias: bool,
+    u0: np.ndarray,
+    uk: np.ndarray,
+    S: np.ndarray,
+    val: np.ndarray,
+    q: np.ndarray,
+) -> tuple[float, float, int]:
+    """One pass over a dense row: copy it to ``val`` (the constant 1 appended after it
+    with ``bias``), both scores :func:`_dot2`, ``q_p = 1 / s_p`` and the row's
+    ``sum_p (x_p q_p)^2`` (:func:`_inverse`). Returns ``(score, norm, flags)``:
+    ``flags`` counts the zero entries and the ``|x_p| > s_p``; when it is not 0 only
+    the copy and the score hold (the caller takes the general path)."""
+    n = src.shape[0]
+    s0 = 0.0
+    sk = 0.0
+    norm = 0.0
+    flags = 0
+    for p in range(n):
+        x = src[p]
+        val[p] = x
+        s0 += x * u0[p]
+        sk += x * uk[p]
+        flags += (x == 0.0) + (abs(x) > S[p])
+        r = 1.0 / S[p]
+        q[p] = r
+        v = x * r
+        norm += v * v
+    if bias:
+        val[n] = 1.0
+        s0 += u0[n]
+        sk += uk[n]
+        flags += S[n] < 1.0
+        r = 1.0 / S[n]
+        q[n] = r
+        norm += r * r
+    return s0 + sk, norm, flags
+
+
 @njit(cache=True)
 def _member_row(
     idx: np.ndarray | None,
@@ -534,6 +638,46 @@ def _member_row(
         _first_order_step(
             losses[0], etas[0], u0, g0, uk, gk, q, idx, val, n, y, z0, couplings[0], scale, buffers
         )
+    return score
+
+
+@njit(cache=True)
+def _dense_member_row(
+    x: np.ndarray,
+    bias: bool,
+    k: int,
+    y: float,
+    loss: int,
+    eta: float,
+    b: float,
+    r: float,
+    state: StateArrays,
+    val: np.ndarray,
+    buffers: np.ndarray,
+) -> float:  # pragma: no cover - compiled
+    """:func:`_member_row` of the dense row ``x`` (then the constant 1 with ``bias``) read
+    straight from the batch: its copy, both scores, the normaliser's inverse and the
+    row's norm in one pass (:func:`_dense_scan`). Returns NaN, having changed no state,
+    for a row with a zero entry or a growing normaliser: the caller then takes the
+    general path (:func:`_member_row`), which this function does not call, so that its
+    per-row cost stays that of the dense loops."""
+    U0, U, G0, G, S, stats, mistakes = state
+    u0, uk, g0, gk = U0[0], U[0, k], G0[0], G[0, k]
+    q = buffers[0]
+    n = x.shape[0] + (1 if bias else 0)
+    score, norm, flags = _dense_scan(x, bias, u0, uk, S, val, q)
+    if flags > 0 or n == 0:
+        return math.nan
+    if (score >= 0.0) != (y > 0.0):
+        mistakes[0] += 1
+    stats[0] += norm
+    stats[1] += 1.0
+    scale = math.sqrt(stats[1] / stats[0])
+    z0 = y * score
+    if loss == AROW:
+        _arow_fused(u0, g0, uk, gk, None, val, n, y, z0, b, r)
+    else:
+        _first_order_step(loss, eta, u0, g0, uk, gk, q, None, val, n, y, z0, b, scale, buffers)
     return score
 
 
@@ -585,17 +729,19 @@ def _first_order_step(
     if g == 0.0:
         return
     gg = g * g
-    rate0, ratek = buffers[1], buffers[2]
-    h = _fused_rates(g0, q, idx, val, n, gg, eta, rate0)
+    rates = buffers[1:3]
     if b > 0.0:
-        h += b * _fused_rates(gk, q, idx, val, n, gg, eta, ratek)
-    h *= scale
+        h0, hk = _fused_rates2(g0, gk, q, idx, val, n, gg, eta, rates)
+        h = (h0 + b * hk) * scale
+    else:
+        h = _fused_rates(g0, q, idx, val, n, gg, eta, rates[0]) * scale
     if not h > 0.0:
         return
     a = y * invariant_step_compiled(loss, z0, h) / h * scale
-    _axpy(u0, a, rate0, idx, val, n)
     if b > 0.0:
-        _axpy(uk, a * b, ratek, idx, val, n)
+        _axpy2(u0, a, uk, a * b, rates, idx, val, n)
+    else:
+        _axpy(u0, a, rates[0], idx, val, n)
 
 
 @njit(cache=True)
@@ -628,9 +774,28 @@ def adaptive_pass(
     buffers = np.empty((3, width))
     scores = np.empty(M)
     member = M == 1 and outlier[0][0] == 0.0
+    fast = dense and member and not call.normalize
+    losses, etas, couplings, ridges = configs
     for i in range(call.y.shape[0]):
-        n = load_row(call, i, dim, idx, val)
         k, y = call.tasks[i], call.y[i]
+        if fast:
+            score = _dense_member_row(
+                call.X[i],
+                call.bias,
+                k,
+                y,
+                losses[0],
+                etas[0],
+                couplings[0],
+                ridges[0],
+                state,
+                val,
+                buffers,
+            )
+            if not math.isnan(score):
+                call.scores[i] = score
+                continue
+        n = load_row(call, i, dim, idx, val)
         if dense and _all_nonzero(val, n):
             if member:
                 call.scores[i] = _member_row(None, val, n, k, y, configs, state, outlier, buffers)

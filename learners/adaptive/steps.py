@@ -69,23 +69,43 @@ def invariant_step(loss: int, z0: float, h: float) -> float:
     euler = h / (1.0 + ez0)
     if z0 > _FLAT:
         return euler
-    # Root of f(dz) = dz + e^z0 (e^dz - 1) - h (convex, increasing), from the right: the
-    # Euler step, log(1 + h e^-z0) and log(z0 + e^z0 + h) - z0 (when that log is > 0) all
-    # lie at or beyond the root, and keep e^(z0 + dz) finite.
-    dz = euler
-    if z0 > -700.0:
-        dz = min(dz, math.log1p(h * math.exp(-z0)))
+    return max(0.0, min(_newton_root(z0, ez0, h, _right_start(z0, ez0, h, euler)), euler))
+
+
+@njit(cache=True)
+def _right_start(z0: float, ez0: float, h: float, euler: float) -> float:
+    """A start at or beyond the root of ``f(dz) = dz + e^z0 (e^dz - 1) - h`` (convex,
+    increasing), where Newton's method converges monotonically, and keeps ``e^(z0 + dz)``
+    finite: the least of the Euler step and, with ``T = z0 + e^z0 + h``, either
+    ``log(T - w) - z0`` for ``T > 1`` (the new margin ``z1`` solves ``z1 = log(T - z1)``, and
+    ``w = log(T - log T) <= z1`` because ``0 <= z1 <= log T``) or ``log(1 + h e^-z0)``."""
     target = z0 + ez0 + h
     if target > 1.0:
-        dz = min(dz, math.log(target) - z0)
+        below = math.log(target - math.log(target))
+        return min(euler, math.log(target - below) - z0)
+    if z0 > -700.0:
+        return min(euler, math.log1p(h * math.exp(-z0)))
+    return euler
+
+
+@njit(cache=True)
+def _newton_root(z0: float, ez0: float, h: float, dz: float) -> float:
+    """Newton's method on ``f(dz) = dz + e^z0 (e^dz - 1) - h`` from ``dz`` at or beyond the
+    root. From the right its error after a step of size m is below ``m^2 / 2`` (``f'' / f'
+    < 1``), so it stops once that is below ``1e-16 dz`` (or the step below ``1e-15 dz``).
+    One exponential per step: ``e^(z0 + dz)`` is ``e^z0 + e^z0 (e^dz - 1)`` for ``dz < 1``."""
     for _ in range(100):
-        grow = math.exp(z0 + dz)
-        gained = ez0 * math.expm1(dz) if dz < 1.0 else grow - ez0
+        if dz < 1.0:
+            gained = ez0 * math.expm1(dz)
+            grow = ez0 + gained
+        else:
+            grow = math.exp(z0 + dz)
+            gained = grow - ez0
         move = (dz + gained - h) / (1.0 + grow)
         dz -= move
-        if abs(move) <= 1e-15 * dz:
+        if move * move <= 2e-16 * dz or abs(move) <= 1e-15 * dz:
             break
-    return max(0.0, dz)
+    return dz
 
 
 loss_slope_compiled = njit(cache=True)(loss_slope)
