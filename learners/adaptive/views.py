@@ -161,11 +161,29 @@ class AdaptiveViews(Learner):
             score = inner._score_and_learn_row(self._view_row(x, m), y, task)
             self.view_mistakes_[m] += (score >= 0.0) != (y > 0.0)
 
+    def score_and_learn_many(self, X: Any, y: Any, task: Any) -> np.ndarray:
+        """Test-then-train over a batch (see :meth:`learners.base.Learner.score_and_learn_many`):
+        each view's compiled pass appends the bias and scales its rows as it reads them."""
+        bias = self._bias
+        self._bias = False
+        try:
+            batch, labels, tasks = self._prepare_batch(X, y, task)
+        finally:
+            self._bias = bias
+        return self._views_batch(batch, labels, tasks, bias)
+
     def _score_and_learn_batch(self, batch: Batch, y: np.ndarray, tasks: np.ndarray) -> np.ndarray:
+        return self._views_batch(batch, y, tasks, False)
+
+    def _views_batch(
+        self, batch: Batch, y: np.ndarray, tasks: np.ndarray, bias: bool
+    ) -> np.ndarray:
+        """Every view learns ``batch`` (``bias``: its rows still lack the constant 1); the
+        score of each row is the one of the view with fewer mistakes before it."""
         scores = np.empty((len(self.views_), batch.n))
         for m, inner in enumerate(self.views_):
-            rows = batch.preprocessed(False, True) if self._view_names[m] == "l2" else batch
-            scores[m] = inner._score_and_learn_batch(rows, y, tasks)
+            unit = self._view_names[m] == "l2"
+            scores[m] = inner._kernel_batch(batch, y, tasks, bias, unit)
         wrong = (scores >= 0.0) != (y > 0.0)[None, :]
         # Mistakes of each view before row i: the carried counts plus the batch's so far.
         before = self.view_mistakes_[:, None] + np.cumsum(wrong, axis=1) - wrong
