@@ -161,7 +161,7 @@ def _rescale(
                 Q[m, k, j] *= ratio
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _arow_part(
     u: np.ndarray,
     sigma: np.ndarray,
@@ -171,12 +171,14 @@ def _arow_part(
     val: np.ndarray,
     n: int,
 ) -> None:  # pragma: no cover - compiled
-    """``u_j += ay Sigma_j x_j``, ``Sigma_j <- 1 / (1 / Sigma_j + x_j^2 / r)``."""
+    """``u_j += ay Sigma_j x_j``, ``Sigma_j <- 1 / (1 / Sigma_j + x_j^2 / r)``, computed as
+    ``Sigma_j r / (r + x_j^2 Sigma_j)`` (one division)."""
     for p in range(n):
         j = _at(idx, p)
         x = val[p]
-        u[j] += ay * sigma[j] * x
-        sigma[j] = 1.0 / (1.0 / sigma[j] + x * x / r)
+        s = sigma[j]
+        u[j] += ay * s * x
+        sigma[j] = (s * r) / (r + (x * x) * s)
 
 
 @njit(cache=True)
@@ -696,13 +698,41 @@ def _arow_fused(
     r: float,
 ) -> None:  # pragma: no cover - compiled
     """Diagonal AROW on the shared + per-task parts (reference: ``reference._arow``), both
-    parts' ``x^T Sigma x`` in one pass."""
+    parts' ``x^T Sigma x`` in one pass, then both parts' updates in another."""
     if z0 >= 1.0:
         return
     ay = (1.0 - z0) / (_arow_variance(g0, gk, idx, val, n, b > 0.0) + r) * y
-    _arow_part(u0, g0, ay, r, idx, val, n)
     if b > 0.0:
-        _arow_part(uk, gk, ay, r, idx, val, n)
+        _arow_parts(u0, g0, uk, gk, ay, r, idx, val, n)
+    else:
+        _arow_part(u0, g0, ay, r, idx, val, n)
+
+
+@njit(cache=True, error_model="numpy")
+def _arow_parts(
+    u0: np.ndarray,
+    g0: np.ndarray,
+    uk: np.ndarray,
+    gk: np.ndarray,
+    ay: float,
+    r: float,
+    idx: np.ndarray | None,
+    val: np.ndarray,
+    n: int,
+) -> None:  # pragma: no cover - compiled
+    """:func:`_arow_part` of both parts in one pass, each new variance with one division:
+    ``1 / (1 / Sigma_j + x_j^2 / r) = Sigma_j r / (r + x_j^2 Sigma_j)`` (equal up to
+    rounding)."""
+    for p in range(n):
+        j = _at(idx, p)
+        x = val[p]
+        x2 = x * x
+        s0 = g0[j]
+        sk = gk[j]
+        u0[j] += ay * s0 * x
+        uk[j] += ay * sk * x
+        g0[j] = (s0 * r) / (r + x2 * s0)
+        gk[j] = (sk * r) / (r + x2 * sk)
 
 
 @njit(cache=True)
