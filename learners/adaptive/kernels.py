@@ -7,7 +7,14 @@ with every configuration, reports the leader's score (the configuration with
 the fewest progressive mistakes so far, the first on ties), then updates the
 normaliser and every configuration. The cost is O(M nnz(x)) per row whatever
 K and D (the rows are read through :func:`learners.active.kernels.load_row`,
-dense or CSR). :func:`warm` compiles it on tiny inputs (``cache=True`` keeps
+dense or CSR, which also appends the bias and scales rows to unit length when the
+call asks; a member reads a dense row straight from the batch in its first pass,
+:func:`_dense_member_row`). Per row a member makes three passes over a dense row:
+the copy, both scores and the normaliser's inverse; each part's accumulator and
+rate with one division for both parts; both parts' weight updates (AROW: its
+variances, then both parts' updates). Helpers whose loops divide are compiled with
+numpy's error model (no zero-division check), without which they do not
+vectorise. :func:`warm` compiles it on tiny inputs (``cache=True`` keeps
 the machine code on disk). numba checks a cached kernel against its own source
 file only: after a change of :mod:`learners.adaptive.steps` or of the row
 helpers of :mod:`learners.active.kernels`, delete this package's
@@ -592,11 +599,12 @@ def _dense_scan(
         v = x * r
         norm += v * v
     if bias:
+        s = float(S[n])
         val[n] = 1.0
-        s0 += u0[n]
-        sk += uk[n]
-        flags += S[n] < 1.0
-        r = 1.0 / S[n]
+        s0 += float(u0[n])
+        sk += float(uk[n])
+        flags += int(s < 1.0)
+        r = 1.0 / s
         q[n] = r
         norm += r * r
     return s0 + sk, norm, flags
