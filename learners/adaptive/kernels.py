@@ -518,9 +518,10 @@ def _fused_rates2(
     rates: np.ndarray,
 ) -> tuple[float, float]:
     """:func:`_fused_rates` of the shared and the per-task part in one pass, with one
-    division for both: ``rate_0 = sqrt(G_k) c``, ``rate_k = sqrt(G_0) c`` with
-    ``c = eta q_p / (sqrt(G_0) sqrt(G_k))`` (equal to ``eta q_p / sqrt(G)`` up to
-    rounding). ``rates[0]`` and ``rates[1]`` receive them; returns both parts' sums of
+    division for both: ``rate_0 = (eta q_p sqrt(G_k)) c``, ``rate_k = (eta q_p sqrt(G_0))
+    c`` with ``c = 1 / (sqrt(G_0) sqrt(G_k))`` (equal to ``eta q_p / sqrt(G)`` up to
+    rounding; in this order no product leaves the range of doubles before the rates
+    do). ``rates[0]`` and ``rates[1]`` receive them; returns both parts' sums of
     ``x_j^2 rate_j`` (docs/algorithms.md Sec. 11.2, steps 3-4)."""
     r0 = rates[0]
     rk = rates[1]
@@ -536,14 +537,48 @@ def _fused_rates2(
         acck[j] = tk
         s0 = math.sqrt(t0)
         sk = math.sqrt(tk)
-        c = (eta * q[p]) / (s0 * sk)
-        a0 = sk * c
-        ak = s0 * c
+        c = 1.0 / (s0 * sk)
+        e = eta * q[p]
+        a0 = (e * sk) * c
+        ak = (e * s0) * c
         r0[p] = a0
         rk[p] = ak
         h0 += x2 * a0
         hk += x2 * ak
+    if not (_usable(h0) and _usable(hk)):
+        h0 = _exact_rates(acc0, q, idx, val, n, eta, r0)
+        hk = _exact_rates(acck, q, idx, val, n, eta, rk)
     return h0, hk
+
+
+@njit(cache=True, inline="always")
+def _usable(h: float) -> bool:  # pragma: no cover - compiled
+    """Whether a sum of ``x_j^2 rate_j`` of one division for both parts is positive and
+    finite: it is not when some ``sqrt(G_0j) sqrt(G_kj)`` underflows or overflows, where
+    that division is not the rates'."""
+    return 0.0 < h < math.inf
+
+
+@njit(cache=True, fastmath=_SUMS, error_model="numpy")
+def _exact_rates(
+    acc: np.ndarray,
+    q: np.ndarray,
+    idx: np.ndarray | None,
+    val: np.ndarray,
+    n: int,
+    eta: float,
+    rates: np.ndarray,
+) -> float:  # pragma: no cover - compiled
+    """``rates_p = eta (q_p / sqrt(G_j))`` of the updated accumulators of one part and the
+    sum of ``x_j^2 rates_p``, one division per part (:func:`_fused_rates` without the
+    accumulator update)."""
+    h = 0.0
+    for p in range(n):
+        x = val[p]
+        r = eta * (q[p] / math.sqrt(acc[_at(idx, p)]))
+        rates[p] = r
+        h += x * x * r
+    return h
 
 
 @njit(cache=True, error_model="numpy")

@@ -194,6 +194,26 @@ def test_kernel_equals_the_numpy_reference(name: str, params: dict, sparse: bool
     np.testing.assert_array_equal(a["state.mistakes_"], b["state.mistakes_"])
 
 
+@pytest.mark.parametrize("size", [1e-170, 1e110])
+def test_kernel_equals_the_reference_on_extreme_feature_sizes(size: float) -> None:
+    """Features of size 1e110 (``s_j sqrt(G_0j) sqrt(G_kj)`` overflows) and 1e-170 (``G_j``
+    underflows): the compiled rates still follow the reference's."""
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((40, 3)) * np.array([size, 1.0, 1.0])
+    y = np.where(rng.random(40) < 0.5, 1.0, -1.0)
+    tasks = rng.integers(0, 2, 40)
+    compiled = learners.make("adaptive-logistic", n_features=3, n_tasks=2)
+    reference = learners.make("adaptive-logistic", n_features=3, n_tasks=2)
+    scores = compiled.score_and_learn_many(X, y, tasks)
+    expected = [
+        reference.score_and_learn_one(x, label, t)
+        for x, label, t in zip(X, y, tasks.tolist(), strict=True)
+    ]
+    np.testing.assert_allclose(scores, expected, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(compiled.U0_, reference.U0_, rtol=1e-12, atol=0.0)
+    np.testing.assert_allclose(compiled.U_, reference.U_, rtol=1e-12, atol=0.0)
+
+
 def test_warm_compiles_the_kernel() -> None:
     warm()
 
