@@ -26,7 +26,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from learners.active.kernels import KernelPass, load_row, warm_call, warm_rows
 from learners.adaptive.reference import FOLD_BELOW
@@ -126,6 +129,52 @@ def _all_nonzero(val: np.ndarray, n: int) -> bool:  # pragma: no cover - compile
     return zeros == 0
 
 
+@intrinsic
+def _prefetch_write(typingctx, arr, i):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Ask the caches for the line of ``arr[i]`` (1-D ``arr``) with intent to write,
+    without waiting for it (LLVM's ``llvm.prefetch``; a no-op where the target has none)."""
+    if not isinstance(arr, types.Array) or arr.ndim != 1:
+        return None
+    sig = types.void(arr, types.intp)
+
+    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+        aryty = signature.args[0]
+        ary = context.make_array(aryty)(context, builder, args[0])
+        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]], wraparound=False)
+        byte_ptr = ir.IntType(8).as_pointer()
+        i32 = ir.IntType(32)
+        fnty = ir.FunctionType(ir.VoidType(), [byte_ptr, i32, i32, i32])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
+        builder.call(fn, [builder.bitcast(ptr, byte_ptr), i32(1), i32(3), i32(1)])
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@njit(cache=True)
+def _prefetch_rescaled(
+    S: np.ndarray,
+    idx: np.ndarray,
+    val: np.ndarray,
+    n: int,
+    U0: np.ndarray,
+    U: np.ndarray,
+    losses: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """Prefetch the weights :func:`_rescale` will scale for this row (every first-order
+    configuration's shared and per-task weights of each feature whose ``s_j`` grows from
+    ``s_j > 0``): on a large state they miss the cache, and the scaling's stores would
+    otherwise wait for them one after the other."""
+    for p in range(n):
+        j = idx[p]
+        if abs(val[p]) > S[j] > 0.0:
+            for m in range(U0.shape[0]):
+                if losses[m] != AROW:
+                    _prefetch_write(U0[m], j)  # type: ignore[call-arg]
+                    for k in range(U.shape[1]):
+                        _prefetch_write(U[m, k], j)
+
+
 @njit(cache=True)
 def _normalise(
     S: np.ndarray,
@@ -140,6 +189,10 @@ def _normalise(
 ) -> None:  # pragma: no cover - compiled
     """``s_j = max(s_j, |x_j|)``, first-order weights of feature j times ``s_old / s_new``
     when it grows from ``s_old > 0``; ``q_p = 1 / s_j`` for the row's coordinates."""
+    if idx is not None and U0.shape[0] == 1 and losses[0] != AROW:
+        # a first-order member: +8% on sparse d = 100,000 (a grid's M (K + 1) lines per feature
+        # saturate the outstanding misses, and were 3% slower)
+        _prefetch_rescaled(S, idx, val, n, U0, U, losses)
     for p in range(n):
         j = _at(idx, p)
         a = abs(val[p])
