@@ -24,6 +24,7 @@ helpers of :mod:`learners.active.kernels`, delete this package's
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from llvmlite import ir
@@ -130,14 +131,14 @@ def _all_nonzero(val: np.ndarray, n: int) -> bool:  # pragma: no cover - compile
 
 
 @intrinsic
-def _prefetch_write(typingctx, arr, i):  # type: ignore[no-untyped-def]  # pragma: no cover
+def _prefetch_write(typingctx: Any, arr: Any, i: Any) -> Any:  # pragma: no cover - compiled
     """Ask the caches for the line of ``arr[i]`` (1-D ``arr``) with intent to write,
     without waiting for it (LLVM's ``llvm.prefetch``; a no-op where the target has none)."""
     if not isinstance(arr, types.Array) or arr.ndim != 1:
         return None
     sig = types.void(arr, types.intp)
 
-    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
         aryty = signature.args[0]
         ary = context.make_array(aryty)(context, builder, args[0])
         ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]], wraparound=False)
@@ -170,7 +171,7 @@ def _prefetch_rescaled(
         if abs(val[p]) > S[j] > 0.0:
             for m in range(U0.shape[0]):
                 if losses[m] != AROW:
-                    _prefetch_write(U0[m], j)  # type: ignore[call-arg]
+                    _prefetch_write(U0[m], j)  # type: ignore[call-arg]  # numba supplies typingctx
                     for k in range(U.shape[1]):
                         _prefetch_write(U[m, k], j)
 
