@@ -189,10 +189,37 @@ class AdaptiveLearner(Learner):
         lead = self.leader()
         return float(learn(self._state(), self._configs, x, y, task)[lead])
 
+    def score_and_learn_many(self, X: Any, y: Any, task: Any) -> np.ndarray:
+        """Test-then-train over a batch (see :meth:`learners.base.Learner.score_and_learn_many`).
+
+        The compiled pass also does the input preprocessing (``append_bias``,
+        ``l2_normalize``), row by row as it reads them, instead of a pass over the whole
+        batch first.
+        """
+        batch, labels, tasks = self._raw_batch(X, y, task)
+        return self._kernel_batch(batch, labels, tasks, self._bias, self._normalize)
+
+    def _raw_batch(self, X: Any, y: Any, task: Any) -> tuple[Batch, np.ndarray, np.ndarray]:
+        """The validation of ``_prepare_batch`` without the preprocessing (the kernel's job)."""
+        bias, normalize = self._bias, self._normalize
+        self._bias = self._normalize = False
+        try:
+            return self._prepare_batch(X, y, task)
+        finally:
+            self._bias, self._normalize = bias, normalize
+
     def _score_and_learn_batch(self, batch: Batch, y: np.ndarray, tasks: np.ndarray) -> np.ndarray:
+        return self._kernel_batch(batch, y, tasks, False, False)
+
+    def _kernel_batch(
+        self, batch: Batch, y: np.ndarray, tasks: np.ndarray, bias: bool, normalize: bool
+    ) -> np.ndarray:
+        """The compiled pass over ``batch``; ``bias`` / ``normalize``: the kernel appends
+        the constant 1 / scales each row to unit length as it reads it (docs/algorithms.md
+        Sec. 0), for a batch that is not preprocessed yet."""
         scores = np.empty(batch.n)
         call = KernelPass(
-            *kernel_rows(batch),
+            *kernel_rows(batch, bias, normalize),
             np.require(y, np.float64, ["C", "W"]),
             np.require(tasks, np.int64, ["C", "W"]),
             False,

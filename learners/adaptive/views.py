@@ -166,10 +166,11 @@ class AdaptiveViews(Learner):
                 v = Vec(v.idx, np.append(v.val[:-1], 1.0), v.dim)
         return v.unit_length() if name in UNIT_VIEWS else v
 
-    def _log_batch(self, batch: Batch) -> Batch:
-        """The batch log-scaled, its bias feature (the last column) kept at 1 (as _view_row)."""
+    def _log_batch(self, batch: Batch, has_bias: bool) -> Batch:
+        """The batch log-scaled; ``has_bias``: its last column is the bias feature, kept at 1
+        (as in :meth:`_view_row`)."""
         logged = batch.log_scaled()
-        if self._bias:
+        if has_bias:
             if logged.dense is not None:
                 logged.dense[:, -1] = 1.0
             else:
@@ -186,16 +187,34 @@ class AdaptiveViews(Learner):
             score = inner._score_and_learn_row(self._view_row(x, m), y, task)
             self.view_mistakes_[m] += (score >= 0.0) != (y > 0.0)
 
+    def score_and_learn_many(self, X: Any, y: Any, task: Any) -> np.ndarray:
+        """Test-then-train over a batch (see :meth:`learners.base.Learner.score_and_learn_many`):
+        each view's compiled pass appends the bias and scales its rows as it reads them."""
+        bias = self._bias
+        self._bias = False
+        try:
+            batch, labels, tasks = self._prepare_batch(X, y, task)
+        finally:
+            self._bias = bias
+        return self._views_batch(batch, labels, tasks, bias)
+
     def _score_and_learn_batch(self, batch: Batch, y: np.ndarray, tasks: np.ndarray) -> np.ndarray:
+        return self._views_batch(batch, y, tasks, False)
+
+    def _views_batch(
+        self, batch: Batch, y: np.ndarray, tasks: np.ndarray, bias: bool
+    ) -> np.ndarray:
+        """Every view learns ``batch`` (``bias``: its rows still lack the constant 1); the
+        score of each row is the one of the view with fewer mistakes before it."""
         scores = np.empty((len(self.views_), batch.n))
         logged = None  # computed once for both log views
         for m, inner in enumerate(self.views_):
             name, rows = self._view_names[m], batch
             if name in LOG_VIEWS:
-                logged = rows = self._log_batch(batch) if logged is None else logged
-            if name in UNIT_VIEWS:
-                rows = rows.preprocessed(False, True)
-            scores[m] = inner._score_and_learn_batch(rows, y, tasks)
+                if logged is None:
+                    logged = self._log_batch(batch, has_bias=self._bias and not bias)
+                rows = logged
+            scores[m] = inner._kernel_batch(rows, y, tasks, bias, name in UNIT_VIEWS)
         wrong = (scores >= 0.0) != (y > 0.0)[None, :]
         # Mistakes of each view before row i: the carried counts plus the batch's so far.
         before = self.view_mistakes_[:, None] + np.cumsum(wrong, axis=1) - wrong

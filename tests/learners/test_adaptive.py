@@ -194,6 +194,68 @@ def test_kernel_equals_the_numpy_reference(name: str, params: dict, sparse: bool
     np.testing.assert_array_equal(a["state.mistakes_"], b["state.mistakes_"])
 
 
+@pytest.mark.parametrize(
+    ("name", "params"),
+    [
+        ("adaptive-logistic", {}),
+        ("adaptive-logistic", {"b": 0.0}),
+        ("adaptive-hinge", {"b": 2.0}),
+        ("adaptive-arow", {"b": 0.0}),
+        ("adaptive-arow", {"r": 0.5}),
+        ("adaptive-logistic", {"l2_normalize": True}),
+    ],
+)
+def test_kernel_equals_the_reference_on_dense_rows_without_zeros(name: str, params: dict) -> None:
+    """Dense rows without a zero entry take the member's one-pass read of the batch
+    (scores, normaliser and copy together); rows where the normaliser grows take the
+    general path in between: scores and state follow the reference."""
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((300, 7)) * np.array([0.01, 1.0, 1.0, 5.0, 1.0, 1.0, 100.0])
+    tasks = rng.integers(0, 3, 300)
+    y = np.where(X[:, 1] - X[:, 2] * (tasks - 1) + rng.standard_normal(300) > 0, 1.0, -1.0)
+    compiled = learners.make(name, n_features=7, n_tasks=3, **params)
+    reference = learners.make(name, n_features=7, n_tasks=3, **params)
+    scores = np.concatenate(
+        [
+            compiled.score_and_learn_many(X[i : i + 100], y[i : i + 100], tasks[i : i + 100])
+            for i in (0, 100, 200)
+        ]
+    )
+    expected = [
+        reference.score_and_learn_one(x, label, t)
+        for x, label, t in zip(X, y, tasks.tolist(), strict=True)
+    ]
+    np.testing.assert_array_equal(np.sign(scores), np.sign(expected))
+    np.testing.assert_allclose(scores, expected, rtol=1e-12, atol=1e-12)
+    a, b = compiled.state_dict(), reference.state_dict()
+    for key in ("state.U0_", "state.U_", "state.G0_", "state.G_", "state.S_", "state.stats_"):
+        np.testing.assert_allclose(a[key], b[key], rtol=1e-12, atol=1e-12, err_msg=key)
+    np.testing.assert_array_equal(a["state.mistakes_"], b["state.mistakes_"])
+
+
+@pytest.mark.parametrize("size", [1e-170, 1e110])
+def test_kernel_equals_the_reference_on_extreme_feature_sizes(size: float) -> None:
+    """Features of size 1e110 (``s_j sqrt(G_0j) sqrt(G_kj)`` overflows) and 1e-170 (``G_j``
+    underflows): the compiled rates still follow the reference's."""
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((40, 3)) * np.array([size, 1.0, 1.0])
+    y = np.where(rng.random(40) < 0.5, 1.0, -1.0)
+    tasks = rng.integers(0, 2, 40)
+    compiled = learners.make("adaptive-logistic", n_features=3, n_tasks=2)
+    reference = learners.make("adaptive-logistic", n_features=3, n_tasks=2)
+    scores = compiled.score_and_learn_many(X, y, tasks)
+    # the numpy reference meets 0 and inf in such features' rates (numpy warns about it);
+    # what matters is that the kernel ends where the reference does
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        expected = [
+            reference.score_and_learn_one(x, label, t)
+            for x, label, t in zip(X, y, tasks.tolist(), strict=True)
+        ]
+    np.testing.assert_allclose(scores, expected, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(compiled.U0_, reference.U0_, rtol=1e-12, atol=0.0)
+    np.testing.assert_allclose(compiled.U_, reference.U_, rtol=1e-12, atol=0.0)
+
+
 def test_warm_compiles_the_kernel() -> None:
     warm()
 
