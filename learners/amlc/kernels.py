@@ -25,6 +25,9 @@ The exponential weights ``tau_km exp(-c l_km)`` (xu2018 Alg. 1, line 12) skip
 loss equal to the previous one reuses its factor (equal arguments give equal
 results). Equal losses are common: the authors' code clips them at 2, and under
 label sharing the rows of W often stay equal, so all K margins are.
+
+The helpers are compiled without reference counting
+(:data:`learners.kernels.ROW_HELPER`): they allocate nothing.
 """
 
 from __future__ import annotations
@@ -48,25 +51,25 @@ from learners.active.kernels import (
     warm_call,
     warm_rows,
 )
-from learners.kernels import register_warmup
+from learners.kernels import ROW_HELPER, register_warmup
 
 __all__ = ["amlc_pass", "peer_pass", "warm"]
 
 
-@njit(cache=True)
+@njit(**ROW_HELPER)
 def _sign(v: float, tie: float) -> float:  # pragma: no cover - compiled
     """``SGN(v)`` with ``SGN(0) = tie``."""
     return 1.0 if v > 0.0 else (-1.0 if v < 0.0 else tie)
 
 
-@njit(cache=True)
+@njit(**ROW_HELPER)
 def _hinge(label: float, margin: float, clip: bool) -> float:  # pragma: no cover - compiled
     """The committee loss ``(1 - y f_m)_+``, clipped at 2 with ``clip`` (xu2018 Alg. 1, line 12)."""
     loss = max(0.0, 1.0 - label * margin)
     return min(loss, 2.0) if clip else loss
 
 
-@njit(cache=True)
+@njit(**ROW_HELPER)
 def _committee_scores(
     W: np.ndarray,
     tau: np.ndarray,
@@ -106,7 +109,7 @@ def _committee_scores(
     return p, total
 
 
-@njit(cache=True)
+@njit(**ROW_HELPER)
 def _exp_weights(
     tau: np.ndarray, k: int, losses: np.ndarray, rate: float, lam: float, skip: int
 ) -> float:  # pragma: no cover - compiled
@@ -132,7 +135,7 @@ def _exp_weights(
     return total
 
 
-@njit(cache=True)
+@njit(**ROW_HELPER)
 def _exp_weights_plain(
     tau: np.ndarray, k: int, losses: np.ndarray, rate: float, lam: float, skip: int
 ) -> float:  # pragma: no cover - compiled
@@ -146,7 +149,7 @@ def _exp_weights_plain(
     return total
 
 
-@njit(cache=True)
+@njit(**ROW_HELPER)
 def _reweigh(
     tau: np.ndarray, k: int, losses: np.ndarray, rate: float, lam: float, skip: int
 ) -> float:  # pragma: no cover - compiled
@@ -157,7 +160,7 @@ def _reweigh(
     return _exp_weights_plain(tau, k, losses, rate, lam, skip)
 
 
-@njit(cache=True)
+@njit(**ROW_HELPER)
 def _committee_shares(
     tau: np.ndarray,
     f: np.ndarray,
@@ -188,7 +191,7 @@ def _committee_shares(
             coef[m] = label
 
 
-@njit(cache=True)
+@njit(**ROW_HELPER)
 def _apply_updates(
     W: np.ndarray, coef: np.ndarray, dense: bool, idx: np.ndarray, val: np.ndarray, n: int
 ) -> None:  # pragma: no cover - compiled
@@ -261,7 +264,7 @@ def amlc_pass(
     return drawn, asked
 
 
-@njit(cache=True)
+@njit(**ROW_HELPER)
 def _peer_reweigh(
     tau: np.ndarray, f: np.ndarray, losses: np.ndarray, label: float, k: int
 ) -> None:  # pragma: no cover - compiled
@@ -283,7 +286,7 @@ def _peer_reweigh(
             tau[k, m] = tau[k, m] / scaled_sum
 
 
-@njit(cache=True)
+@njit(**ROW_HELPER)
 def _peer_shares(
     W: np.ndarray,
     f: np.ndarray,
