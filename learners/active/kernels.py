@@ -201,9 +201,11 @@ def _copy_row(dst: np.ndarray, X: np.ndarray, i: int) -> None:  # pragma: no cov
 
 @njit(**ROW_HELPER)
 def _copy_span(dst: np.ndarray, src: np.ndarray, start: int, n: int) -> None:  # pragma: no cover
-    """``dst[:n] = src[start:start + n]``, as one vectorised loop."""
+    """``dst[:n] = src[start:start + n]``, as one vectorised loop over a view of the span
+    (indexing ``src[start + p]`` instead costs a negative-index test per value)."""
+    span = src[start : start + n]
     for p in range(n):
-        dst[p] = src[start + p]
+        dst[p] = span[p]
 
 
 @njit(**ROW_HELPER)
@@ -215,7 +217,7 @@ def load_row(
     Dense rows fill ``val[:dim]`` (``idx`` unused), CSR rows their stored entries.
     ``bias`` appends 1 at index ``dim - 1``; ``normalize`` then scales the row by
     ``1 / ||x||`` (unless it is 0), as :meth:`learners.inputs.Batch.preprocessed` does.
-    The copies are plain loops: a slice assignment costs about 1 ns per value more.
+    The copies are plain loops: a slice assignment copies through a temporary array.
     """
     if call.dense:
         n = call.X.shape[1]
