@@ -26,6 +26,14 @@ loss equal to the previous one reuses its factor (equal arguments give equal
 results). Equal losses are common: the authors' code clips them at 2, and under
 label sharing the rows of W often stay equal, so all K margins are.
 
+Equal rows of W. Under AMLC's sharing by the label (the authors' code), rows of W
+that start equal get the same updates, and with W = 0 at the start all K rows stay
+equal (docs/algorithms.md Sec. 3.5): the K margins are one margin K times. A pass
+over a large enough batch therefore finds the runs of bit-equal consecutive rows
+(:func:`_equal_row_classes`), computes one margin per run, and splits a run when
+its rows get different coefficients (:func:`_split_classes`). Equal bits through
+the same dot give equal margins, so the results are those of K dots.
+
 The helpers are compiled without reference counting
 (:data:`learners.kernels.ROW_HELPER`): they allocate nothing.
 """
@@ -72,6 +80,7 @@ def _hinge(label: float, margin: float, clip: bool) -> float:  # pragma: no cove
 @njit(**ROW_HELPER)
 def _committee_scores(
     W: np.ndarray,
+    same: np.ndarray,
     tau: np.ndarray,
     k: int,
     f: np.ndarray,
@@ -88,25 +97,70 @@ def _committee_scores(
     Returns the committee score ``p = tau_k . f`` (xu2018 Alg. 1, lines 5-6) and the
     loss sum ``lambda``, each summed in task order. The two sums ride along the
     margins (one pass over m), so their serial additions overlap the products.
+    A row of W that is bit-equal to an earlier one (``same[m] < m``, see
+    :func:`_equal_row_classes`) takes that row's margin instead of recomputing it.
     One loop per row form, as :func:`~learners.active.kernels.row_margins`.
     """
     p = 0.0
     total = 0.0
     if dense:
         for m in range(W.shape[0]):
-            fm = _dot_dense(W[m], val, n)
+            fm = _dot_dense(W[m], val, n) if same[m] == m else f[same[m]]
             f[m] = fm
             p += tau[k, m] * fm
             losses[m] = _hinge(label, fm, clip)
             total += losses[m]
     else:
         for m in range(W.shape[0]):
-            fm = _dot_sparse(W[m], idx, val, n)
+            fm = _dot_sparse(W[m], idx, val, n) if same[m] == m else f[same[m]]
             f[m] = fm
             p += tau[k, m] * fm
             losses[m] = _hinge(label, fm, clip)
             total += losses[m]
     return p, total
+
+
+@njit(**ROW_HELPER)
+def _bit_equal(a: np.ndarray, b: np.ndarray) -> bool:  # pragma: no cover - compiled
+    """Whether two int64 views of float rows hold the same bits (one branch-free pass)."""
+    differ = False
+    for j in range(a.shape[0]):
+        differ |= a[j] != b[j]
+    return not differ
+
+
+@njit(**ROW_HELPER)
+def _equal_row_classes(bits: np.ndarray, same: np.ndarray, track: bool) -> None:  # pragma: no cover
+    """``same[m]``: the first row of the run of bit-equal consecutive rows holding m.
+
+    ``bits`` is W viewed as int64. Without ``track`` every row stands alone. Equal
+    bits give equal margins through the same dot, so a row in a run can take the
+    margin of the run's first row (:func:`_committee_scores`).
+    """
+    for m in range(same.shape[0]):
+        same[m] = m
+        if track and m > 0 and _bit_equal(bits[m], bits[m - 1]):
+            same[m] = same[m - 1]
+
+
+@njit(**ROW_HELPER)
+def _split_classes(
+    same: np.ndarray, coef: np.ndarray, split: np.ndarray
+) -> None:  # pragma: no cover
+    """Keep ``same`` true after the updates ``w_m += coef_m x``.
+
+    Rows of a class stay bit-equal when they get the same coefficient; the rows whose
+    coefficient differs from their first row's form a new class, led by the first of
+    them (coefficients are 0 or y, so a class splits in two at most).
+    """
+    for m in range(same.shape[0]):
+        split[m] = -1
+    for m in range(same.shape[0]):
+        first = same[m]
+        if first != m and coef[m] != coef[first]:
+            if split[first] < 0:
+                split[first] = m
+            same[m] = split[first]
 
 
 @njit(**ROW_HELPER)
@@ -206,6 +260,15 @@ def _apply_updates(
                 _axpy_sparse(W[m], coef[m], idx, val, n)
 
 
+@njit(**ROW_HELPER)
+def _worth_tracking(call: KernelPass, dim: int) -> bool:  # pragma: no cover - compiled
+    """Whether a pass finds the runs of equal rows of W (one read of W, O(K d)): when its
+    rows hold at least 8 d values in all, so the read costs at most 1/8 of the K margins."""
+    if call.dense:
+        return call.X.shape[0] * call.X.shape[1] >= 8 * dim
+    return call.indptr[call.indptr.shape[0] - 1] >= 8 * dim
+
+
 @njit(cache=True)
 def amlc_pass(
     W: np.ndarray,
@@ -235,6 +298,9 @@ def amlc_pass(
     f = np.empty(K)
     losses = np.empty(K)
     coef = np.empty(K)
+    same = np.empty(K, dtype=np.int64)
+    split = np.empty(K, dtype=np.int64)
+    _equal_row_classes(W.view(np.int64), same, _worth_tracking(call, W.shape[1]))
     idx, val = row_buffers(W)
     drawn = 0
     asked = 0
@@ -242,7 +308,7 @@ def amlc_pass(
         nx = load_row(call, i, W.shape[1], idx, val)
         k = call.tasks[i]
         label = call.y[i]
-        p, total = _committee_scores(W, tau, k, f, losses, label, clip, dense, idx, val, nx)
+        p, total = _committee_scores(W, same, tau, k, f, losses, label, clip, dense, idx, val, nx)
         call.scores[i] = p
         if call.active:
             if remaining <= 0:
@@ -261,6 +327,7 @@ def amlc_pass(
         target = label if share_label else y_hat
         _committee_shares(tau, f, coef, k, factor, rtol, label, target, tie, y_hat != label)
         _apply_updates(W, coef, dense, idx, val, nx)
+        _split_classes(same, coef, split)
     return drawn, asked
 
 
