@@ -32,7 +32,9 @@ equal (docs/algorithms.md Sec. 3.5): the K margins are one margin K times. A pas
 over a large enough batch therefore finds the runs of bit-equal consecutive rows
 (:func:`_equal_row_classes`), computes one margin per run, and splits a run when
 its rows get different coefficients (:func:`_split_classes`). Equal bits through
-the same dot give equal margins, so the results are those of K dots.
+the same dot give equal margins, so the results are those of K dots. PEER+Share
+is tracked the same way: an erring peer and an erring task get the same step, so
+its rows split only on a margin of exactly 0 (from W = 0, two distinct rows remain).
 
 The helpers are compiled without reference counting
 (:data:`learners.kernels.ROW_HELPER`): they allocate nothing.
@@ -161,6 +163,33 @@ def _split_classes(
             if split[first] < 0:
                 split[first] = m
             same[m] = split[first]
+
+
+@njit(**ROW_HELPER)
+def _class_margins(
+    W: np.ndarray,
+    same: np.ndarray,
+    f: np.ndarray,
+    dense: bool,
+    idx: np.ndarray,
+    val: np.ndarray,
+    n: int,
+) -> None:  # pragma: no cover - compiled
+    """``f = W x``, one dot per class of bit-equal rows (``same``, :func:`_equal_row_classes`)."""
+    if dense:
+        for m in range(W.shape[0]):
+            f[m] = _dot_dense(W[m], val, n) if same[m] == m else f[same[m]]
+    else:
+        for m in range(W.shape[0]):
+            f[m] = _dot_sparse(W[m], idx, val, n) if same[m] == m else f[same[m]]
+
+
+@njit(**ROW_HELPER)
+def _own_update(coef: np.ndarray, k: int, step: float) -> None:  # pragma: no cover - compiled
+    """Coefficients of an update of row k alone (for :func:`_split_classes`)."""
+    for m in range(coef.shape[0]):
+        coef[m] = 0.0
+    coef[k] = step
 
 
 @njit(**ROW_HELPER)
@@ -357,22 +386,25 @@ def _peer_reweigh(
 def _peer_shares(
     W: np.ndarray,
     f: np.ndarray,
+    coef: np.ndarray,
     label: float,
     k: int,
+    own_step: bool,
     dense: bool,
     idx: np.ndarray,
     val: np.ndarray,
     n: int,
 ) -> None:  # pragma: no cover - compiled
-    """PEER+Share: ``w_m += y x`` for every peer ``m != k`` with ``y f_m <= 0``."""
-    if dense:
-        for m in range(W.shape[0]):
-            if m != k and label * f[m] <= 0.0:
-                _axpy_dense(W[m], label, val, n)
-    else:
-        for m in range(W.shape[0]):
-            if m != k and label * f[m] <= 0.0:
-                _axpy_sparse(W[m], label, idx, val, n)
+    """PEER+Share: ``w_m += y x`` for every peer ``m != k`` with ``y f_m <= 0``.
+
+    Fills ``coef`` with the round's coefficients, the task's own step included
+    (``own_step``: it erred and has been updated), for :func:`_split_classes`.
+    """
+    for m in range(W.shape[0]):
+        coef[m] = label if (m != k and label * f[m] <= 0.0) else 0.0
+    _apply_updates(W, coef, dense, idx, val, n)
+    if own_step:
+        coef[k] = label
 
 
 @njit(cache=True)
@@ -401,6 +433,11 @@ def peer_pass(
     K = W.shape[0]
     f = np.empty(K)
     losses = np.empty(K)
+    coef = np.empty(K)
+    same = np.empty(K, dtype=np.int64)
+    split = np.empty(K, dtype=np.int64)
+    track = shares and _worth_tracking(call, W.shape[1])
+    _equal_row_classes(W.view(np.int64), same, track)
     idx, val = row_buffers(W)
     drawn = 0
     asked = 0
@@ -409,7 +446,7 @@ def peer_pass(
         k = call.tasks[i]
         peers_known = shares  # PEER+Share reads every margin on every round
         if peers_known:
-            row_margins(W, f, dense, idx, val, nx)
+            _class_margins(W, same, f, dense, idx, val, nx)
             fk = f[k]
         else:
             fk = row_dot(W[k], dense, idx, val, nx)
@@ -430,7 +467,11 @@ def peer_pass(
             draw = call.u[drawn]
             drawn += 1
             if not draw < bq / (bq + abs(peer)):
-                row_axpy(W[k], 1.0 if peer >= 0.0 else -1.0, dense, idx, val, nx)
+                step = 1.0 if peer >= 0.0 else -1.0
+                row_axpy(W[k], step, dense, idx, val, nx)
+                if track:
+                    _own_update(coef, k, step)
+                    _split_classes(same, coef, split)
                 continue
             remaining -= 1
             asked += 1
@@ -444,7 +485,9 @@ def peer_pass(
             if K > 1:
                 _peer_reweigh(tau, f, losses, label, k)
         if shares:
-            _peer_shares(W, f, label, k, dense, idx, val, nx)
+            _peer_shares(W, f, coef, label, k, mistake, dense, idx, val, nx)
+            if track:
+                _split_classes(same, coef, split)
     return drawn, asked
 
 

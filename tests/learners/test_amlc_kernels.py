@@ -3,9 +3,10 @@
 :func:`learners.amlc.kernels._reweigh` (xu2018 Alg. 1, line 12) calls ``exp`` only
 for a non-zero loss that differs from the previous one: the weights and their sum
 are bit-identical to calling ``exp`` for every task, and non-finite rates or loss
-sums take the plain loop. :func:`learners.amlc.kernels.amlc_pass` computes one
-margin per run of bit-equal rows of W on large batches: the results are those of
-one-row calls, which compute every margin.
+sums take the plain loop. :func:`learners.amlc.kernels.amlc_pass` and
+:func:`learners.amlc.kernels.peer_pass` (PEER+Share) compute one margin per run of
+bit-equal rows of W on large batches: the results are those of one-row calls,
+which compute every margin.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import numpy as np
 import pytest
 
 from learners.active.kernels import NO_BUDGET, KernelPass
-from learners.amlc.kernels import _exp_weights_plain, _reweigh, amlc_pass
+from learners.amlc.kernels import _exp_weights_plain, _reweigh, amlc_pass, peer_pass
 
 
 def losses_with_repeats(rng: np.random.Generator, K: int) -> np.ndarray:
@@ -105,3 +106,58 @@ def test_runs_of_equal_rows_give_the_results_of_k_margins(seed: int) -> None:
     assert W1.tobytes() == W2.tobytes()
     assert tau1.tobytes() == tau2.tobytes()
     assert len({row.tobytes() for row in W1}) > 1  # the runs did split
+
+
+def peer_share_rows(
+    W: np.ndarray,
+    tau: np.ndarray,
+    X: np.ndarray,
+    y: np.ndarray,
+    tasks: np.ndarray,
+    u: np.ndarray,
+    block: int,
+) -> np.ndarray:
+    """PEER+Share rounds in blocks of ``block`` rows: active when ``u`` holds draws."""
+    scores = np.empty(X.shape[0])
+    used = 0
+    for a in range(0, X.shape[0], block):
+        e = min(X.shape[0], a + block)
+        call = KernelPass(
+            *vector_rows_of(X[a:e]),
+            y[a:e].copy(),
+            tasks[a:e].copy(),
+            u.shape[0] > 0,
+            u[used:],
+            NO_BUDGET,
+            scores[a:e],
+            np.zeros(e - a, dtype=np.bool_),
+        )
+        used += peer_pass(W, tau, call, 1.0, 5.0, True)[0]
+    return scores
+
+
+@pytest.mark.parametrize("active", [False, True], ids=["labelled", "active"])
+@pytest.mark.parametrize("seed", range(3))
+def test_peer_share_runs_of_equal_rows_give_the_results_of_k_margins(
+    seed: int, active: bool
+) -> None:
+    """As for AMLC: PEER+Share on a large batch (one margin per run of equal rows,
+    runs split by the task's own steps, the peers' answers and margins of 0) gives
+    the bits of one-row calls."""
+    rng = np.random.default_rng(seed)
+    K, d, n = 6, 4, 300
+    W = np.zeros((K, d))
+    W[4:] = rng.normal(size=d)
+    tau = np.full((K, K), 1.0 / (K - 1))
+    np.fill_diagonal(tau, 0.0)
+    X = rng.normal(size=(n, d))
+    X[::7] = 0.0  # margins of exactly 0
+    y = np.where(rng.random(n) < 0.5, 1.0, -1.0)
+    tasks = rng.integers(0, K, n)
+    u = rng.random(2 * n) if active else np.zeros(0)
+    W1, tau1, W2, tau2 = W.copy(), tau.copy(), W.copy(), tau.copy()
+    batch = peer_share_rows(W1, tau1, X, y, tasks, u, n)
+    single = peer_share_rows(W2, tau2, X, y, tasks, u, 1)
+    assert batch.tobytes() == single.tobytes()
+    assert W1.tobytes() == W2.tobytes()
+    assert tau1.tobytes() == tau2.tobytes()
