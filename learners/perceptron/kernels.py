@@ -36,7 +36,16 @@ import math
 import numpy as np
 from numba import njit
 
-from learners.kernels import NO_INDEX, axpy, axpy2, dot, dot2, dot_sqnorm, register_warmup
+from learners.kernels import (
+    NO_INDEX,
+    ROW_HELPER,
+    axpy,
+    axpy2,
+    dot,
+    dot2,
+    dot_sqnorm,
+    register_warmup,
+)
 
 __all__ = [
     "B_FAMILY",
@@ -62,7 +71,7 @@ PA_VARIANTS = {"pa": 0.0, "pa1": 1.0, "pa2": 2.0}
 _NO_MATRIX = np.zeros((1, 1))
 
 
-@njit(cache=True)
+@njit(**ROW_HELPER)
 def _pa_step(loss: float, sqnorm: float, variant: float, C: float) -> float:
     """``tau`` of PA / PA-I / PA-II (Crammer et al. 2006, Eqs. 7-9) for ``loss > 0``."""
     if variant == 0.0:
@@ -72,7 +81,7 @@ def _pa_step(loss: float, sqnorm: float, variant: float, C: float) -> float:
     return loss / (sqnorm + 1.0 / (2.0 * C))
 
 
-@njit(cache=True)
+@njit(**ROW_HELPER)
 def step(
     kind: int,
     S: np.ndarray,
@@ -140,7 +149,7 @@ def learn_one_dense(
     return step(kind, S, A, NO_INDEX, x, y, t, p0, p1, True)[0]
 
 
-@njit(cache=True)
+@njit(**ROW_HELPER)
 def learn_dense(
     kind: int,
     S: np.ndarray,
@@ -200,7 +209,7 @@ def learn_dense_checked(
     return learn_dense(kind, S, A, X, y, tasks, p0, p1, scores)
 
 
-@njit(cache=True)
+@njit(**ROW_HELPER)
 def learn_csr(
     kind: int,
     S: np.ndarray,

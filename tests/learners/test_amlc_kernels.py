@@ -1,0 +1,163 @@
+"""Shortcuts of the AMLC / PEER kernels that must not change a bit.
+
+:func:`learners.amlc.kernels._reweigh` (xu2018 Alg. 1, line 12) calls ``exp`` only
+for a non-zero loss that differs from the previous one: the weights and their sum
+are bit-identical to calling ``exp`` for every task, and non-finite rates or loss
+sums take the plain loop. :func:`learners.amlc.kernels.amlc_pass` and
+:func:`learners.amlc.kernels.peer_pass` (PEER+Share) compute one margin per run of
+bit-equal rows of W on large batches: the results are those of one-row calls,
+which compute every margin.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+
+from learners.active.kernels import NO_BUDGET, KernelPass
+from learners.amlc.kernels import _exp_weights_plain, _reweigh, amlc_pass, peer_pass
+
+
+def losses_with_repeats(rng: np.random.Generator, K: int) -> np.ndarray:
+    """Hinge losses with zeros, values clipped at 2 and runs of equal values."""
+    losses = np.minimum(np.maximum(0.0, 1.0 - rng.normal(0.0, 2.0, K)), 2.0)
+    losses[rng.random(K) < 0.2] = 0.0
+    runs = rng.random(K) < 0.3
+    losses[1:][runs[1:]] = losses[:-1][runs[1:]]
+    return losses
+
+
+@pytest.mark.parametrize("skip", [-1, 0, 3])
+@pytest.mark.parametrize("seed", range(5))
+def test_reweigh_is_bit_identical_to_exp_for_every_task(seed: int, skip: int) -> None:
+    rng = np.random.default_rng(seed)
+    K = 12
+    tau = rng.random((3, K))
+    losses = losses_with_repeats(rng, K)
+    lam = float(losses.sum()) or 1.0
+    fast, plain = tau.copy(), tau.copy()
+    total = _reweigh(fast, 1, losses, math.log(30.0), lam, skip)
+    expected = _exp_weights_plain(plain, 1, losses, math.log(30.0), lam, skip)
+    assert fast.tobytes() == plain.tobytes()
+    assert total == expected
+    assert (fast[[0, 2]] == tau[[0, 2]]).all()
+
+
+@pytest.mark.parametrize(("rate", "lam"), [(math.inf, 3.0), (1.0, math.inf), (1.0, math.nan)])
+def test_reweigh_with_non_finite_rate_or_sum_calls_exp_for_every_task(
+    rate: float, lam: float
+) -> None:
+    losses = np.array([0.0, 1.5, 1.5, 0.0, 2.0])
+    fast, plain = np.ones((1, 5)), np.ones((1, 5))
+    _reweigh(fast, 0, losses, rate, lam, -1)
+    _exp_weights_plain(plain, 0, losses, rate, lam, -1)
+    np.testing.assert_array_equal(fast, plain)  # NaN where exp(-inf * 0) or l / nan, as plain
+
+
+def amlc_rows(
+    W: np.ndarray, tau: np.ndarray, X: np.ndarray, y: np.ndarray, tasks: np.ndarray, block: int
+) -> np.ndarray:
+    """Labelled AMLC rounds (paper mode, sharing by the prediction) in blocks of ``block`` rows."""
+    scores = np.empty(X.shape[0])
+    for a in range(0, X.shape[0], block):
+        e = min(X.shape[0], a + block)
+        call = KernelPass(
+            *vector_rows_of(X[a:e]),
+            y[a:e].copy(),
+            tasks[a:e].copy(),
+            False,
+            np.zeros(0),
+            NO_BUDGET,
+            scores[a:e],
+            np.zeros(e - a, dtype=np.bool_),
+        )
+        amlc_pass(W, tau, call, 1.0, math.log(30.0), 1.0, 1.0, False, False, 0.0)
+    return scores
+
+
+def vector_rows_of(X: np.ndarray) -> tuple[Any, ...]:
+    empty = np.zeros(0, dtype=np.int64)
+    return True, np.ascontiguousarray(X), empty, empty, np.zeros(0), False, False
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_runs_of_equal_rows_give_the_results_of_k_margins(seed: int) -> None:
+    """A batch large enough to track runs of equal rows of W (one margin per run, runs
+    split as their rows get different updates) gives the bits of one row per call,
+    which computes every margin."""
+    rng = np.random.default_rng(seed)
+    K, d, n = 7, 5, 400
+    W = np.zeros((K, d))
+    W[3:5] = rng.normal(size=d)  # runs: rows 0-2 (zero), 3-4, 5-6 (zero)
+    W[2, 0] = -0.0  # bit-different from +0.0: its own run
+    tau = rng.random((K, K))
+    tau /= tau.sum(axis=1, keepdims=True)
+    X = rng.normal(size=(n, d))
+    y = np.where(rng.random(n) < 0.5, 1.0, -1.0)
+    tasks = rng.integers(0, K, n)
+    W1, tau1 = W.copy(), tau.copy()
+    batch = amlc_rows(W1, tau1, X, y, tasks, n)
+    W2, tau2 = W.copy(), tau.copy()
+    single = amlc_rows(W2, tau2, X, y, tasks, 1)
+    assert batch.tobytes() == single.tobytes()
+    assert W1.tobytes() == W2.tobytes()
+    assert tau1.tobytes() == tau2.tobytes()
+    assert len({row.tobytes() for row in W1}) > 1  # the runs did split
+
+
+def peer_share_rows(
+    W: np.ndarray,
+    tau: np.ndarray,
+    X: np.ndarray,
+    y: np.ndarray,
+    tasks: np.ndarray,
+    u: np.ndarray,
+    block: int,
+) -> np.ndarray:
+    """PEER+Share rounds in blocks of ``block`` rows: active when ``u`` holds draws."""
+    scores = np.empty(X.shape[0])
+    used = 0
+    for a in range(0, X.shape[0], block):
+        e = min(X.shape[0], a + block)
+        call = KernelPass(
+            *vector_rows_of(X[a:e]),
+            y[a:e].copy(),
+            tasks[a:e].copy(),
+            u.shape[0] > 0,
+            u[used:],
+            NO_BUDGET,
+            scores[a:e],
+            np.zeros(e - a, dtype=np.bool_),
+        )
+        used += peer_pass(W, tau, call, 1.0, 5.0, True)[0]
+    return scores
+
+
+@pytest.mark.parametrize("active", [False, True], ids=["labelled", "active"])
+@pytest.mark.parametrize("seed", range(3))
+def test_peer_share_runs_of_equal_rows_give_the_results_of_k_margins(
+    seed: int, active: bool
+) -> None:
+    """As for AMLC: PEER+Share on a large batch (one margin per run of equal rows,
+    runs split by the task's own steps, the peers' answers and margins of 0) gives
+    the bits of one-row calls."""
+    rng = np.random.default_rng(seed)
+    K, d, n = 6, 4, 300
+    W = np.zeros((K, d))
+    W[4:] = rng.normal(size=d)
+    tau = np.full((K, K), 1.0 / (K - 1))
+    np.fill_diagonal(tau, 0.0)
+    X = rng.normal(size=(n, d))
+    X[::7] = 0.0  # margins of exactly 0
+    y = np.where(rng.random(n) < 0.5, 1.0, -1.0)
+    tasks = rng.integers(0, K, n)
+    u = rng.random(2 * n) if active else np.zeros(0)
+    W1, tau1, W2, tau2 = W.copy(), tau.copy(), W.copy(), tau.copy()
+    batch = peer_share_rows(W1, tau1, X, y, tasks, u, n)
+    single = peer_share_rows(W2, tau2, X, y, tasks, u, 1)
+    assert batch.tobytes() == single.tobytes()
+    assert W1.tobytes() == W2.tobytes()
+    assert tau1.tobytes() == tau2.tobytes()
