@@ -80,8 +80,9 @@ class ActiveMultitaskCommittees(PerTaskPerceptrons):
     ``1 / (K + 1)`` and scales its old weights by ``K / (K + 1)``
     (:func:`learners.amlc.committee.grow_committee`).
 
-    Cost per event: O(K nnz(x)) for the K margins, O(K) for tau, and O(K nnz(x))
-    for the rank-one update of the updated and shared rows.
+    Cost per event: O(K nnz(x)) for the K margins (O(nnz(x)) per run of equal rows of W in
+    the compiled pass, docs/algorithms.md Sec. 3), O(K) for tau, and O(K nnz(x)) for the
+    rank-one update of the updated and shared rows.
 
     Attributes
     ----------

@@ -56,7 +56,9 @@ class PeerLearning(PerTaskPerceptrons):
     added at run time enters with uniform peer weights ``1 / K`` and receives
     ``1 / K`` from every other task (:func:`learners.amlc.committee.grow_peer_weights`).
 
-    Cost per event: O(K nnz(x)) for the margins, O(K) for tau.
+    Cost per event: O(nnz(x)) for the task's margin; O(K nnz(x)) for the peers' margins,
+    only on a mistake, an active round whose first draw asks, and every PEER+Share round
+    (one margin per run of equal rows of W, docs/algorithms.md Sec. 3); O(K) for tau.
 
     Attributes
     ----------
