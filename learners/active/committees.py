@@ -53,7 +53,7 @@ from learners.amlc.committee import (
     uniform_peer_weights,
 )
 from learners.amlc.common import XU2018, hinge_losses, query_probability, sgn
-from learners.base import APPEND_BIAS, BUDGET, L2_NORMALIZE, Learner, Param
+from learners.base import APPEND_BIAS, BUDGET, L2_NORMALIZE, LOG_SCALE, Learner, Param
 from learners.inputs import Batch, Vec
 from learners.params import non_negative, positive
 from learners.registry import register
@@ -88,7 +88,16 @@ SIMILARITY_RTOL = 1e-9
 def rule_params(weights: Param) -> tuple[Param, ...]:
     """The parameters of a rule over a base: base, its parameters, b, the rule's own
     ``weights`` parameter, the budget and the input preprocessing."""
-    return (ADAPTIVE_BASE, BASE_PARAMS, SAMPLING_B, weights, BUDGET, BIAS_ON, L2_NORMALIZE)
+    return (
+        ADAPTIVE_BASE,
+        BASE_PARAMS,
+        SAMPLING_B,
+        weights,
+        BUDGET,
+        BIAS_ON,
+        L2_NORMALIZE,
+        LOG_SCALE,
+    )
 
 
 def task_margins(base: Learner, x: Vec) -> np.ndarray:

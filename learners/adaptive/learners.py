@@ -24,7 +24,7 @@ from learners.active.kernels import KernelPass, kernel_rows
 from learners.adaptive.configs import Configs, loss_list, non_negative_list, positive_list
 from learners.adaptive.kernels import adaptive_pass
 from learners.adaptive.reference import AdaptiveState, learn, member_scores
-from learners.base import APPEND_BIAS, L2_NORMALIZE, Learner, Param
+from learners.base import APPEND_BIAS, L2_NORMALIZE, LOG_SCALE, Learner, Param
 from learners.inputs import Batch, Vec
 from learners.params import non_negative, positive
 from learners.registry import register
@@ -276,6 +276,7 @@ class AdaptiveLogistic(AdaptiveLearner):
         *OUTLIER_PARAMS,
         BIAS_ON,
         L2_NORMALIZE,
+        LOG_SCALE,
     )
     conformance_params: ClassVar[tuple[dict[str, Any], ...]] = (
         {},
@@ -332,7 +333,7 @@ class AdaptiveArow(AdaptiveLearner):
     name = "adaptive-arow"
     summary = "Shared + per-task diagonal AROW (second-order, confidence-weighted)"
     paper = AROW_PAPER
-    params: ClassVar[tuple[Param, ...]] = (RIDGE, COUPLING, BIAS_ON, L2_NORMALIZE)
+    params: ClassVar[tuple[Param, ...]] = (RIDGE, COUPLING, BIAS_ON, L2_NORMALIZE, LOG_SCALE)
     conformance_params: ClassVar[tuple[dict[str, Any], ...]] = (
         {},
         {"b": 0.0, "r": 0.1, "l2_normalize": True},
@@ -376,6 +377,7 @@ class AdaptiveSelector(AdaptiveLearner):
         RIDGE,
         BIAS_ON,
         L2_NORMALIZE,
+        LOG_SCALE,
     )
     conformance_params: ClassVar[tuple[dict[str, Any], ...]] = (
         {},

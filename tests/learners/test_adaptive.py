@@ -305,3 +305,25 @@ def test_invariant_hinge_step_stops_at_the_margin(z0: float, h: float) -> None:
     dz = invariant_step(HINGE, z0, h)
     assert dz == (max(0.0, min(h, 1.0 - z0)))
     assert z0 + dz <= max(1.0, z0) + 1e-12
+
+
+@pytest.mark.parametrize("name", ["adaptive-logistic", "adaptive-arow", "adaptive"])
+def test_log_scale_equals_the_learner_on_log_scaled_rows(name: str) -> None:
+    """``log_scale`` (docs/algorithms.md Sec. 0): the same scores and weights as the learner
+    without it on rows log-scaled up front, dense and CSR, in a batch and event by event."""
+    rng = np.random.default_rng(8)
+    X = np.round(rng.exponential(3.0, size=(150, 6))) * (rng.random((150, 6)) < 0.6)
+    y = np.where(rng.random(150) < 0.5, 1.0, -1.0)
+    tasks = rng.integers(0, 3, size=150)
+    logged = np.log1p(X)
+    want = learners.make(name, n_features=6, n_tasks=3, l2_normalize=True)
+    expected = want.score_and_learn_many(logged, y, tasks)
+    for rows in (X, sp.csr_matrix(X)):
+        model = learners.make(name, n_features=6, n_tasks=3, l2_normalize=True, log_scale=True)
+        np.testing.assert_allclose(
+            model.score_and_learn_many(rows, y, tasks), expected, rtol=1e-12, atol=1e-12
+        )
+        np.testing.assert_allclose(model.U0_, want.U0_, rtol=1e-12, atol=1e-12)
+    one = learners.make(name, n_features=6, n_tasks=3, l2_normalize=True, log_scale=True)
+    got = [one.score_and_learn_one(x, t, int(k)) for x, t, k in zip(X, y, tasks, strict=True)]
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
