@@ -383,7 +383,7 @@ def _learn_row(
     M = U0.shape[0]
     for m in range(M):
         if idx is None:
-            scores[m] = _dot2(U0[m], U[m, k], idx, val, n)
+            scores[m] = _dot(U0[m], idx, val, n) + _dot(U[m, k], idx, val, n)
         else:
             scores[m] = _dot_touch(U0[m], U[m, k], G0[m], G[m, k], idx, val, n, buffers[0])
         if Q.shape[1] > 0:
@@ -395,11 +395,8 @@ def _learn_row(
     if n == 0:
         return out
     q, rate0, ratek = buffers[0], buffers[1], buffers[2]
-    norm = _inverse(S, idx, val, q, n)
-    if norm < 0.0:
-        _normalise(S, q, idx, val, n, U0, U, losses, outlier)
-        norm = _scaled_sqnorm(val, q, n)
-    stats[0] += norm
+    _normalise(S, q, idx, val, n, U0, U, losses, outlier)
+    stats[0] += _scaled_sqnorm(val, q, n)
     stats[1] += 1.0
     scale = math.sqrt(stats[1] / stats[0])
     for m in range(M):
