@@ -525,9 +525,12 @@ class Learner:
         return v
 
     def _prepare_batch(
-        self, X: Any, y: Any, task: Any, *, check_finite: bool = True
+        self, X: Any, y: Any, task: Any, *, check_finite: bool = True, raw: bool = False
     ) -> tuple[Batch, np.ndarray, np.ndarray]:
-        """Validate a batch; ``check_finite=False``: see :meth:`Batch.from_input`."""
+        """Validate a batch and preprocess it; ``check_finite=False``: see
+        :meth:`Batch.from_input`. ``raw``: leave the bias and the unit-length scaling to a
+        compiled pass that applies them as it reads each row (``log_scale``, which comes
+        first, is still applied here)."""
         batch = Batch.from_input(X, self._n_features, check_finite=check_finite)
         n = batch.n
         labels = np.asarray(y, dtype=np.float64).reshape(-1)
@@ -550,7 +553,8 @@ class Learner:
                 tasks = tasks.astype(np.int64)
             if n and (tasks.min() < 0 or tasks.max() >= self._n_tasks):
                 raise ValueError(f"unknown task in batch: tasks are 0..{self._n_tasks - 1}")
-        return batch.preprocessed(self._bias, self._normalize, self._log_scale), labels, tasks
+        bias, normalize = self._bias and not raw, self._normalize and not raw
+        return batch.preprocessed(bias, normalize, self._log_scale), labels, tasks
 
 
 class QueryProbabilityReporter(Protocol):

@@ -61,7 +61,7 @@ class ActiveLearner(Learner):
         if not self._compiled():
             batch, labels, tasks = self._prepare_batch(X, y, task)
             return self._query_and_learn_reference(batch, labels, tasks)
-        batch, labels, tasks = self._raw_batch(X, y, task)
+        batch, labels, tasks = self._prepare_batch(X, y, task, raw=True)
         return self._kernel_pass(batch, labels, tasks, active=True, preprocess=True)
 
     def score_and_learn_many(self, X: Any, y: Any, task: Any) -> np.ndarray:
@@ -72,18 +72,8 @@ class ActiveLearner(Learner):
         """
         if not self._compiled():
             return super().score_and_learn_many(X, y, task)
-        batch, labels, tasks = self._raw_batch(X, y, task)
+        batch, labels, tasks = self._prepare_batch(X, y, task, raw=True)
         return self._kernel_pass(batch, labels, tasks, active=False, preprocess=True)[0]
-
-    def _raw_batch(self, X: Any, y: Any, task: Any) -> tuple[Batch, np.ndarray, np.ndarray]:
-        """The validation of ``_prepare_batch`` without the bias and the unit-length scaling
-        (the kernel's job); ``log_scale``, which comes first, is applied here."""
-        bias, normalize = self._bias, self._normalize
-        self._bias = self._normalize = False
-        try:
-            return self._prepare_batch(X, y, task)
-        finally:
-            self._bias, self._normalize = bias, normalize
 
     # ------------------------------------------------------------ per-event paths
     def decision_one(self, x: Any, task: int) -> float:

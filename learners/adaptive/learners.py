@@ -196,17 +196,8 @@ class AdaptiveLearner(Learner):
         ``l2_normalize``), row by row as it reads them, instead of a pass over the whole
         batch first.
         """
-        batch, labels, tasks = self._raw_batch(X, y, task)
+        batch, labels, tasks = self._prepare_batch(X, y, task, raw=True)
         return self._kernel_batch(batch, labels, tasks, self._bias, self._normalize)
-
-    def _raw_batch(self, X: Any, y: Any, task: Any) -> tuple[Batch, np.ndarray, np.ndarray]:
-        """The validation of ``_prepare_batch`` without the preprocessing (the kernel's job)."""
-        bias, normalize = self._bias, self._normalize
-        self._bias = self._normalize = False
-        try:
-            return self._prepare_batch(X, y, task)
-        finally:
-            self._bias, self._normalize = bias, normalize
 
     def _score_and_learn_batch(self, batch: Batch, y: np.ndarray, tasks: np.ndarray) -> np.ndarray:
         return self._kernel_batch(batch, y, tasks, False, False)

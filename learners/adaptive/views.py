@@ -190,13 +190,8 @@ class AdaptiveViews(Learner):
     def score_and_learn_many(self, X: Any, y: Any, task: Any) -> np.ndarray:
         """Test-then-train over a batch (see :meth:`learners.base.Learner.score_and_learn_many`):
         each view's compiled pass appends the bias and scales its rows as it reads them."""
-        bias = self._bias
-        self._bias = False
-        try:
-            batch, labels, tasks = self._prepare_batch(X, y, task)
-        finally:
-            self._bias = bias
-        return self._views_batch(batch, labels, tasks, bias)
+        batch, labels, tasks = self._prepare_batch(X, y, task, raw=True)
+        return self._views_batch(batch, labels, tasks, self._bias)
 
     def _score_and_learn_batch(self, batch: Batch, y: np.ndarray, tasks: np.ndarray) -> np.ndarray:
         return self._views_batch(batch, y, tasks, False)

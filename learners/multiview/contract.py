@@ -285,9 +285,11 @@ class MultiviewLearner(Learner):
         self._learn_views(self._lone_vec(x, task), y, task)
 
     def _prepare_batch(
-        self, X: Any, y: Any, task: Any, *, check_finite: bool = True
+        self, X: Any, y: Any, task: Any, *, check_finite: bool = True, raw: bool = False
     ) -> tuple[Batch, np.ndarray, np.ndarray]:
-        batch, labels, tasks = super()._prepare_batch(X, y, task, check_finite=check_finite)
+        batch, labels, tasks = super()._prepare_batch(
+            X, y, task, check_finite=check_finite, raw=raw
+        )
         if tasks.shape[0] and not np.all(self.dims_[tasks] == self._n_features):
             raise ValueError(
                 "a batch of interleaved rows may only hold tasks of dimension n_features; "
