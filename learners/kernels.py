@@ -81,7 +81,8 @@ NO_INDEX = np.empty(0, dtype=np.int64)
 #: its caller's arrays). A compiled function whose body branches otherwise
 #: increments and decrements the count of every array argument on each call, two
 #: atomic operations per array: ~75 ns for a call with six arrays, more than
-#: copying a row of 100 values.
+#: copying a row of 100 values. ``_nrt`` is an underscore option of numba's jit, not
+#: public API: check it after a numba upgrade.
 ROW_HELPER: dict[str, Any] = {"cache": True, "_nrt": False}
 
 

@@ -158,13 +158,20 @@ class AdaptiveViews(Learner):
         ]
         self.view_mistakes_ = np.zeros(len(self.views_), dtype=np.int64)
 
-    def _view_row(self, v: Vec, view: int) -> Vec:
+    def _view_row(self, v: Vec, view: int, logged: Vec | None = None) -> Vec:
+        """Row ``v`` in view ``view``; ``logged``: ``v`` log-scaled already (shared by the
+        log views of one event)."""
         name = self._view_names[view]
         if name in LOG_VIEWS:
-            v = v.log_scaled()
-            if self._bias:  # the bias feature, the last entry of every row, stays 1
-                v = Vec(v.idx, np.append(v.val[:-1], 1.0), v.dim)
+            v = self._log_row(v) if logged is None else logged
         return v.unit_length() if name in UNIT_VIEWS else v
+
+    def _log_row(self, v: Vec) -> Vec:
+        """``v`` log-scaled, its bias feature (the last entry of every row) kept at 1."""
+        logged = v.log_scaled()
+        if self._bias:
+            logged = Vec(logged.idx, np.append(logged.val[:-1], 1.0), logged.dim)
+        return logged
 
     def _log_batch(self, batch: Batch, has_bias: bool) -> Batch:
         """The batch log-scaled; ``has_bias``: its last column is the bias feature, kept at 1
@@ -183,8 +190,9 @@ class AdaptiveViews(Learner):
         return self.views_[m]._decision(self._view_row(x, m), task)
 
     def _learn(self, x: Vec, y: float, task: int) -> None:
+        logged = self._log_row(x) if LOG_VIEWS.intersection(self._view_names) else None
         for m, inner in enumerate(self.views_):
-            score = inner._score_and_learn_row(self._view_row(x, m), y, task)
+            score = inner._score_and_learn_row(self._view_row(x, m, logged), y, task)
             self.view_mistakes_[m] += (score >= 0.0) != (y > 0.0)
 
     def score_and_learn_many(self, X: Any, y: Any, task: Any) -> np.ndarray:
