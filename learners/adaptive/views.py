@@ -10,9 +10,13 @@ docs/algorithms.md Sec. 11.8). ``adaptive-auto`` runs the configuration grid of
 * ``l2``: every row scaled to unit Euclidean length (after the bias feature);
 * ``log``: every value ``x_j`` replaced by ``sign(x_j) log(1 + |x_j|)``
   (the bias feature stays 1);
-* ``log-l2``: ``log``, then scaled to unit length.
+* ``log-l2``: ``log``, then scaled to unit length;
+* ``log-quad``: ``log``, then every pairwise product of the log-scaled features
+  appended (a quadratic model; :mod:`learners.adaptive.products`), for rows of at
+  most :data:`QUAD_MAX_FEATURES` features.
 
-The default views are ``log`` and ``log-l2``. Each view is an ``adaptive``
+The default, ``views=auto``, is ``log`` and ``log-l2``, and ``log-quad`` too
+when the rows have at most :data:`QUAD_AUTO_MAX_FEATURES` features. Each view is an ``adaptive``
 selector of its own (docs/algorithms.md Sec. 11.4): it predicts with its
 configuration with the fewest progressive mistakes. On top, the learner
 predicts with the view whose own predictions made the fewer
@@ -38,34 +42,68 @@ from learners.adaptive.learners import (
     RIDGE,
     AdaptiveSelector,
 )
+from learners.adaptive.products import expanded_width, with_products, with_products_batch
 from learners.base import Learner, Param
 from learners.inputs import Batch, Vec
 from learners.registry import register
 from learners.rom.base import cosine_similarity
 
-__all__ = ["AdaptiveViews", "VIEWS"]
+__all__ = ["QUAD_AUTO_MAX_FEATURES", "QUAD_MAX_FEATURES", "VIEWS", "AdaptiveViews", "view_names"]
 
 #: The input views (module docstring).
-VIEWS = ("raw", "l2", "log", "log-l2")
-#: Views whose values are log-scaled, and views scaled to unit length (after that).
-LOG_VIEWS = frozenset({"log", "log-l2"})
+VIEWS = ("raw", "l2", "log", "log-l2", "log-quad")
+#: Views whose values are log-scaled, views scaled to unit length (after that), and views
+#: with the pairwise products of the features appended (after the log scaling).
+LOG_VIEWS = frozenset({"log", "log-l2", "log-quad"})
 UNIT_VIEWS = frozenset({"l2", "log-l2"})
+QUAD_VIEWS = frozenset({"log-quad"})
+#: ``views=auto`` adds ``log-quad`` for rows of at most this many features (528 inputs).
+QUAD_AUTO_MAX_FEATURES = 32
+#: ``log-quad`` is refused for rows of more features (5,150 inputs at 100).
+QUAD_MAX_FEATURES = 100
+#: What ``views=auto`` always runs, in this order.
+AUTO_VIEWS = ("log", "log-l2")
+#: Rows expanded with their products at a time in a batch (bounds the expanded copy).
+PRODUCT_BLOCK = 2048
 
 
 def view_list(v: Any) -> str:
-    """Comma-separated, distinct names among :data:`VIEWS` (returned normalised)."""
+    """``auto``, or comma-separated, distinct names among :data:`VIEWS` (returned normalised)."""
+    if isinstance(v, str) and v.strip() == "auto":
+        return "auto"
     parts = [p.strip() for p in (v.split(",") if isinstance(v, str) else list(v))]
     if not parts or any(p not in VIEWS for p in parts) or len(set(parts)) != len(parts):
-        raise ValueError(f"must be distinct views among {', '.join(VIEWS)}, got {v!r}")
+        raise ValueError(f"must be auto or distinct views among {', '.join(VIEWS)}, got {v!r}")
     return ",".join(parts)
+
+
+def view_names(views: str, n_features: int) -> list[str]:
+    """The views a learner with ``views`` on rows of ``n_features`` features runs, in order.
+
+    ``auto``: :data:`AUTO_VIEWS`, then ``log-quad`` for at most
+    :data:`QUAD_AUTO_MAX_FEATURES` features. Raises ValueError for ``log-quad`` on more than
+    :data:`QUAD_MAX_FEATURES` features.
+    """
+    if views == "auto":
+        quad = ["log-quad"] if n_features <= QUAD_AUTO_MAX_FEATURES else []
+        return [*AUTO_VIEWS, *quad]
+    names = views.split(",")
+    if QUAD_VIEWS.intersection(names) and n_features > QUAD_MAX_FEATURES:
+        raise ValueError(
+            f"views: log-quad needs at most {QUAD_MAX_FEATURES} features (it appends "
+            f"d (d + 1) / 2 products), got n_features={n_features}"
+        )
+    return names
 
 
 VIEW_LIST = Param(
     "views",
-    "log,log-l2",
+    "auto",
     "Comma-separated input views the grid runs on, in the order ties are broken: raw (rows as "
     "given), l2 (rows scaled to unit length), log (values x replaced by sign(x) log(1 + |x|)), "
-    "log-l2 (log, then unit length); with several, predictions come from the view with the "
+    "log-l2 (log, then unit length), log-quad (log, then the products x_i x_j appended; at most "
+    f"{QUAD_MAX_FEATURES} features); auto = log,log-l2, plus log-quad for at most "
+    f"{QUAD_AUTO_MAX_FEATURES} features. With several, predictions come from the view with the "
     "fewest progressive mistakes (docs/algorithms.md Sec. 11.8).",
     view_list,
 )
@@ -105,6 +143,7 @@ class AdaptiveViews(Learner):
         {"losses": "arow,hinge", "etas": "0.5", "couplings": "0,1", "append_bias": False},
         {"views": "l2"},
         {"views": "raw,log-l2,log", "etas": "1.0", "couplings": "1.0"},
+        {"views": "log-quad,l2", "etas": "1.0", "couplings": "0.5,2.0"},
     )
     state_fields: ClassVar[tuple[str, ...]] = ("view_mistakes_",)
     relation_kind = "weight-similarity"
@@ -120,12 +159,17 @@ class AdaptiveViews(Learner):
 
     @classmethod
     def state_bytes(cls, n_features: int, n_tasks: int, **params: Any) -> int:
-        """The views' selectors (each on ``d + 1`` features with the bias) and the counts."""
+        """The views' selectors (each on its rows' width: ``d``, or ``d`` and the products for
+        ``log-quad``, plus the bias) and the counts."""
         hyper = cls._resolve_params(params)
-        views = hyper["views"].split(",")
-        d = int(n_features) + (1 if hyper["append_bias"] else 0)
-        inner = AdaptiveSelector.state_bytes(d, n_tasks, **cls._grid(hyper, False))
-        return len(views) * inner + 8 * len(views)
+        views = view_names(hyper["views"], int(n_features))
+        bias = 1 if hyper["append_bias"] else 0
+        grid = cls._grid(hyper, False)
+        total = 8 * len(views)
+        for view in views:
+            d = expanded_width(int(n_features)) if view in QUAD_VIEWS else int(n_features)
+            total += AdaptiveSelector.state_bytes(d + bias, n_tasks, **grid)
+        return total
 
     @staticmethod
     def _grid(hyper: Mapping[str, Any], unit_rows: bool) -> dict[str, Any]:
@@ -139,17 +183,23 @@ class AdaptiveViews(Learner):
         }
 
     # ------------------------------------------------------------ public extras
+    @property
+    def view_names(self) -> list[str]:
+        """The views this learner runs, in tie-breaking order (``auto`` resolved)."""
+        return list(self._view_names)
+
     def leader_view(self) -> str:
         """The view the learner predicts with now."""
         return self._view_names[int(np.argmin(self.view_mistakes_))]
 
     # ------------------------------------------------------------ learner hooks
     def _init_state(self) -> None:
-        self._view_names = self.hyper["views"].split(",")
+        self._view_names = view_names(self.hyper["views"], self.n_features)
         # The selectors take the rows after the bias was appended here; each scales its own.
+        extra = expanded_width(self.n_features) - self.n_features
         self.views_ = [
             AdaptiveSelector(
-                n_features=self.dim,
+                n_features=self.dim + (extra if view in QUAD_VIEWS else 0),
                 n_tasks=self.n_tasks,
                 seed=self.seed,
                 **self._grid(self.hyper, view in UNIT_VIEWS),
@@ -164,6 +214,8 @@ class AdaptiveViews(Learner):
         name = self._view_names[view]
         if name in LOG_VIEWS:
             v = self._log_row(v) if logged is None else logged
+        if name in QUAD_VIEWS:
+            return with_products(v, self._bias)
         return v.unit_length() if name in UNIT_VIEWS else v
 
     def _log_row(self, v: Vec) -> Vec:
@@ -210,20 +262,43 @@ class AdaptiveViews(Learner):
         """Every view learns ``batch`` (``bias``: its rows still lack the constant 1); the
         score of each row is the one of the view with fewer mistakes before it."""
         scores = np.empty((len(self.views_), batch.n))
-        logged = None  # computed once for both log views
+        has_bias = self._bias and not bias
+        logged = None  # computed once for every log view
         for m, inner in enumerate(self.views_):
             name, rows = self._view_names[m], batch
             if name in LOG_VIEWS:
                 if logged is None:
-                    logged = self._log_batch(batch, has_bias=self._bias and not bias)
+                    logged = self._log_batch(batch, has_bias)
                 rows = logged
-            scores[m] = inner._kernel_batch(rows, y, tasks, bias, name in UNIT_VIEWS)
+            if name in QUAD_VIEWS:
+                scores[m] = self._products_batch(inner, rows, y, tasks, bias, has_bias)
+            else:
+                scores[m] = inner._kernel_batch(rows, y, tasks, bias, name in UNIT_VIEWS)
         wrong = (scores >= 0.0) != (y > 0.0)[None, :]
         # Mistakes of each view before row i: the carried counts plus the batch's so far.
         before = self.view_mistakes_[:, None] + np.cumsum(wrong, axis=1) - wrong
         lead = np.argmin(before, axis=0)  # the first view on ties
         self.view_mistakes_ += wrong.sum(axis=1)
         return scores[lead, np.arange(batch.n)]
+
+    @staticmethod
+    def _products_batch(
+        inner: AdaptiveSelector,
+        batch: Batch,
+        y: np.ndarray,
+        tasks: np.ndarray,
+        bias: bool,
+        has_bias: bool,
+    ) -> np.ndarray:
+        """``inner`` learns ``batch`` with the products appended, :data:`PRODUCT_BLOCK` rows
+        at a time (the expanded rows are wide; the selector's result does not depend on
+        where the stream is cut)."""
+        out, X = np.empty(batch.n), batch.to_dense()
+        for a in range(0, batch.n, PRODUCT_BLOCK):
+            b = min(a + PRODUCT_BLOCK, batch.n)
+            rows = with_products_batch(X[a:b], has_bias)
+            out[a:b] = inner._kernel_batch(rows, y[a:b], tasks[a:b], bias, False)
+        return out
 
     def _add_task(self) -> None:
         for inner in self.views_:

@@ -7,6 +7,7 @@ import itertools
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -70,19 +71,88 @@ def _log_scaled(X: np.ndarray) -> np.ndarray:
     return np.hstack([np.copysign(np.log1p(np.abs(X)), X), np.ones((X.shape[0], 1))])
 
 
-def test_the_default_views_are_selectors_on_log_scaled_rows_and_their_unit_length() -> None:
+def test_the_log_views_are_selectors_on_log_scaled_rows_and_their_unit_length() -> None:
     """``log`` and ``log-l2``: ``adaptive`` on the log-scaled rows (the bias feature stays 1),
     without and with the unit-length scaling, the leader as above; event by event the same."""
     X, y, tasks = _stream(400, 6, 3, seed=6)
     X[:, 2] = np.round(np.abs(X[:, 2]) * 3)  # a count-like column, zeros included
-    auto = AdaptiveViews(n_features=6, n_tasks=3)
-    assert auto.hyper["views"] == "log,log-l2"
+    auto = AdaptiveViews(n_features=6, n_tasks=3, views="log,log-l2")
     got = auto.score_and_learn_many(X, y, tasks)
     mistakes = _check_two_views(auto, got, _log_scaled(X), y, tasks, append_bias=False, **GRID)
-    single = learners.make("adaptive-auto", n_features=6, n_tasks=3)
+    single = learners.make("adaptive-auto", n_features=6, n_tasks=3, views="log,log-l2")
     one = [single.score_and_learn_one(x, float(t), int(k)) for x, t, k in zip(X, y, tasks)]
     np.testing.assert_allclose(one, got, rtol=1e-12, atol=1e-12)
     assert single.view_mistakes_.tolist() == mistakes
+
+
+@pytest.mark.parametrize(
+    ("d", "want"),
+    [
+        (1, ["log", "log-l2", "log-quad"]),
+        (32, ["log", "log-l2", "log-quad"]),
+        (33, ["log", "log-l2"]),
+    ],
+)
+def test_auto_adds_the_products_view_to_the_log_views_for_narrow_rows(
+    d: int, want: list[str]
+) -> None:
+    auto = learners.make("adaptive-auto", n_features=d, n_tasks=2)
+    assert auto.hyper["views"] == "auto"
+    assert auto.view_names == want
+    assert [inner.n_features for inner in auto.views_] == [d + 1, d + 1, d * (d + 3) // 2 + 1][
+        : len(want)
+    ]
+
+
+def _with_products(X: np.ndarray) -> np.ndarray:
+    """Each row's log-scaled values, then their products ``x_i x_j`` (``i <= j``, row by row
+    of the upper triangle), then the bias feature 1."""
+    L = np.copysign(np.log1p(np.abs(X)), X)
+    d = X.shape[1]
+    products = [L[:, i] * L[:, j] for i in range(d) for j in range(i, d)]
+    return np.hstack([L, np.column_stack(products), np.ones((X.shape[0], 1))])
+
+
+def test_the_products_view_is_a_selector_on_the_log_scaled_rows_and_their_products() -> None:
+    """``log-quad`` is ``adaptive`` on ``[log x, log x_i log x_j, 1]`` (a quadratic model of the
+    log-scaled row); as a second view the leader rule is the one of the other views; batch,
+    sparse and event by event agree."""
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(600, 4)) * 2.0
+    tasks = rng.integers(0, 3, 600)
+    y = np.where(X[:, 0] * X[:, 1] + 0.2 * rng.normal(size=600) > 0, 1.0, -1.0)  # no hyperplane
+    auto = learners.make("adaptive-auto", n_features=4, n_tasks=3, views="log-quad,log-l2")
+    got = auto.score_and_learn_many(X, y, tasks)
+    products = learners.make("adaptive", n_features=15, n_tasks=3, append_bias=False, **GRID)
+    logged = learners.make(
+        "adaptive", n_features=4, n_tasks=3, l2_normalize=True, log_scale=True, **GRID
+    )
+    s1 = products.score_and_learn_many(_with_products(X), y, tasks)
+    s2 = logged.score_and_learn_many(X, y, tasks)
+    want, mistakes = [], [0, 0]
+    for i in range(len(y)):
+        want.append(s2[i] if mistakes[1] < mistakes[0] else s1[i])
+        mistakes[0] += int((s1[i] >= 0) != (y[i] > 0))
+        mistakes[1] += int((s2[i] >= 0) != (y[i] > 0))
+    assert got.tolist() == want
+    assert auto.view_mistakes_.tolist() == mistakes
+    np.testing.assert_array_equal(auto.views_[0].U_, products.U_)
+    # the products separate what a hyperplane cannot: far fewer mistakes than the linear view
+    assert mistakes[0] < 0.6 * mistakes[1]
+    assert auto.leader_view() == "log-quad"
+    sparse = learners.make("adaptive-auto", n_features=4, n_tasks=3, views="log-quad,log-l2")
+    np.testing.assert_array_equal(sparse.score_and_learn_many(sp.csr_matrix(X), y, tasks), got)
+    single = learners.make("adaptive-auto", n_features=4, n_tasks=3, views="log-quad,log-l2")
+    one = [single.score_and_learn_one(x, float(t), int(k)) for x, t, k in zip(X, y, tasks)]
+    np.testing.assert_allclose(one, got, rtol=1e-12, atol=1e-12)
+    assert single.view_mistakes_.tolist() == mistakes
+    assert single.decision_one(X[0], 2) == pytest.approx(auto.decision_one(X[0], 2), rel=1e-12)
+
+
+def test_the_products_view_is_refused_for_wide_rows() -> None:
+    learners.make("adaptive-auto", n_features=100, n_tasks=1, views="log-quad")
+    with pytest.raises(ValueError, match="views: log-quad needs at most 100 features"):
+        learners.make("adaptive-auto", n_features=101, n_tasks=1, views="log,log-quad")
 
 
 def test_a_single_view_is_exactly_adaptive() -> None:
@@ -152,18 +222,28 @@ def test_state_is_stored_per_view_and_restored() -> None:
     assert back.leader_view() == auto.leader_view()
 
 
-@pytest.mark.parametrize("views", ["", "raw,raw", "l1", "raw,l2,raw", "log_l2", "log,l2,log"])
+@pytest.mark.parametrize(
+    "views", ["", "raw,raw", "l1", "raw,l2,raw", "log_l2", "log,l2,log", "auto,log", "quad"]
+)
 def test_bad_views_are_refused(views: str) -> None:
     with pytest.raises(ValueError, match="views"):
         learners.make("adaptive-auto", n_features=2, n_tasks=1, views=views)
 
 
-def test_state_bytes_is_two_selectors() -> None:
-    one = learners.get("adaptive").state_bytes(11, 4, append_bias=False, **GRID)
-    assert learners.get("adaptive-auto").state_bytes(10, 4) == 2 * one + 16
-    auto = learners.make("adaptive-auto", n_features=10, n_tasks=4)
+@pytest.mark.parametrize("d", [10, 40])
+def test_state_bytes_is_one_selector_per_view(d: int) -> None:
+    """Two selectors on ``d + 1`` inputs, and for narrow rows one on ``d (d + 3) / 2 + 1``."""
+    one = learners.get("adaptive").state_bytes(d + 1, 4, append_bias=False, **GRID)
+    want = 2 * one + 16
+    if d <= 32:
+        want += (
+            learners.get("adaptive").state_bytes(d * (d + 3) // 2 + 1, 4, append_bias=False, **GRID)
+            + 8
+        )
+    assert learners.get("adaptive-auto").state_bytes(d, 4) == want
+    auto = learners.make("adaptive-auto", n_features=d, n_tasks=4)
     arrays = sum(v.nbytes for v in auto.state_dict().values() if isinstance(v, np.ndarray))
-    assert arrays <= auto.state_bytes(10, 4)
+    assert arrays <= auto.state_bytes(d, 4)
 
 
 def test_relations_are_the_cosine_similarity_of_the_leading_views_predictors() -> None:
