@@ -11,7 +11,6 @@ Sec. 11.1), and AROW's regulariser ``r`` (unused by the other losses).
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,13 +56,16 @@ class Configs:
         couplings: list[float],
         r: float,
         gamma: float = 0.0,
+        arow_couplings: list[float] | None = None,
     ) -> Configs:
         """Every (loss, eta, b) of the grid, in this order; AROW ignores eta, so it gets one
-        configuration per b."""
+        configuration per b, of ``arow_couplings`` when given (else of ``couplings``)."""
         rows: list[tuple[int, float, float]] = []
-        for loss, b in itertools.product(losses, couplings):
+        for loss in losses:
             code = LOSS_CODES[loss]
-            rows.extend((code, e, b) for e in ([1.0] if code == AROW else etas))
+            per_loss = arow_couplings if code == AROW and arow_couplings is not None else couplings
+            for b in per_loss:
+                rows.extend((code, e, b) for e in ([1.0] if code == AROW else etas))
         return cls(
             np.array([c for c, _, _ in rows], dtype=np.int64),
             np.array([e for _, e, _ in rows], dtype=np.float64),

@@ -26,7 +26,7 @@ from learners.adaptive.kernels import adaptive_pass
 from learners.adaptive.reference import AdaptiveState, learn, member_scores
 from learners.base import APPEND_BIAS, L2_NORMALIZE, LOG_SCALE, Learner, Param
 from learners.inputs import Batch, Vec
-from learners.params import non_negative, positive
+from learners.params import non_negative, optional, positive
 from learners.registry import register
 from learners.rom.base import OUTLIER_PARAMS, flagged_outliers
 
@@ -350,6 +350,14 @@ COUPLINGS = Param(
 )
 
 
+AROW_COUPLINGS = Param(
+    "arow_couplings",
+    None,
+    "Comma-separated couplings b of the grid's AROW configurations (None: the same as couplings).",
+    optional(non_negative_list),
+)
+
+
 @register
 class AdaptiveSelector(AdaptiveLearner):
     """Online model selection over adaptive configurations (docs/algorithms.md Sec. 11.4).
@@ -365,6 +373,7 @@ class AdaptiveSelector(AdaptiveLearner):
         LOSSES,
         ETAS,
         COUPLINGS,
+        AROW_COUPLINGS,
         RIDGE,
         BIAS_ON,
         L2_NORMALIZE,
@@ -373,6 +382,7 @@ class AdaptiveSelector(AdaptiveLearner):
     conformance_params: ClassVar[tuple[dict[str, Any], ...]] = (
         {},
         {"losses": "arow,logistic", "etas": "0.5", "couplings": "0,1", "append_bias": False},
+        {"losses": "logistic,arow", "etas": "1.0", "couplings": "0.5", "arow_couplings": "0.25,4"},
     )
 
     @classmethod
@@ -382,4 +392,7 @@ class AdaptiveSelector(AdaptiveLearner):
             [float(e) for e in hyper["etas"].split(",")],
             [float(b) for b in hyper["couplings"].split(",")],
             hyper["r"],
+            arow_couplings=None
+            if hyper.get("arow_couplings") is None
+            else [float(b) for b in hyper["arow_couplings"].split(",")],
         )

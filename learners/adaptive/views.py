@@ -35,6 +35,7 @@ import numpy as np
 
 from learners.adaptive.learners import (
     ADAPTIVE_PAPERS,
+    AROW_COUPLINGS,
     BIAS_ON,
     COUPLINGS,
     ETAS,
@@ -108,11 +109,14 @@ VIEW_LIST = Param(
     view_list,
 )
 # The grid chosen on development shuffles of the benchmark streams (docs/algorithms.md
-# Sec. 11.8): logistic at three step sizes and AROW, each with a mostly shared (b = 0.5)
-# and a mostly per-task (b = 8) coupling.
+# Sec. 11.8): logistic at three step sizes and AROW, each with a mostly shared (logistic
+# b = 0.5, AROW b = 0.25) and a mostly per-task (b = 8) coupling.
 AUTO_LOSSES = Param(LOSSES.name, "logistic,arow", LOSSES.description, LOSSES.check)
 AUTO_ETAS = Param(ETAS.name, "1.0,0.5,3.0", ETAS.description, ETAS.check)
 AUTO_COUPLINGS = Param(COUPLINGS.name, "0.5,8.0", COUPLINGS.description, COUPLINGS.check)
+AUTO_AROW_COUPLINGS = Param(
+    AROW_COUPLINGS.name, "0.25,8.0", AROW_COUPLINGS.description, AROW_COUPLINGS.check
+)
 
 
 @register
@@ -134,6 +138,7 @@ class AdaptiveViews(Learner):
         AUTO_LOSSES,
         AUTO_ETAS,
         AUTO_COUPLINGS,
+        AUTO_AROW_COUPLINGS,
         RIDGE,
         VIEW_LIST,
         BIAS_ON,
@@ -177,6 +182,7 @@ class AdaptiveViews(Learner):
             "losses": hyper["losses"],
             "etas": hyper["etas"],
             "couplings": hyper["couplings"],
+            "arow_couplings": hyper["arow_couplings"],
             "r": hyper["r"],
             "append_bias": False,
             "l2_normalize": unit_rows,

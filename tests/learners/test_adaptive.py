@@ -137,9 +137,29 @@ def test_grid_gives_arow_one_configuration_per_coupling() -> None:
     ]
 
 
+def test_arow_couplings_replace_the_couplings_of_the_arow_configurations_only() -> None:
+    c = Configs.grid(["logistic", "arow"], [1.0], [0.5, 8.0], r=1.0, arow_couplings=[0.25])
+    assert [c.describe(m) for m in range(c.size)] == [
+        "logistic eta=1 b=0.5",
+        "logistic eta=1 b=8",
+        "arow r=1 b=0.25",
+    ]
+    grid = {"losses": "logistic,arow", "etas": "1.0", "couplings": "0.5,8.0"}
+    selector = learners.make("adaptive", n_features=2, n_tasks=1, arow_couplings="0.25", **grid)
+    assert selector.configuration_names() == [c.describe(m) for m in range(c.size)]
+    same = learners.make("adaptive", n_features=2, n_tasks=1, **grid)
+    assert same.configuration_names()[2:] == ["arow r=1 b=0.5", "arow r=1 b=8"]
+
+
 @pytest.mark.parametrize(
     ("param", "value"),
-    [("losses", "logistic,squared"), ("etas", "0.5,0"), ("couplings", "-1"), ("etas", "")],
+    [
+        ("losses", "logistic,squared"),
+        ("etas", "0.5,0"),
+        ("couplings", "-1"),
+        ("etas", ""),
+        ("arow_couplings", "0.5,-2"),
+    ],
 )
 def test_bad_grids_are_rejected(param: str, value: str) -> None:
     with pytest.raises(ValueError, match=param):

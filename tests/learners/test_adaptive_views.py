@@ -14,7 +14,12 @@ from hypothesis import strategies as st
 import learners
 from learners.adaptive.views import AdaptiveViews
 
-GRID = {"losses": "logistic,arow", "etas": "1.0,0.5,3.0", "couplings": "0.5,8.0"}
+GRID = {
+    "losses": "logistic,arow",
+    "etas": "1.0,0.5,3.0",
+    "couplings": "0.5,8.0",
+    "arow_couplings": "0.25,8.0",
+}
 
 
 def _stream(n: int, d: int, k: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
