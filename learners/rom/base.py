@@ -50,6 +50,7 @@ from learners.params import non_negative, one_of, positive
 
 __all__ = [
     "OUTLIER_FACTOR",
+    "OUTLIER_MIN_SHARE",
     "OUTLIER_PARAMS",
     "OUTLIER_RULE",
     "OUTLIER_THRESHOLD",
@@ -86,6 +87,14 @@ OUTLIER_FACTOR = Param(
     positive,
 )
 OUTLIER_PARAMS = (OUTLIER_THRESHOLD, OUTLIER_RULE, OUTLIER_FACTOR)
+OUTLIER_MIN_SHARE = Param(
+    "outlier_min_share",
+    0.12,
+    "With outlier_rule='relative': the least ||q_i|| / ||w_i|| of a flagged task (the outlier "
+    "part's share of the task's predictor w_i = u + p_i + q_i); 0 turns the test off "
+    "(docs/algorithms.md Sec. 5.4).",
+    non_negative,
+)
 
 
 def hinge_active(score: float, y: float) -> bool:
@@ -141,8 +150,17 @@ class RobustMultitask(CompiledLearner):
         return self._outlier_norms()
 
     def outlier_tasks(self) -> list[int]:
-        """Indices (0-based) of the tasks flagged by ``outlier_rule`` (see the module docstring)."""
-        return flagged_outliers(self.outlier_scores(), self.hyper)
+        """Indices (0-based) of the tasks flagged by ``outlier_rule`` (see the module docstring);
+        the relative rule also requires ``||q_i|| > outlier_min_share ||w_i||``."""
+        scores = self.outlier_scores()
+        flagged = flagged_outliers(scores, self.hyper)
+        share = float(self.hyper.get("outlier_min_share", 0.0))
+        if not flagged or share == 0.0 or self.hyper["outlier_rule"] != "relative":
+            return flagged
+        W = self._task_weights()
+        assert W is not None
+        norms = np.linalg.norm(W, axis=1)
+        return [k for k in flagged if scores[k] > share * norms[k]]
 
     def _outlier_norms(self) -> np.ndarray:
         raise NotImplementedError

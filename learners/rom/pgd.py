@@ -15,7 +15,13 @@ from learners.inputs import Vec
 from learners.omtl.compiled import KernelRows, vec_dot
 from learners.params import non_negative, positive
 from learners.registry import register
-from learners.rom.base import OUTLIER_PARAMS, ZHANG2018, RobustMultitask, hinge_active
+from learners.rom.base import (
+    OUTLIER_MIN_SHARE,
+    OUTLIER_PARAMS,
+    ZHANG2018,
+    RobustMultitask,
+    hinge_active,
+)
 from learners.rom.kernels import clear_row, note_support, pgd_pass
 from learners.rom.prox import shrink_factor
 from learners.rom.scaled import add_scaled, rescale, scaled_dense
@@ -102,6 +108,7 @@ class RobustPGD(RobustMultitask):
         Param("beta", 1e-3, "Ridge weight beta on the individual parts p_i (Eq. 7).", non_negative),
         Param("gamma", 0.5, "Group-lasso weight gamma on the columns q_i (Eq. 10).", non_negative),
         *OUTLIER_PARAMS,
+        OUTLIER_MIN_SHARE,
         APPEND_BIAS,
         L2_NORMALIZE,
     )

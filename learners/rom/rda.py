@@ -13,7 +13,13 @@ from learners.inputs import Vec
 from learners.omtl.compiled import KernelRows, vec_dot
 from learners.params import non_negative, positive
 from learners.registry import register
-from learners.rom.base import OUTLIER_PARAMS, ZHANG2018, RobustMultitask, hinge_active
+from learners.rom.base import (
+    OUTLIER_MIN_SHARE,
+    OUTLIER_PARAMS,
+    ZHANG2018,
+    RobustMultitask,
+    hinge_active,
+)
 from learners.rom.kernels import rda_pass
 from learners.rom.prox import shrink_factor
 
@@ -109,6 +115,7 @@ class RobustRDA(RobustMultitask):
             non_negative,
         ),
         *OUTLIER_PARAMS,
+        OUTLIER_MIN_SHARE,
         APPEND_BIAS,
         L2_NORMALIZE,
     )

@@ -55,3 +55,14 @@ def test_rom_rda_defaults_flag_the_true_outlier_at_the_end() -> None:
         for a in alerts:
             (final.add if a["kind"] == "outlier" else final.discard)(a["task"])
         assert final == {"task5"}
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_rom_rda_defaults_raise_no_false_alert_on_related_tasks(seed: int) -> None:
+    """Default rom-rda: no alert over the 5,000 events at delta2 = 0.09. Without the share test
+    (outlier_min_share = 0) the relative rule flags a task for stretches of the stream (its
+    ||q_i|| at most 0.09 of ||w_i||, where the true outlier at delta2 = 12.25 holds at least
+    0.17 of its own while flagged)."""
+    spec = "synthetic-rom:delta2=0.09"
+    assert alerts_over_stream(spec, "rom-rda", seed) == []
+    assert alerts_over_stream(spec, "rom-rda", seed, outlier_min_share=0.0) != []
