@@ -2,13 +2,15 @@
 chromium driven by playwright), against a live service with no network beyond it.
 
 Skipped, with the reason, when chromium or playwright is not installed (CI installs
-both: ``.ci/run``). Screenshots go to ``bench/results/`` (dashboard.png,
-annotate.png, docs.png).
+both: ``.ci/run``). Screenshots (dashboard.png, annotate.png, docs.png) go to a
+temporary directory, or to the directory in ``OMTL_SCREENSHOTS`` when it is set
+(``OMTL_SCREENSHOTS=bench/results`` refreshes the committed ones).
 """
 
 from __future__ import annotations
 
 import io
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +24,6 @@ from tests.browser.live import Live, live_service, seed
 from tests.service.helpers import wait_until
 
 CHROMIUM = "/usr/bin/chromium"
-RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results"
 FLAGS = [
     "--headless",
     "--no-sandbox",
@@ -53,6 +54,15 @@ def live(settings: Settings, rb: Any) -> Iterator[Live]:
     with live_service(settings) as service:
         seed(service)
         yield service
+
+
+@pytest.fixture
+def shots(tmp_path: Path) -> Path:
+    """Where the screenshots go (module docstring)."""
+    chosen = os.environ.get("OMTL_SCREENSHOTS")
+    out = Path(chosen) if chosen else tmp_path
+    out.mkdir(parents=True, exist_ok=True)
+    return out
 
 
 @pytest.fixture
@@ -98,7 +108,9 @@ def _has_colour(pixels: np.ndarray, hex_colour: str, tolerance: int = 30) -> int
     return int((np.abs(pixels - rgb).max(axis=2) <= tolerance).sum())
 
 
-def test_dashboard_shows_the_heatmap_and_the_curves_with_data(browser: Any, live: Live) -> None:
+def test_dashboard_shows_the_heatmap_and_the_curves_with_data(
+    browser: Any, live: Live, shots: Path
+) -> None:
     offline = Offline(browser, live.base)
     page = offline.page("/dashboard")
     page.wait_for_selector("body[data-loaded='1']")
@@ -123,12 +135,11 @@ def test_dashboard_shows_the_heatmap_and_the_curves_with_data(browser: Any, live
     assert (np.abs(heat - 255).max(axis=2) > 40).mean() > 0.2
     curves = _pixels(page.locator("svg.curves").screenshot())
     assert _has_colour(curves, "#0072B2") > 100
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(RESULTS / "dashboard.png"), full_page=True)
+    page.screenshot(path=str(shots / "dashboard.png"), full_page=True)
     assert offline.refused == []
 
 
-def test_docs_render_offline(browser: Any, live: Live) -> None:
+def test_docs_render_offline(browser: Any, live: Live, shots: Path) -> None:
     offline = Offline(browser, live.base)
     page = offline.page("/docs")
     page.wait_for_selector(".swagger-ui .opblock")
@@ -136,7 +147,7 @@ def test_docs_render_offline(browser: Any, live: Live) -> None:
     assert "/predict" in page.locator(".swagger-ui").inner_text()
     pixels = _pixels(page.screenshot())
     assert _has_colour(pixels, "#49cc90", 20) > 200  # Swagger UI's green POST blocks
-    page.screenshot(path=str(RESULTS / "docs.png"), full_page=False)
+    page.screenshot(path=str(shots / "docs.png"), full_page=False)
     # "Try it out" on /predict sends the documented example as it is, and gets 200
     block = page.locator(".opblock-post", has=page.locator("[data-path='/predict']")).first
     block.locator(".opblock-summary").first.click()
@@ -152,7 +163,7 @@ def test_docs_render_offline(browser: Any, live: Live) -> None:
 
 
 def test_three_requests_answered_by_clicking_leave_every_page_and_move_the_model(
-    browser: Any, live: Live
+    browser: Any, live: Live, shots: Path
 ) -> None:
     offline = Offline(browser, live.base)
     page = offline.page("/annotate")
@@ -174,7 +185,7 @@ def test_three_requests_answered_by_clicking_leave_every_page_and_move_the_model
         p.wait_for_function(
             "document.querySelectorAll('#requests .req').length === 2", timeout=5000
         )
-    page.screenshot(path=str(RESULTS / "annotate.png"), full_page=True)
+    page.screenshot(path=str(shots / "annotate.png"), full_page=True)
 
     def applied(n: int) -> bool:
         now = live.model()
