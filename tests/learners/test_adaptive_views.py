@@ -32,6 +32,22 @@ def _stream(n: int, d: int, k: int, seed: int) -> tuple[np.ndarray, np.ndarray, 
     return X, y, tasks
 
 
+def _check_leader(
+    auto: AdaptiveViews, got: np.ndarray, s1: np.ndarray, s2: np.ndarray, y: np.ndarray
+) -> list[int]:
+    """``auto``'s scores ``got`` and view counts against the leader rule computed by hand from
+    its two views' scores ``s1`` and ``s2``: per row, the score of the view with fewer
+    progressive mistakes before it (the first on ties). Returns each view's mistakes."""
+    want, mistakes = [], [0, 0]
+    for i in range(len(y)):
+        want.append(s2[i] if mistakes[1] < mistakes[0] else s1[i])
+        mistakes[0] += int((s1[i] >= 0) != (y[i] > 0))
+        mistakes[1] += int((s2[i] >= 0) != (y[i] > 0))
+    assert got.tolist() == want
+    assert auto.view_mistakes_.tolist() == mistakes
+    return mistakes
+
+
 def _check_two_views(
     auto: AdaptiveViews,
     got: np.ndarray,
@@ -48,13 +64,7 @@ def _check_two_views(
     first = learners.make("adaptive", n_features=d, n_tasks=k, **grid)
     second = learners.make("adaptive", n_features=d, n_tasks=k, l2_normalize=True, **grid)
     s1, s2 = first.score_and_learn_many(rows, y, tasks), second.score_and_learn_many(rows, y, tasks)
-    want, mistakes = [], [0, 0]
-    for i in range(len(y)):
-        want.append(s2[i] if mistakes[1] < mistakes[0] else s1[i])
-        mistakes[0] += int((s1[i] >= 0) != (y[i] > 0))
-        mistakes[1] += int((s2[i] >= 0) != (y[i] > 0))
-    assert got.tolist() == want
-    assert auto.view_mistakes_.tolist() == mistakes
+    mistakes = _check_leader(auto, got, s1, s2, y)
     np.testing.assert_array_equal(auto.views_[0].U0_, first.U0_)
     np.testing.assert_array_equal(auto.views_[1].U0_, second.U0_)
     return mistakes
@@ -134,13 +144,7 @@ def test_the_products_view_is_a_selector_on_the_log_scaled_rows_and_their_produc
     )
     s1 = products.score_and_learn_many(_with_products(X), y, tasks)
     s2 = logged.score_and_learn_many(X, y, tasks)
-    want, mistakes = [], [0, 0]
-    for i in range(len(y)):
-        want.append(s2[i] if mistakes[1] < mistakes[0] else s1[i])
-        mistakes[0] += int((s1[i] >= 0) != (y[i] > 0))
-        mistakes[1] += int((s2[i] >= 0) != (y[i] > 0))
-    assert got.tolist() == want
-    assert auto.view_mistakes_.tolist() == mistakes
+    mistakes = _check_leader(auto, got, s1, s2, y)
     np.testing.assert_array_equal(auto.views_[0].U_, products.U_)
     # the products separate what a hyperplane cannot: far fewer mistakes than the linear view
     assert mistakes[0] < 0.6 * mistakes[1]
