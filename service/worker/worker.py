@@ -66,6 +66,10 @@ STEP_CHUNK_MAX = 500
 #: Events one read should bring at most: a log of large batch entries is read a few entries
 #: at a time (``read_count`` entries of 10,000 events would be a reply of hundreds of MB).
 READ_EVENTS = 50_000
+#: Bytes one read should bring at most per log: the entries per read follow the size of the
+#: entries last read, so a reply stays a few MB (it is parsed, copied and learned while
+#: still in the CPU's caches) whatever the entries carry; a larger entry comes alone.
+READ_BYTES = 2 << 20
 
 
 class Worker:
@@ -101,8 +105,9 @@ class Worker:
         self.r.set_response_callback("XREAD", lambda response, **_: response)
         self.owned: dict[str, Owned] = {}
         self.by_log: dict[bytes, Owned] = {}
-        #: entries per XREAD: ``read_count``, fewer while the entries carry many events
-        self.read_entries = settings.read_count
+        #: entries per XREAD: ``read_count``, fewer while the entries carry many events or
+        #: bytes (:data:`READ_EVENTS`, :data:`READ_BYTES`); one until an entry was seen
+        self.read_entries = 1
         #: models that could not be loaded -> monotonic time of the next try
         self.broken: dict[str, float] = {}
         self.retry_s = settings.model_retry_s
@@ -277,7 +282,7 @@ class Worker:
         fill a read already) applies from what it holds.
         """
         count = self.read_entries
-        entries_read = events_before = events_after = 0
+        entries_read = events_before = events_after = entry_bytes = 0
         for stream, owned in list(self.by_log.items()):
             st = owned.state
             new = got.get(stream)
@@ -291,6 +296,7 @@ class Worker:
                 continue
             if new:
                 st.read_id = new[-1][0].decode()
+                entry_bytes = max(entry_bytes, _entry_bytes(new[0]), _entry_bytes(new[-1]))
             entries = st.pending + new if st.pending and new else (new or st.pending)
             # the read returned everything there was: groups older than now are complete
             complete = read and now_ms is not None and (not new or len(new) < count)
@@ -305,7 +311,14 @@ class Worker:
                 self._snapshot(owned)
         if entries_read:
             per_entry = max(1, (events_after - events_before) // entries_read)
-            self.read_entries = max(1, min(self.settings.read_count, READ_EVENTS // per_entry))
+            self.read_entries = max(
+                1,
+                min(
+                    self.settings.read_count,
+                    READ_EVENTS // per_entry,
+                    READ_BYTES // max(1, entry_bytes),
+                ),
+            )
 
     def _apply_bounded(self, owned: Owned, entries: list[Any], horizon: int | None) -> list[Any]:
         """Apply ``entries`` in chunks for at most ``max_step_seconds`` (or until the worker
@@ -484,3 +497,8 @@ class Worker:
         """Close the Redis connections."""
         self.keeper.close()
         self.r.close()
+
+
+def _entry_bytes(entry: Any) -> int:
+    """The bytes of a raw XREAD entry's field names and values (its share of a reply)."""
+    return sum(map(len, entry[1]))
