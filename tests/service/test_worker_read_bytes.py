@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pytest
 import redis
 
 from service.settings import Settings
@@ -16,7 +15,6 @@ from service.store import keys
 from service.store.codec import encode_batch
 from service.store.models import ModelConfig, put_model
 from service.worker import Worker
-from service.worker import worker as worker_module
 from service.worker.worker import READ_BYTES, READ_EVENTS
 
 D = 4000
@@ -39,29 +37,28 @@ def _fill(rb: redis.Redis, model: str, entries: int) -> int:
     return size
 
 
-def test_reads_are_sized_by_bytes(
-    rb: redis.Redis, settings: Settings, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_reads_are_sized_by_bytes(rb: redis.Redis, settings: Settings) -> None:
     size = _fill(rb, "big", 12)
     per_read = READ_BYTES // size
     assert 1 < per_read < READ_EVENTS // ROWS  # the bytes bound the read here, not the events
     counts: list[int] = []
     replies: list[int] = []
-    real = worker_module.read_logs
-
-    def counting(r: Any, by_log: Any, count: int, block_ms: int | None) -> Any:
-        got, now_ms, generations = real(r, by_log, count, block_ms)
-        counts.append(count)
-        replies.append(sum(len(entries) for entries in got.values()))
-        return got, now_ms, generations
-
-    monkeypatch.setattr(worker_module, "read_logs", counting)
     worker = Worker(settings.model_copy(update={"read_count": 500}), models=["big"])
+    real = worker._read
+
+    def counting(reading: Any, count: int, block: int | None) -> Any:
+        got, now_ms, generations, asked = real(reading, count, block)
+        counts.append(asked)
+        replies.append(sum(len(entries) for entries in got.values()))
+        return got, now_ms, generations, asked
+
+    worker._read = counting  # type: ignore[method-assign]
     result = worker.run(until_idle=True, timeout=120)
     assert (result.entries, result.events) == (12, 12 * ROWS)
     assert counts[0] == 1  # nothing known of the entries yet: one comes first
     assert set(counts[1:]) == {per_read}
     assert max(replies) == per_read
+    assert sum(replies) == 12
     assert worker.read_entries == per_read
 
 
