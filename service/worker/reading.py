@@ -5,7 +5,7 @@ configuration generation in one round trip; :func:`flush` writes what applying
 a read produced (label requests, dead letters, outlier alerts) in one pipeline.
 :func:`send_read` and :func:`take_read` split the same read in two, so that it can
 be sent on a connection of its own before the previous read is applied (the
-worker's read-ahead, docs/architecture.md, "Loop details").
+worker's read-ahead, docs/architecture.md, "The worker state machine").
 """
 
 from __future__ import annotations

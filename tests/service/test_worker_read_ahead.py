@@ -1,5 +1,5 @@
 """The worker's read-ahead: while it applies a full read, the next one is already sent on
-a connection of its own (docs/architecture.md, "Loop details"). It is used only when it
+a connection of its own (docs/architecture.md, "The worker state machine"). It is used only when it
 is the read the worker would send then, so the state, the label requests and the dead
 letters are those of a worker that does not read ahead."""
 

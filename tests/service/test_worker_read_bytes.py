@@ -1,7 +1,7 @@
 """The worker sizes each read by bytes: a read brings about ``READ_BYTES`` of entries per
 log, starting from one entry until an entry's size is known, so a log of large entries
-never comes back as one reply of hundreds of megabytes (docs/architecture.md, "Loop
-details")."""
+never comes back as one reply of hundreds of megabytes (docs/architecture.md, "The
+worker state machine")."""
 
 from __future__ import annotations
 
