@@ -70,6 +70,9 @@ STEP_CHUNK_MAX = 500
 #: Events one read should bring at most: a log of large batch entries is read a few entries
 #: at a time (``read_count`` entries of 10,000 events would be a reply of hundreds of MB).
 READ_EVENTS = 50_000
+#: Bytes taken from the socket per receive on the worker's connections (redis-py's default
+#: is 32 KB: a read of a few MB then costs a hundred receives, each parsed in turn).
+SOCKET_READ_BYTES = 512 << 10
 #: Bytes one read should bring at most per log: the entries per read follow the size of the
 #: entries last read, so a reply stays a few MB (it is parsed, copied and learned while
 #: still in the CPU's caches) whatever the entries carry; a larger entry comes alone.
@@ -136,7 +139,10 @@ class Worker:
         #: the read sent ahead, on a connection of its own (plain Redis only)
         self._ahead: _Ahead | None = None
         self._ahead_conn: Any = None
-        self._read_ahead = not is_cluster_client(self.r)
+        plain = not is_cluster_client(self.r)
+        self._read_ahead = plain
+        if plain:  # set before any connection is made (connect() does no I/O)
+            self.r.connection_pool.connection_kwargs["socket_read_size"] = SOCKET_READ_BYTES
         #: models that could not be loaded -> monotonic time of the next try
         self.broken: dict[str, float] = {}
         self.retry_s = settings.model_retry_s
