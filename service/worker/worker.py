@@ -74,8 +74,8 @@ READ_EVENTS = 50_000
 #: is 32 KB: a read of a few MB then costs a hundred receives, each parsed in turn).
 SOCKET_READ_BYTES = 512 << 10
 #: Bytes one read should bring at most per log: the entries per read follow the size of the
-#: entries last read, so a reply stays a few MB (it is parsed, copied and learned while
-#: still in the CPU's caches) whatever the entries carry; a larger entry comes alone.
+#: entries last read, so a reply stays a few MB of memory reused from read to read (not
+#: hundreds of MB of fresh pages) whatever the entries carry; a larger entry comes alone.
 READ_BYTES = 2 << 20
 
 
@@ -365,8 +365,8 @@ class Worker:
         self, reading: dict[bytes, Owned], count: int, block: int | None
     ) -> tuple[dict[bytes, list[Any]], int, list[Any], int]:
         """One read over ``reading``: the read sent ahead when it is the one to send now
-        (and, unless the read would not block, when it brought entries), else a fresh
-        one. Returns what :func:`read_logs` does and the entries per log it asked for."""
+        and it brought entries (or this read would not block anyway), else a fresh one.
+        Returns what :func:`read_logs` does and the entries per log it asked for."""
         ahead = self._take_ahead(reading)
         if ahead is not None and (ahead[0] or block is None):
             return ahead
@@ -547,6 +547,8 @@ class Worker:
                 sizes = [_entry_bytes(e[i]) for e in got.values() if e for i in (0, -1)]
                 self._entry_bytes = max([1, *sizes])
             self._send_ahead(reading, got, count)
+        elif self._ahead is not None:  # a read sent ahead serves the next step or none
+            self._take_ahead(reading)
         if not got and not pending:
             if until_idle and self._all_wanted_owned():
                 return True
