@@ -3,8 +3,10 @@
 ``python -m bench.perf.e2e_apply`` encodes the perf-anchor stream (K = 100,
 d = 100, every event labelled, cmtl) as batch entries of 100 and of 10,000
 events, exactly as Redis returns them to the worker (``[id, [field, value,
-...]]``), and times :meth:`service.worker.apply.Applier.apply` on reads of 500
-entries (the worker's ``read_count``): fast reading, task mapping, merged
+...]]``), and times :meth:`service.worker.apply.Applier.apply` on reads of the
+worker's size (``read_count`` entries, fewer for entries of many events or bytes:
+:data:`service.worker.worker.READ_EVENTS`, :data:`~service.worker.worker.READ_BYTES`):
+fast reading, task mapping, merged
 learner calls, counters; no Redis round trip. It isolates what
 ``python -m bench.e2e``'s drain adds on top of the transport
 (docs/architecture.md, "Applying log entries").
@@ -22,10 +24,11 @@ from service.store.models import ModelConfig, initial_snapshot
 from service.worker.apply import Applier
 from service.worker.outbox import Outbox
 from service.worker.state import ModelState
+from service.worker.worker import READ_BYTES, READ_EVENTS
 
 __all__ = ["main", "measure"]
 
-K, D, READ = 100, 100, 500
+K, D, READ_COUNT = 100, 100, 500
 
 
 def _flat(fields: dict[str, bytes | str]) -> list[bytes]:
@@ -52,14 +55,16 @@ def measure(n_events: int, per_entry: int, reps: int = 3) -> float:
         ]
         for i, a in enumerate(range(0, n_events, per_entry))
     ]
+    entry_bytes = sum(map(len, entries[0][1]))
+    read = max(1, min(READ_COUNT, READ_EVENTS // per_entry, READ_BYTES // entry_bytes))
     config = ModelConfig(learner="cmtl", n_features=D, tasks=[f"t{k}" for k in range(K)])
     rates = []
     for _ in range(reps + 1):  # the first run warms caches and is not kept
         state = ModelState("m", initial_snapshot("m", config))
         applier = Applier(state, Outbox(), lambda entry_id: None)
         started = time.thread_time()
-        for s in range(0, len(entries), READ):
-            applier.apply(entries[s : s + READ], horizon_ms=None)
+        for s in range(0, len(entries), read):
+            applier.apply(entries[s : s + read], horizon_ms=None)
         rates.append(n_events / (time.thread_time() - started))
         assert state.totals["events"] == n_events
     kept = sorted(rates[1:])

@@ -104,7 +104,11 @@ def measure_drain(
     put_model(r, model, ModelConfig(learner="cmtl", n_features=dim, tasks=tasks))
     entries = _entries(stream, per_entry)
     fill = _fill(r, keys.log_key(model), entries)
-    result = Worker(settings, models=[model]).run(until_idle=True)
+    worker = Worker(settings, models=[model])
+    try:
+        result = worker.run(until_idle=True)
+    finally:
+        worker.close()
     if result.events != stream.n:
         raise RuntimeError(f"the worker applied {result.events} of {stream.n} events")
     worker_rate = result.events / result.seconds

@@ -355,8 +355,6 @@ class Applier:
         if fast is None:
             return None
         n, task, names, xb, yb = fast
-        if self.merge_batches and not (np.abs(np.frombuffer(yb, _F4)) == 1.0).all():
-            return None  # not every row labelled -1 or +1: a merged call would refuse it
         tindex = self.state.task_index
         if task is not None:
             t = tindex.get(task)
@@ -380,12 +378,18 @@ class Applier:
         depend on how the log was read. When the call refuses a run of several entries
         (a bad row: nothing changed), every entry is applied on its own, with full
         validation; a single entry the learner refuses is dead-lettered, as it would be.
+
+        A merged run holds only rows labelled -1 or +1 (a merged call would refuse the
+        run otherwise): that is checked here, once for the run; an entry with another
+        label takes the full decode in its place (:meth:`_split_run`).
         """
+        y = np.frombuffer(b"".join([r[4] for r in run]), _F4).astype(np.float64)
         if self.merge_batches:
+            if not (np.abs(y) == 1.0).all():
+                return self._split_run(run)
             X = self._rows_in_buffer(run, x_bytes)
         else:  # one entry, read in place (a learner may keep rows of it)
             X = np.frombuffer(run[0][3], _F4).reshape(-1, self.d)
-        y = np.frombuffer(b"".join([r[4] for r in run]), _F4).astype(np.float64)
         tasks = run[0][2] if len(run) == 1 else np.concatenate([r[2] for r in run])
         try:
             scores = self.learner.score_and_learn_many(X, y, tasks)
@@ -399,6 +403,26 @@ class Applier:
             return n
         self._count_labelled(scores, y, tasks)
         return int(y.shape[0])
+
+    def _split_run(self, run: list[_Batched]) -> int:
+        """A run with some entry whose labels are not all -1 or +1: its entries in log order,
+        each maximal stretch of entries labelled -1 or +1 merged as a run, every other entry
+        taking the full decode (it is applied, or dead-lettered, on its own). The learner
+        merges exactly, so the stretches give the state of one call per entry."""
+        n, good, good_bytes = 0, [], 0
+        for entry in run:
+            if (np.abs(np.frombuffer(entry[4], _F4)) == 1.0).all():
+                good.append(entry)
+                good_bytes += len(entry[3])
+                continue
+            if good:
+                n += self._apply_run(good, good_bytes)
+                good, good_bytes = [], 0
+            eid_b, flat = entry[0], entry[1]
+            n += self._guarded(eid_b, flat, self._generic, eid_b.decode(), flat)
+        if good:
+            n += self._apply_run(good, good_bytes)
+        return n
 
     def _rows_in_buffer(self, run: list[_Batched], x_bytes: int) -> np.ndarray:
         """The rows of a run, copied into the reused buffer (writable float32, no fresh

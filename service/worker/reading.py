@@ -3,12 +3,15 @@
 :func:`read_logs` reads every owned log, the server's time and each model's
 configuration generation in one round trip; :func:`flush` writes what applying
 a read produced (label requests, dead letters, outlier alerts) in one pipeline.
+:func:`send_read` and :func:`take_read` split the same read in two, so that it can
+be sent on a connection of its own before the previous read is applied (the
+worker's read-ahead, docs/architecture.md, "The worker state machine").
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from service.store import Store, keys
@@ -16,7 +19,7 @@ from service.store.cluster import REDIRECTED, is_cluster_client
 from service.worker.outliers import outlier_alerts
 from service.worker.owned import Owned
 
-__all__ = ["ALERTS_MAXLEN", "DEAD_MAXLEN", "flush", "read_logs"]
+__all__ = ["ALERTS_MAXLEN", "DEAD_MAXLEN", "flush", "read_logs", "send_read", "take_read"]
 
 #: Pause after an empty read on a cluster (its reads cannot block on many slots at once).
 CLUSTER_IDLE_S = 0.05
@@ -43,6 +46,32 @@ def read_logs(
         for owned in by_log.values():
             p.hget(keys.config_key(owned.state.name), "generation")
         reply, (seconds, micros), *generations = p.execute()
+    now_ms = int(seconds) * 1000 + int(micros) // 1000
+    if not reply:
+        return {}, now_ms, generations
+    pairs = reply.items() if isinstance(reply, dict) else reply  # RESP3 / RESP2
+    return {bytes(stream): entries for stream, entries in pairs}, now_ms, generations
+
+
+def send_read(conn: Any, by_log: Mapping[bytes, Owned], ids: Sequence[str], count: int) -> int:
+    """Send :func:`read_logs`'s commands (without BLOCK, reading each log after its id in
+    ``ids``) on the connection ``conn`` of a plain client, without waiting for the replies;
+    returns how many replies :func:`take_read` is to take."""
+    commands: list[tuple[Any, ...]] = [("XREAD", "COUNT", count, "STREAMS", *by_log, *ids)]
+    commands.append(("TIME",))
+    commands += [("HGET", keys.config_key(o.state.name), "generation") for o in by_log.values()]
+    conn.send_packed_command(conn.pack_commands(commands))
+    return len(commands)
+
+
+def take_read(conn: Any, n: int) -> tuple[dict[bytes, list[Any]], int, list[Any]]:
+    """The ``n`` replies of :func:`send_read` on ``conn``, as :func:`read_logs` returns
+    them. Any failure leaves the connection closed (no reply is left unread on it)."""
+    try:
+        reply, (seconds, micros), *generations = [conn.read_response() for _ in range(n)]
+    except BaseException:
+        conn.disconnect()
+        raise
     now_ms = int(seconds) * 1000 + int(micros) // 1000
     if not reply:
         return {}, now_ms, generations

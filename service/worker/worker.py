@@ -10,7 +10,9 @@ Its parts: :mod:`~service.worker.owned` (loading a model),
 (reads and flushes), :mod:`~service.worker.snapshots` and
 :mod:`~service.worker.publishing` (metrics and the run's counts).
 
-After each read it flushes the label requests and dead letters in one pipeline
+While it applies a full read, the next one is already sent on a second
+connection (a read-ahead, used only if it is the read the worker would send
+next). After each read it flushes the label requests and dead letters in one pipeline
 and writes a snapshot every ``snapshot_every_entries`` entries or
 ``snapshot_every_seconds`` seconds; on a clean stop (SIGTERM/SIGINT or
 :meth:`Worker.stop`) it finishes the read in hand, snapshots every model and
@@ -35,12 +37,14 @@ import logging
 import signal
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
 from service import metrics as m
 from service.settings import Settings
 from service.store import STORE_UNAVAILABLE, StoreError, connect
+from service.store.cluster import is_cluster_client
 from service.store.connection import SNAPSHOT_REPLY_S
 from service.store.durability import read_durability, warn_unless_durable
 from service.store.failures import clear_failed, mark_failed
@@ -54,7 +58,7 @@ from service.worker.membership import leave
 from service.worker.owned import Owned, load_owned
 from service.worker.ownership import LeaseKeeper, as_generation
 from service.worker.publishing import PUBLISH_EVERY, PublishedMarks, RunResult, publish
-from service.worker.reading import flush, read_logs
+from service.worker.reading import flush, read_logs, send_read, take_read
 from service.worker.snapshots import snapshot_due, snapshot_state, trim_log
 
 __all__ = ["RunResult", "Worker"]
@@ -66,6 +70,31 @@ STEP_CHUNK_MAX = 500
 #: Events one read should bring at most: a log of large batch entries is read a few entries
 #: at a time (``read_count`` entries of 10,000 events would be a reply of hundreds of MB).
 READ_EVENTS = 50_000
+#: Bytes taken from the socket per receive on the worker's connections (redis-py's default
+#: is 32 KB: a read of a few MB then costs a hundred receives, each parsed in turn).
+SOCKET_READ_BYTES = 512 << 10
+#: Bytes one read should bring at most per log: the entries per read follow the size of the
+#: entries last read, so a reply stays a few MB of memory reused from read to read (not
+#: hundreds of MB of fresh pages) whatever the entries carry; a larger entry comes alone.
+READ_BYTES = 2 << 20
+
+
+@dataclass
+class _Ahead:
+    """A read sent ahead (:meth:`Worker._send_ahead`): the logs it reads, each with its
+    model and the id it reads after, how many entries per log, how many replies."""
+
+    logs: list[tuple[bytes, Owned, str]]
+    count: int
+    replies: int
+
+    def matches(self, reading: dict[bytes, Owned]) -> bool:
+        """Whether it is the read the worker would send now over ``reading`` (the same
+        logs in the same order, of the same models, each after the same id)."""
+        return len(self.logs) == len(reading) and all(
+            stream == now and owned is reading[now] and owned.state.read_id == after
+            for (stream, owned, after), now in zip(self.logs, reading, strict=True)
+        )
 
 
 class Worker:
@@ -101,8 +130,19 @@ class Worker:
         self.r.set_response_callback("XREAD", lambda response, **_: response)
         self.owned: dict[str, Owned] = {}
         self.by_log: dict[bytes, Owned] = {}
-        #: entries per XREAD: ``read_count``, fewer while the entries carry many events
-        self.read_entries = settings.read_count
+        #: entries per XREAD: ``read_count``, fewer while the entries carry many events or
+        #: bytes (:data:`READ_EVENTS`, :data:`READ_BYTES`); one until an entry was seen
+        self.read_entries = 1
+        #: events and bytes per entry in the last read (what ``read_entries`` follows)
+        self._entry_events = 1
+        self._entry_bytes = 1
+        #: the read sent ahead, on a connection of its own (plain Redis only)
+        self._ahead: _Ahead | None = None
+        self._ahead_conn: Any = None
+        plain = not is_cluster_client(self.r)
+        self._read_ahead = plain
+        if plain:  # set before any connection is made (connect() does no I/O)
+            self.r.connection_pool.connection_kwargs["socket_read_size"] = SOCKET_READ_BYTES
         #: models that could not be loaded -> monotonic time of the next try
         self.broken: dict[str, float] = {}
         self.retry_s = settings.model_retry_s
@@ -268,15 +308,16 @@ class Worker:
         got: dict[bytes, list[Any]],
         now_ms: int | None,
         generations: dict[bytes, Any],
+        count: int,
     ) -> None:
-        """Apply what one read returned (and any held-back entries) for every model.
+        """Apply what one read of ``count`` entries per log returned (and any held-back
+        entries) for every model.
 
         A model whose config generation changed (or that was deleted) since it was
         loaded is not applied: the next maintenance tick reloads or drops it. A
         model not read this time (``generations`` lacks it: its held-back entries
         fill a read already) applies from what it holds.
         """
-        count = self.read_entries
         entries_read = events_before = events_after = 0
         for stream, owned in list(self.by_log.items()):
             st = owned.state
@@ -304,15 +345,88 @@ class Worker:
             if snapshot_due(st, self.settings, time.monotonic()):
                 self._snapshot(owned)
         if entries_read:
-            per_entry = max(1, (events_after - events_before) // entries_read)
-            self.read_entries = max(1, min(self.settings.read_count, READ_EVENTS // per_entry))
+            self._entry_events = max(1, (events_after - events_before) // entries_read)
+            self.read_entries = self._read_size()
+
+    def _read_size(self) -> int:
+        """Entries per log for the next read: ``read_count``, fewer for entries of many
+        events or bytes (:data:`READ_EVENTS`, :data:`READ_BYTES`)."""
+        return max(
+            1,
+            min(
+                self.settings.read_count,
+                READ_EVENTS // self._entry_events,
+                READ_BYTES // self._entry_bytes,
+            ),
+        )
+
+    # ------------------------------------------------------------ reading
+    def _read(
+        self, reading: dict[bytes, Owned], count: int, block: int | None
+    ) -> tuple[dict[bytes, list[Any]], int, list[Any], int]:
+        """One read over ``reading``: the read sent ahead when it is the one to send now
+        and it brought entries (or this read would not block anyway), else a fresh one.
+        Returns what :func:`read_logs` does and the entries per log it asked for."""
+        ahead = self._take_ahead(reading)
+        if ahead is not None and (ahead[0] or block is None):
+            return ahead
+        got, now_ms, listed = read_logs(self.r, reading, count, block)
+        return got, now_ms, listed, count
+
+    def _send_ahead(
+        self, reading: dict[bytes, Owned], got: dict[bytes, list[Any]], count: int
+    ) -> None:
+        """Send the next read before this one is applied, when this one was full (the log
+        holds more): Redis prepares its reply while the worker learns.
+
+        The next read is the same as the worker would send once this one is applied: the
+        same logs, each after the last entry read now. It is used only if the next step
+        does read exactly that (:meth:`_Ahead.matches`: no model was dropped, reloaded
+        or held back in between), else dropped; entries are applied only from a read
+        that is used, so what is applied does not depend on reading ahead.
+        """
+        if (
+            not self._read_ahead
+            or self.stopping
+            or not any(len(entries) >= count for entries in got.values())
+        ):
+            return
+        logs = []
+        for stream, owned in reading.items():
+            new = got.get(stream)
+            logs.append((stream, owned, new[-1][0].decode() if new else owned.state.read_id))
+        next_count = self._read_size()
+        if self._ahead_conn is None:
+            self._ahead_conn = self.r.connection_pool.get_connection()
+        replies = send_read(self._ahead_conn, reading, [after for _, _, after in logs], next_count)
+        self._ahead = _Ahead(logs, next_count, replies)
+
+    def _take_ahead(
+        self, reading: dict[bytes, Owned]
+    ) -> tuple[dict[bytes, list[Any]], int, list[Any], int] | None:
+        """The replies of the read sent ahead, if it matches ``reading`` (see
+        :meth:`_send_ahead`); None when there is none or it does not match."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is None:
+            return None
+        got, now_ms, listed = take_read(self._ahead_conn, ahead.replies)
+        if not ahead.matches(reading):
+            return None
+        return got, now_ms, listed, ahead.count
+
+    def _drop_ahead(self) -> None:
+        """Forget a read sent ahead, closing its connection (its replies are not read)."""
+        if self._ahead is not None:
+            self._ahead = None
+            self._ahead_conn.disconnect()
 
     def _apply_bounded(self, owned: Owned, entries: list[Any], horizon: int | None) -> list[Any]:
         """Apply ``entries`` in chunks for at most ``max_step_seconds`` (or until the worker
         is asked to stop); the entries left (held-back groups, then the unapplied rest)
         are returned for the next step.
 
-        The first chunk is one entry; each later one at most doubles it, and fits
+        The first chunk is one entry (or the size the model's last step reached,
+        when that step applied all it had); each later one at most doubles it, and fits
         the rest of the budget at the time per entry so far, so a model whose
         entries take seconds ends its step after one of them (and gets its
         snapshot), even when the first entries were cheap, while a fast one
@@ -324,7 +438,7 @@ class Worker:
         budget_end = started + self.settings.max_step_seconds
         owned.cut_short = False
         held: list[Any] = []
-        start, size = 0, 1
+        start, size = 0, owned.first_chunk
         while start < len(entries):
             chunk = entries[start : start + size]
             start += len(chunk)
@@ -334,10 +448,12 @@ class Worker:
             now = time.perf_counter()
             if not last and (now >= budget_end or self.stopping):
                 owned.cut_short = True
+                owned.first_chunk = 1
                 return held + entries[start:]
             per_entry = (now - started) / start
             fits = int((budget_end - now) / max(per_entry, 1e-7))
             size = max(1, min(2 * size, STEP_CHUNK_MAX, fits))
+        owned.first_chunk = size
         return held
 
     def _snapshot(self, owned: Owned) -> bool:
@@ -425,8 +541,14 @@ class Worker:
         now_ms: int | None = None
         generations: dict[bytes, Any] = {}
         if reading:
-            got, now_ms, listed = read_logs(self.r, reading, count, block)
+            got, now_ms, listed, count = self._read(reading, count, block)
             generations = dict(zip(reading, listed, strict=True))
+            if got:  # the bytes per entry, from the first and last entry of each log
+                sizes = [_entry_bytes(e[i]) for e in got.values() if e for i in (0, -1)]
+                self._entry_bytes = max([1, *sizes])
+            self._send_ahead(reading, got, count)
+        elif self._ahead is not None:  # a read sent ahead serves the next step or none
+            self._take_ahead(reading)
         if not got and not pending:
             if until_idle and self._all_wanted_owned():
                 return True
@@ -435,13 +557,14 @@ class Worker:
                 if snapshot_due(idle.state, self.settings, now):
                     self._snapshot(idle)
             return False
-        self._apply_reads(got, now_ms, generations)
+        self._apply_reads(got, now_ms, generations, count)
         return False
 
     def _lost_connection(self, exc: Exception) -> None:
         """Redis went away: forget the models (their state is reloaded from the last
         snapshot once Redis is back, and the log replayed) and wait a little."""
         log.warning("worker %s lost Redis (%s); retrying", self.id, exc)
+        self._drop_ahead()
         for name in list(self.owned):
             self._drop(name, "connection lost")
         deadline = time.monotonic() + 1.0
@@ -461,6 +584,7 @@ class Worker:
 
     def _shutdown(self) -> None:
         """Snapshot every owned model, release the leases, publish the last metrics."""
+        self._drop_ahead()
         try:
             for owned in list(self.owned.values()):
                 if owned.outbox:
@@ -482,5 +606,14 @@ class Worker:
 
     def close(self) -> None:
         """Close the Redis connections."""
+        self._drop_ahead()
+        if self._ahead_conn is not None:
+            self.r.connection_pool.release(self._ahead_conn)
+            self._ahead_conn = None
         self.keeper.close()
         self.r.close()
+
+
+def _entry_bytes(entry: Any) -> int:
+    """The bytes of a raw XREAD entry's field names and values (its share of a reply)."""
+    return sum(map(len, entry[1]))
