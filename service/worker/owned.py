@@ -31,8 +31,6 @@ class Owned:
         self.trimmed = 0
         #: the last step ran out of time with entries left (they are in ``state.pending``)
         self.cut_short = False
-        #: entries in the first chunk of the next step (:meth:`Worker._apply_bounded`)
-        self.first_chunk = 1
 
     def applied_in_log(self) -> int:
         """How many of the log's entries this model has applied (the rest is its backlog)."""

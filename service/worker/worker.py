@@ -425,8 +425,7 @@ class Worker:
         is asked to stop); the entries left (held-back groups, then the unapplied rest)
         are returned for the next step.
 
-        The first chunk is one entry (or the size the model's last step reached,
-        when that step applied all it had); each later one at most doubles it, and fits
+        The first chunk is one entry; each later one at most doubles it, and fits
         the rest of the budget at the time per entry so far, so a model whose
         entries take seconds ends its step after one of them (and gets its
         snapshot), even when the first entries were cheap, while a fast one
@@ -438,7 +437,7 @@ class Worker:
         budget_end = started + self.settings.max_step_seconds
         owned.cut_short = False
         held: list[Any] = []
-        start, size = 0, owned.first_chunk
+        start, size = 0, 1
         while start < len(entries):
             chunk = entries[start : start + size]
             start += len(chunk)
@@ -448,12 +447,10 @@ class Worker:
             now = time.perf_counter()
             if not last and (now >= budget_end or self.stopping):
                 owned.cut_short = True
-                owned.first_chunk = 1
                 return held + entries[start:]
             per_entry = (now - started) / start
             fits = int((budget_end - now) / max(per_entry, 1e-7))
             size = max(1, min(2 * size, STEP_CHUNK_MAX, fits))
-        owned.first_chunk = size
         return held
 
     def _snapshot(self, owned: Owned) -> bool:
