@@ -32,7 +32,10 @@ PEER reads the other K - 1 margins only on the rounds that need them (a mistake,
 an active round whose first draw asks, every PEER+Share round); they are the same
 dots whenever they are computed. Sums may be reassociated, as in the other kernels:
 scores and weights equal the reference's to rounding (1e-12 relative in the tests).
-numba checks a cached kernel against its own source file only: after a change of
+The row functions are compiled without reference counting
+(:data:`learners.kernels.ROW_HELPER`; they allocate nothing): counted, their views of
+the base's arrays cost more than the K margins at d = 100. numba checks a cached
+kernel against its own source file only: after a change of
 :mod:`learners.adaptive.kernels`, :mod:`learners.amlc.kernels` or the row helpers of
 :mod:`learners.active.kernels`, delete this package's ``__pycache__/*.nbi`` /
 ``*.nbc`` files.
@@ -56,7 +59,7 @@ from learners.adaptive.kernels import (
     row_width,
 )
 from learners.amlc.kernels import _committee_shares, _hinge, _peer_reweigh, _reweigh
-from learners.kernels import register_warmup
+from learners.kernels import ROW_HELPER, register_warmup
 
 __all__ = ["BaseArrays", "committee_pass", "peer_rule_pass", "warm"]
 
@@ -70,7 +73,7 @@ _REMAINING = 1
 _ASKED = 2
 
 
-@njit(cache=True)
+@njit(**ROW_HELPER)
 def _shared_dot(
     idx: np.ndarray | None, val: np.ndarray, n: int, state: StateArrays, lead: int
 ) -> float:  # pragma: no cover - compiled
@@ -78,7 +81,7 @@ def _shared_dot(
     return _dot(state[0][lead], idx, val, n)
 
 
-@njit(cache=True)
+@njit(**ROW_HELPER)
 def _task_margins(
     idx: np.ndarray | None,
     val: np.ndarray,
@@ -95,7 +98,7 @@ def _task_margins(
         f[m] = _dot(U[lead, m], idx, val, n) + s0
 
 
-@njit(cache=True)
+@njit(**ROW_HELPER)
 def _learn_shared(
     idx: np.ndarray | None,
     val: np.ndarray,
@@ -113,7 +116,7 @@ def _learn_shared(
             learn_row(idx, val, n, m, coef[m], configs, state, outlier, member, scores, buffers)
 
 
-@njit(cache=True)
+@njit(**ROW_HELPER)
 def _committee_row(
     idx: np.ndarray | None,
     val: np.ndarray,
@@ -165,7 +168,7 @@ def _committee_row(
     _learn_shared(idx, val, n, coef, base, member, scores, buffers)
 
 
-@njit(cache=True)
+@njit(**ROW_HELPER)
 def _peer_row(
     idx: np.ndarray | None,
     val: np.ndarray,
@@ -236,7 +239,7 @@ def _peer_row(
         _learn_shared(idx, val, n, coef, base, member, scores, buffers)
 
 
-@njit(cache=True)
+@njit(**ROW_HELPER)
 def _is_member(base: BaseArrays) -> bool:  # pragma: no cover - compiled
     """One configuration without an outlier part (:func:`~learners.adaptive.kernels.learn_row`)."""
     return base[1][0].shape[0] == 1 and base[2][0][0] == 0.0
