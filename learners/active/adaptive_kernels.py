@@ -31,14 +31,17 @@ learners' own pass:
 PEER reads the other K - 1 margins only on the rounds that need them (a mistake,
 an active round whose first draw asks, every PEER+Share round); they are the same
 dots whenever they are computed. Sums may be reassociated, as in the other kernels:
-scores and weights equal the reference's to rounding (1e-12 relative in the tests).
-The row functions are compiled without reference counting
-(:data:`learners.kernels.ROW_HELPER`; they allocate nothing): counted, their views of
-the base's arrays cost more than the K margins at d = 100. numba checks a cached
-kernel against its own source file only: after a change of
-:mod:`learners.adaptive.kernels`, :mod:`learners.amlc.kernels` or the row helpers of
-:mod:`learners.active.kernels`, delete this package's ``__pycache__/*.nbi`` /
-``*.nbc`` files.
+scores and weights equal the reference's to rounding (1e-12 relative in the tests),
+and the decisions (signs, queries, shares, the leader) are the reference's unless a
+quantity lands on its threshold to the last bit: a pooled (b = 0) hinge configuration
+steps a margin to exactly 1, so when a shared label has it learn the same row again,
+whether ``z < 1`` holds there depends on rounding.
+
+Each pass allocates its buffers (:func:`_buffers`) and hands them to one loop over
+the rows (:func:`_committee_rows`, :func:`_peer_rows`) whose round logic is inlined
+into it: a call per row that passes the base's fifteen arrays costs more than the
+margins at d = 100. The loops are compiled without reference counting
+(:data:`learners.kernels.ROW_HELPER`; they allocate nothing).
 """
 
 from __future__ import annotations
@@ -116,7 +119,7 @@ def _learn_shared(
             learn_row(idx, val, n, m, coef[m], configs, state, outlier, member, scores, buffers)
 
 
-@njit(**ROW_HELPER)
+@njit(inline="always", **ROW_HELPER)
 def _committee_row(
     idx: np.ndarray | None,
     val: np.ndarray,
@@ -168,7 +171,7 @@ def _committee_row(
     _learn_shared(idx, val, n, coef, base, member, scores, buffers)
 
 
-@njit(**ROW_HELPER)
+@njit(inline="always", **ROW_HELPER)
 def _peer_row(
     idx: np.ndarray | None,
     val: np.ndarray,
@@ -245,29 +248,23 @@ def _is_member(base: BaseArrays) -> bool:  # pragma: no cover - compiled
     return base[1][0].shape[0] == 1 and base[2][0][0] == 0.0
 
 
-@njit(cache=True)
-def committee_pass(
-    call: KernelPass, base: BaseArrays, tau: np.ndarray, b: float, C: float, rtol: float
-) -> tuple[int, int]:  # pragma: no cover - compiled
-    """``amlc-adaptive`` rounds over ``call`` (xu2018 Alg. 1 over the adaptive base).
-
-    Per row of task k: the leader's margins ``f``, the score ``p = tau_k . f``; an
-    active pass asks when ``u < b / (b + |p|)``. A labelled row: the base learns
-    ``(x, y, k)``; ``tau_km <- tau_km exp(-C l_km / lambda)`` renormalised to 1 with
-    ``l_km = min(2, (1 - y f_m)_+)`` (skipped when ``lambda = 0``); every peer with
-    ``tau_km >= tau_kk (1 - rtol)`` and ``SGN(f_m) != y`` has the base learn
-    ``(x, y, m)``. Updates ``base`` and ``tau`` in place; fills ``call.scores`` and
-    ``call.queried``; returns (draws, queries).
-    """
-    state = base[1]
-    dim = state[0].shape[1]
-    width = max(row_width(call, dim), 1)
-    idx = np.empty(width, dtype=np.int64)
-    val = np.empty(width)
-    buffers = np.empty((3, width))
-    scores = np.empty(state[0].shape[0])
-    work = np.empty((3, tau.shape[0]))
-    counters = np.array([0, call.remaining, 0], dtype=np.int64)
+@njit(**ROW_HELPER)
+def _committee_rows(
+    call: KernelPass,
+    base: BaseArrays,
+    tau: np.ndarray,
+    b: float,
+    C: float,
+    rtol: float,
+    idx: np.ndarray,
+    val: np.ndarray,
+    counters: np.ndarray,
+    work: np.ndarray,
+    scores: np.ndarray,
+    buffers: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """The rounds of :func:`committee_pass`, each row in the reference's canonical form."""
+    dim = base[1][0].shape[1]
     member = _is_member(base)
     for i in range(call.y.shape[0]):
         n = load_row(call, i, dim, idx, val)
@@ -308,6 +305,103 @@ def committee_pass(
                 scores,
                 buffers,
             )
+
+
+@njit(**ROW_HELPER)
+def _peer_rows(
+    call: KernelPass,
+    base: BaseArrays,
+    tau: np.ndarray,
+    b: float,
+    bq: float,
+    shares: bool,
+    idx: np.ndarray,
+    val: np.ndarray,
+    counters: np.ndarray,
+    work: np.ndarray,
+    scores: np.ndarray,
+    buffers: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """The rounds of :func:`peer_rule_pass`, each row in the reference's canonical form."""
+    dim = base[1][0].shape[1]
+    member = _is_member(base)
+    for i in range(call.y.shape[0]):
+        n = load_row(call, i, dim, idx, val)
+        if call.dense and _all_nonzero(val, n):
+            _peer_row(
+                None,
+                val,
+                n,
+                i,
+                call,
+                counters,
+                tau,
+                b,
+                bq,
+                shares,
+                base,
+                member,
+                work,
+                scores,
+                buffers,
+            )
+        else:
+            n = _nonzeros(call.dense, idx, val, n)
+            _peer_row(
+                idx,
+                val,
+                n,
+                i,
+                call,
+                counters,
+                tau,
+                b,
+                bq,
+                shares,
+                base,
+                member,
+                work,
+                scores,
+                buffers,
+            )
+
+
+@njit(cache=True)
+def _buffers(
+    call: KernelPass, base: BaseArrays, n_tasks: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The row buffers of a pass (``idx``, ``val``, the counters ``[draws, remaining,
+    queries]``, the K-vectors ``f``, losses and coefficients, the M scores and the three
+    row-length buffers of the base's step), as long as the longest row of the call."""
+    state = base[1]
+    width = max(row_width(call, state[0].shape[1]), 1)
+    counters = np.array([0, call.remaining, 0], dtype=np.int64)
+    return (
+        np.empty(width, dtype=np.int64),
+        np.empty(width),
+        counters,
+        np.empty((3, n_tasks)),
+        np.empty(state[0].shape[0]),
+        np.empty((3, width)),
+    )
+
+
+@njit(cache=True)
+def committee_pass(
+    call: KernelPass, base: BaseArrays, tau: np.ndarray, b: float, C: float, rtol: float
+) -> tuple[int, int]:  # pragma: no cover - compiled
+    """``amlc-adaptive`` rounds over ``call`` (xu2018 Alg. 1 over the adaptive base).
+
+    Per row of task k: the leader's margins ``f``, the score ``p = tau_k . f``; an
+    active pass asks when ``u < b / (b + |p|)``. A labelled row: the base learns
+    ``(x, y, k)``; ``tau_km <- tau_km exp(-C l_km / lambda)`` renormalised to 1 with
+    ``l_km = min(2, (1 - y f_m)_+)`` (skipped when ``lambda = 0``); every peer with
+    ``tau_km >= tau_kk (1 - rtol)`` and ``SGN(f_m) != y`` has the base learn
+    ``(x, y, m)``. Updates ``base`` and ``tau`` in place; fills ``call.scores`` and
+    ``call.queried``; returns (draws, queries).
+    """
+    idx, val, counters, work, scores, buffers = _buffers(call, base, tau.shape[0])
+    _committee_rows(call, base, tau, b, C, rtol, idx, val, counters, work, scores, buffers)
     return counters[_DRAWN], counters[_ASKED]
 
 
@@ -326,55 +420,8 @@ def peer_rule_pass(
     peer with ``y f_m <= 0`` (margins from before the round) has the base learn
     ``(x, y, m)``. Updates ``base`` and ``tau`` in place; returns (draws, queries).
     """
-    state = base[1]
-    dim = state[0].shape[1]
-    width = max(row_width(call, dim), 1)
-    idx = np.empty(width, dtype=np.int64)
-    val = np.empty(width)
-    buffers = np.empty((3, width))
-    scores = np.empty(state[0].shape[0])
-    work = np.empty((3, tau.shape[0]))
-    counters = np.array([0, call.remaining, 0], dtype=np.int64)
-    member = _is_member(base)
-    for i in range(call.y.shape[0]):
-        n = load_row(call, i, dim, idx, val)
-        if call.dense and _all_nonzero(val, n):
-            _peer_row(
-                None,
-                val,
-                n,
-                i,
-                call,
-                counters,
-                tau,
-                b,
-                bq,
-                shares,
-                base,
-                member,
-                work,
-                scores,
-                buffers,
-            )
-        else:
-            n = _nonzeros(call.dense, idx, val, n)
-            _peer_row(
-                idx,
-                val,
-                n,
-                i,
-                call,
-                counters,
-                tau,
-                b,
-                bq,
-                shares,
-                base,
-                member,
-                work,
-                scores,
-                buffers,
-            )
+    idx, val, counters, work, scores, buffers = _buffers(call, base, tau.shape[0])
+    _peer_rows(call, base, tau, b, bq, shares, idx, val, counters, work, scores, buffers)
     return counters[_DRAWN], counters[_ASKED]
 
 

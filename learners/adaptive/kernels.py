@@ -749,7 +749,7 @@ def _member_row(
     return score
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def learn_row(
     idx: np.ndarray | None,
     val: np.ndarray,
