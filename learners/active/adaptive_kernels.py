@@ -46,6 +46,8 @@ margins at d = 100. The loops are compiled without reference counting
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit
 
@@ -55,6 +57,7 @@ from learners.adaptive.kernels import (
     OutlierArrays,
     StateArrays,
     _all_nonzero,
+    _dense_member_row,
     _dot,
     _nonzeros,
     leader,
@@ -101,6 +104,45 @@ def _task_margins(
         f[m] = _dot(U[lead, m], idx, val, n) + s0
 
 
+@njit(inline="always", **ROW_HELPER)
+def _learn_task(
+    idx: np.ndarray | None,
+    val: np.ndarray,
+    n: int,
+    i: int,
+    call: KernelPass,
+    k: int,
+    y: float,
+    base: BaseArrays,
+    member: bool,
+    scores: np.ndarray,
+    buffers: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """The base learns ``(x, y, k)`` for row i of the call (loaded in ``val``). A member on
+    a dense row without zeros that the call does not scale first takes the base's dense
+    path (:func:`~learners.adaptive.kernels._dense_member_row`, the row read from the batch;
+    it leaves ``val`` as loaded), unless the normaliser grows."""
+    configs, state, outlier = base
+    if idx is None and member and call.dense and not call.normalize:
+        losses, etas, couplings, ridges = configs
+        score = _dense_member_row(
+            call.X[i],
+            call.bias,
+            k,
+            y,
+            losses[0],
+            etas[0],
+            couplings[0],
+            ridges[0],
+            state,
+            val,
+            buffers,
+        )
+        if not math.isnan(score):
+            return
+    learn_row(idx, val, n, k, y, configs, state, outlier, member, scores, buffers)
+
+
 @njit(**ROW_HELPER)
 def _learn_shared(
     idx: np.ndarray | None,
@@ -138,7 +180,7 @@ def _committee_row(
     buffers: np.ndarray,
 ) -> None:  # pragma: no cover - compiled
     """One ``amlc-adaptive`` round (``AdaptiveCommittee``: ``_decision``, ``_query``, ``_learn``)."""
-    configs, state, outlier = base
+    state = base[1]
     k = call.tasks[i]
     label = call.y[i]
     f, losses, coef = work[0], work[1], work[2]
@@ -158,7 +200,7 @@ def _committee_row(
         counters[_REMAINING] -= 1
         counters[_ASKED] += 1
         call.queried[i] = True
-    learn_row(idx, val, n, k, label, configs, state, outlier, member, scores, buffers)
+    _learn_task(idx, val, n, i, call, k, label, base, member, scores, buffers)
     total = 0.0
     for m in range(f.shape[0]):
         losses[m] = _hinge(label, f[m], True)
@@ -190,7 +232,7 @@ def _peer_row(
     buffers: np.ndarray,
 ) -> None:  # pragma: no cover - compiled
     """One ``peer-adaptive`` / ``peer-share-adaptive`` round (``AdaptivePeer``)."""
-    configs, state, outlier = base
+    state, outlier = base[1], base[2]
     K = tau.shape[0]
     k = call.tasks[i]
     f, losses, coef = work[0], work[1], work[2]
@@ -224,7 +266,7 @@ def _peer_row(
         counters[_DRAWN] += 1
         if not draw < bq / (bq + abs(peer)):
             answer = 1.0 if peer >= 0.0 else -1.0
-            learn_row(idx, val, n, k, answer, configs, state, outlier, member, scores, buffers)
+            _learn_task(idx, val, n, i, call, k, answer, base, member, scores, buffers)
             return
         counters[_REMAINING] -= 1
         counters[_ASKED] += 1
@@ -233,7 +275,7 @@ def _peer_row(
     mistake = (fk >= 0.0) != (label > 0.0)
     if mistake and not known and K > 1:
         _task_margins(idx, val, n, state, lead, s0, f)
-    learn_row(idx, val, n, k, label, configs, state, outlier, member, scores, buffers)
+    _learn_task(idx, val, n, i, call, k, label, base, member, scores, buffers)
     if mistake and K > 1:
         _peer_reweigh(tau, f, losses, label, k)
     if shares:
