@@ -143,11 +143,13 @@ def _learn_task(
     learn_row(idx, val, n, k, y, configs, state, outlier, member, scores, buffers)
 
 
-@njit(**ROW_HELPER)
+@njit(inline="always", **ROW_HELPER)
 def _learn_shared(
     idx: np.ndarray | None,
     val: np.ndarray,
     n: int,
+    i: int,
+    call: KernelPass,
     coef: np.ndarray,
     base: BaseArrays,
     member: bool,
@@ -155,10 +157,9 @@ def _learn_shared(
     buffers: np.ndarray,
 ) -> None:  # pragma: no cover - compiled
     """The base learns ``(x, coef_m, m)`` for every task m with ``coef_m != 0``, in task order."""
-    configs, state, outlier = base
     for m in range(coef.shape[0]):
         if coef[m] != 0.0:
-            learn_row(idx, val, n, m, coef[m], configs, state, outlier, member, scores, buffers)
+            _learn_task(idx, val, n, i, call, m, coef[m], base, member, scores, buffers)
 
 
 @njit(inline="always", **ROW_HELPER)
@@ -210,7 +211,7 @@ def _committee_row(
         factor = 1.0 / _reweigh(tau, k, losses, C, total, -1)
     # the similar peers whose sign (SGN(0) = +1) differs from the label learn it too
     _committee_shares(tau, f, coef, k, factor, rtol, label, label, 1.0, False)
-    _learn_shared(idx, val, n, coef, base, member, scores, buffers)
+    _learn_shared(idx, val, n, i, call, coef, base, member, scores, buffers)
 
 
 @njit(inline="always", **ROW_HELPER)
@@ -281,7 +282,7 @@ def _peer_row(
     if shares:
         for m in range(K):
             coef[m] = label if (m != k and label * f[m] <= 0.0) else 0.0
-        _learn_shared(idx, val, n, coef, base, member, scores, buffers)
+        _learn_shared(idx, val, n, i, call, coef, base, member, scores, buffers)
 
 
 @njit(**ROW_HELPER)
