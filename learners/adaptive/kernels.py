@@ -766,8 +766,8 @@ def learn_row(
     """One labelled event ``(x, y, k)`` for every configuration, on a loaded row in the
     canonical form of the reference (``idx`` None for a dense row without zeros, else the
     non-zero entries with their feature indices, :func:`_nonzeros`): the scores, the
-    mistake counts, the normaliser, ``stats`` and every configuration's step, exactly as
-    ``reference.learn``. ``member``: one configuration without an outlier part
+    mistake counts, the normaliser, ``stats`` and every configuration's step of
+    ``reference.learn``, in its order. ``member``: one configuration without an outlier part
     (:func:`_member_row`), else :func:`_learn_row`. Returns the leader's score. The row
     (``idx``, ``val``) is left as it was, so a caller may learn it again for another task."""
     if member:
