@@ -115,7 +115,8 @@ def assert_same_learner(fast: learners.Learner, ref: learners.Learner) -> None:
     for key, value in b.items():
         if isinstance(value, np.ndarray) and value.dtype.kind == "f":
             scale = max(1.0, float(np.abs(value).max(initial=0.0)))
-            np.testing.assert_allclose(a[key], value, rtol=1e-12, atol=1e-12 * scale, err_msg=key)
+            got = np.asarray(a[key])
+            np.testing.assert_allclose(got, value, rtol=1e-12, atol=1e-12 * scale, err_msg=key)
         elif isinstance(value, np.ndarray):
             np.testing.assert_array_equal(a[key], value, err_msg=key)
         else:
