@@ -22,10 +22,17 @@ update to the shared and the per-task part.
   the base learns it and, when the task erred, the peer weights are updated;
   PEER+Share also teaches every erring peer. Predictions are the task's own margin.
 
-Budgets are the active learners' ``budget`` (oracle queries only). The batch paths
-are the row-by-row numpy rounds (:class:`learners.active.rounds.ActiveLearner`).
-Cost per event: the base's K margins (O(K nnz(x)) for the adaptive learners) and
-O(K) for the weights, plus one base update per learner of the example.
+Budgets are the active learners' ``budget`` (oracle queries only). Over an
+adaptive base (:class:`~learners.adaptive.learners.AdaptiveLearner`: the three
+members and the ``adaptive`` selector) both batch paths (``score_and_learn_many``,
+``query_and_learn_many``) run the compiled passes of
+:mod:`learners.active.adaptive_kernels`, which give the scores, query decisions,
+draws, weights and base state of the row-by-row numpy rounds kept here (the
+per-event calls and the reference,
+:meth:`~learners.active.rounds.ActiveLearner._score_and_learn_reference`); over any
+other base the batches are those numpy rounds. Cost per event: the base's K margins
+(O(K nnz(x)) for the adaptive learners) and O(K) for the weights, plus one base
+update per learner of the example.
 """
 
 from __future__ import annotations
@@ -36,6 +43,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from learners.active.adaptive_kernels import BaseArrays, committee_pass, peer_rule_pass
+from learners.active.kernels import KernelPass
 from learners.active.selective import (
     BASE,
     BASE_PARAMS,
@@ -140,7 +149,30 @@ class _MarginRule(SelectiveSampling):
         return float(self.hyper["b"])
 
     def _score_and_learn_batch(self, batch: Batch, y: np.ndarray, tasks: np.ndarray) -> np.ndarray:
+        if self._compiled():
+            return self._kernel_pass(batch, y, tasks, active=False)[0]
         return self._score_and_learn_reference(batch, y, tasks)
+
+    def _compiled(self) -> bool:
+        """Batches run the compiled pass over an adaptive base (module docstring)."""
+        return isinstance(self.base_, AdaptiveLearner)
+
+    def _base_arrays(self) -> BaseArrays:
+        """The adaptive base's configurations, state and outlier parts, which the
+        compiled passes update in place."""
+        base = self.base_
+        assert isinstance(base, AdaptiveLearner)
+        c = base._configs
+        return (
+            (c.losses, c.etas, c.couplings, c.ridges),
+            (base.U0_, base.U_, base.G0_, base.G_, base.S_, base.stats_, base.mistakes_),
+            (c.outlier_gammas, base.Q_, base.Qs_, base.Qn_),
+        )
+
+    def _weights_for_kernel(self) -> np.ndarray:
+        """``tau_`` as the C-ordered float64 array the kernels update in place."""
+        self.tau_ = np.require(self.tau_, np.float64, ["C", "W"])
+        return self.tau_
 
     def _relation(self) -> np.ndarray:
         return np.array(self.tau_, copy=True)
@@ -226,6 +258,17 @@ class AdaptiveCommittee(_MarginRule):
         for m in np.flatnonzero(share).tolist():
             self.base_._learn(x, y, m)
 
+    def _run_kernel(self, call: KernelPass) -> tuple[int, int]:
+        h = self.hyper
+        return committee_pass(
+            call,
+            self._base_arrays(),
+            self._weights_for_kernel(),
+            float(h["b"]),
+            float(h["C"]),
+            SIMILARITY_RTOL,
+        )
+
     def _task_weights(self) -> np.ndarray | None:
         W = self.base_.task_weights()
         return None if W is None else self.tau_ @ W
@@ -264,6 +307,8 @@ class AdaptivePeer(_MarginRule):
     )
     #: Whether an oracle label is also learned by the peers that misclassify it.
     shares: ClassVar[bool] = False
+    #: An active round draws twice when its first draw asks (the oracle, then the peers).
+    draws_per_row: ClassVar[int] = 2
 
     def _initial_weights(self, n_tasks: int) -> np.ndarray:
         return uniform_peer_weights(n_tasks)
@@ -297,6 +342,17 @@ class AdaptivePeer(_MarginRule):
             erring[task] = False
             for m in np.flatnonzero(erring).tolist():
                 self.base_._learn(x, y, m)
+
+    def _run_kernel(self, call: KernelPass) -> tuple[int, int]:
+        h = self.hyper
+        return peer_rule_pass(
+            call,
+            self._base_arrays(),
+            self._weights_for_kernel(),
+            float(h["b"]),
+            float(h["bq"]),
+            self.shares,
+        )
 
     def _add_task(self) -> None:
         super()._add_task()

@@ -46,7 +46,16 @@ OutlierArrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 #: then differs from the reference's in its last bits only.
 _SUMS = {"reassoc"}
 
-__all__ = ["ConfigArrays", "OutlierArrays", "StateArrays", "adaptive_pass", "leader", "warm"]
+__all__ = [
+    "ConfigArrays",
+    "OutlierArrays",
+    "StateArrays",
+    "adaptive_pass",
+    "leader",
+    "learn_row",
+    "row_width",
+    "warm",
+]
 
 
 @njit(cache=True)
@@ -740,6 +749,32 @@ def _member_row(
     return score
 
 
+@njit(cache=True, inline="always")
+def learn_row(
+    idx: np.ndarray | None,
+    val: np.ndarray,
+    n: int,
+    k: int,
+    y: float,
+    configs: ConfigArrays,
+    state: StateArrays,
+    outlier: OutlierArrays,
+    member: bool,
+    scores: np.ndarray,
+    buffers: np.ndarray,
+) -> float:  # pragma: no cover - compiled
+    """One labelled event ``(x, y, k)`` for every configuration, on a loaded row in the
+    canonical form of the reference (``idx`` None for a dense row without zeros, else the
+    non-zero entries with their feature indices, :func:`_nonzeros`): the scores, the
+    mistake counts, the normaliser, ``stats`` and every configuration's step of
+    ``reference.learn``, in its order. ``member``: one configuration without an outlier part
+    (:func:`_member_row`), else :func:`_learn_row`. Returns the leader's score. The row
+    (``idx``, ``val``) is left as it was, so a caller may learn it again for another task."""
+    if member:
+        return _member_row(idx, val, n, k, y, configs, state, outlier, buffers)
+    return _learn_row(idx, val, n, k, y, configs, state, outlier, scores, buffers)
+
+
 @njit(cache=True)
 def _dense_member_row(
     x: np.ndarray,
@@ -872,7 +907,7 @@ def _first_order_step(
 
 
 @njit(cache=True)
-def _row_width(call: KernelPass, dim: int) -> int:  # pragma: no cover - compiled
+def row_width(call: KernelPass, dim: int) -> int:  # pragma: no cover - compiled
     """The longest loaded row of ``call`` (the size of the row buffers)."""
     if call.dense:
         return dim
@@ -895,7 +930,7 @@ def adaptive_pass(
     """
     M, dim = state[0].shape
     dense = call.dense
-    width = max(_row_width(call, dim), 1)
+    width = max(row_width(call, dim), 1)
     idx = np.empty(width, dtype=np.int64)
     val = np.empty(width)
     buffers = np.empty((3, width))

@@ -1,0 +1,511 @@
+"""Compiled passes of AMLC's committee and PEER's peer queries over the adaptive learners.
+
+The rules of :mod:`learners.active.committees` (docs/algorithms.md Sec. 11.6) read
+the K per-task margins ``f_m = <u_0 + u_m, x>`` of the base's leader configuration
+and hand every label to the base (``base._learn(x, y, k)``, the update of all M
+configurations, :func:`learners.adaptive.reference.learn`). :func:`committee_pass`
+(``amlc-adaptive``) and :func:`peer_rule_pass` (``peer-adaptive``,
+``peer-share-adaptive``) run those rounds over a batch, row by row in the order of
+the numpy reference (``_decision``, the budget and ``_query``, ``_learn``), with
+the base's state updated in place by
+:func:`learners.adaptive.kernels.learn_row`, the per-row step of the adaptive
+learners' own pass:
+
+* a row is loaded once (:func:`learners.active.kernels.load_row`, which applies
+  ``append_bias`` / ``l2_normalize``) and put in the reference's canonical form
+  (dense when it has no zero, else its non-zeros);
+* the margins are those of the configuration that leads before the round, the
+  shared part's dot computed once: O((K + 1) nnz(x));
+* every learning of the round (the task's own label, the peers' answer, each
+  shared label) is one :func:`~learners.adaptive.kernels.learn_row` on the same
+  loaded row, in the reference's order: a shared label is learned after the
+  task's, with the margins from before the round, and moves ``u_0``, the
+  normaliser, ``stats`` and the mistake counts like any event of the base;
+* the weights ``tau`` follow the helpers of :mod:`learners.amlc.kernels`
+  (:func:`~learners.amlc.kernels._reweigh`, the committee's clipped hinge losses,
+  PEER's :func:`~learners.amlc.kernels._peer_reweigh`);
+* an active pass consumes the uniforms drawn ahead
+  (:class:`learners.active.draws.Uniforms`) in the reference's order: one per
+  round, PEER a second one after a first that asks; none once the budget is spent.
+
+PEER reads the other K - 1 margins only on the rounds that need them (a mistake,
+an active round whose first draw asks, every PEER+Share round); they are the same
+dots whenever they are computed. Sums may be reassociated, as in the other kernels:
+scores and weights equal the reference's to rounding (1e-12 relative in the tests),
+and the decisions (signs, queries, shares, the leader) are the reference's unless a
+quantity lands on its threshold to the last bit: a pooled (b = 0) hinge configuration
+steps a margin to exactly 1, so when a shared label has it learn the same row again,
+whether ``z < 1`` holds there depends on rounding.
+
+Each pass allocates its buffers (:func:`_buffers`) and hands them to one loop over
+the rows (:func:`_committee_rows`, :func:`_peer_rows`) whose round logic is inlined
+into it: a call per row that passes the base's fifteen arrays costs more than the
+margins at d = 100. The loops are compiled without reference counting
+(:data:`learners.kernels.ROW_HELPER`; they allocate nothing).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from learners.active.kernels import KernelPass, load_row, warm_call, warm_rows
+from learners.adaptive.kernels import (
+    ConfigArrays,
+    OutlierArrays,
+    StateArrays,
+    _all_nonzero,
+    _dense_member_row,
+    _dot,
+    _nonzeros,
+    leader,
+    learn_row,
+    row_width,
+)
+from learners.amlc.kernels import _committee_shares, _hinge, _peer_reweigh, _reweigh
+from learners.kernels import ROW_HELPER, register_warmup
+
+__all__ = ["BaseArrays", "committee_pass", "peer_rule_pass", "warm"]
+
+#: The adaptive base as the kernels update it: its configurations, state and outlier parts
+#: (:data:`~learners.adaptive.kernels.ConfigArrays`, ``StateArrays``, ``OutlierArrays``).
+BaseArrays = tuple[ConfigArrays, StateArrays, OutlierArrays]
+
+# Indices of the pass counters (one small array, updated by the row functions).
+_DRAWN = 0
+_REMAINING = 1
+_ASKED = 2
+
+
+@njit(**ROW_HELPER)
+def _shared_dot(
+    idx: np.ndarray | None, val: np.ndarray, n: int, state: StateArrays, lead: int
+) -> float:  # pragma: no cover - compiled
+    """``<u_0, x>`` of configuration ``lead``."""
+    return _dot(state[0][lead], idx, val, n)
+
+
+@njit(**ROW_HELPER)
+def _task_margins(
+    idx: np.ndarray | None,
+    val: np.ndarray,
+    n: int,
+    state: StateArrays,
+    lead: int,
+    s0: float,
+    f: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """``f_m = <u_m, x> + <u_0, x>`` of configuration ``lead`` for every task m (the
+    reference's ``task_margins``; ``s0`` is the shared part's dot)."""
+    U = state[1]
+    for m in range(U.shape[1]):
+        f[m] = _dot(U[lead, m], idx, val, n) + s0
+
+
+@njit(inline="always", **ROW_HELPER)
+def _learn_task(
+    idx: np.ndarray | None,
+    val: np.ndarray,
+    n: int,
+    i: int,
+    call: KernelPass,
+    k: int,
+    y: float,
+    base: BaseArrays,
+    member: bool,
+    scores: np.ndarray,
+    buffers: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """The base learns ``(x, y, k)`` for row i of the call (loaded in ``val``). A member on
+    a dense row without zeros that the call does not scale first takes the base's dense
+    path (:func:`~learners.adaptive.kernels._dense_member_row`, the row read from the batch;
+    it leaves ``val`` as loaded), unless the normaliser grows."""
+    configs, state, outlier = base
+    if idx is None and member and call.dense and not call.normalize:
+        losses, etas, couplings, ridges = configs
+        score = _dense_member_row(
+            call.X[i],
+            call.bias,
+            k,
+            y,
+            losses[0],
+            etas[0],
+            couplings[0],
+            ridges[0],
+            state,
+            val,
+            buffers,
+        )
+        if not math.isnan(score):
+            return
+    learn_row(idx, val, n, k, y, configs, state, outlier, member, scores, buffers)
+
+
+@njit(inline="always", **ROW_HELPER)
+def _learn_shared(
+    idx: np.ndarray | None,
+    val: np.ndarray,
+    n: int,
+    i: int,
+    call: KernelPass,
+    coef: np.ndarray,
+    base: BaseArrays,
+    member: bool,
+    scores: np.ndarray,
+    buffers: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """The base learns ``(x, coef_m, m)`` for every task m with ``coef_m != 0``, in task order."""
+    for m in range(coef.shape[0]):
+        if coef[m] != 0.0:
+            _learn_task(idx, val, n, i, call, m, coef[m], base, member, scores, buffers)
+
+
+@njit(inline="always", **ROW_HELPER)
+def _committee_row(
+    idx: np.ndarray | None,
+    val: np.ndarray,
+    n: int,
+    i: int,
+    call: KernelPass,
+    counters: np.ndarray,
+    tau: np.ndarray,
+    b: float,
+    C: float,
+    rtol: float,
+    base: BaseArrays,
+    member: bool,
+    work: np.ndarray,
+    scores: np.ndarray,
+    buffers: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """One ``amlc-adaptive`` round (``AdaptiveCommittee``: ``_decision``, ``_query``, ``_learn``)."""
+    state = base[1]
+    k = call.tasks[i]
+    label = call.y[i]
+    f, losses, coef = work[0], work[1], work[2]
+    lead = leader(state[6])
+    _task_margins(idx, val, n, state, lead, _shared_dot(idx, val, n, state, lead), f)
+    p = 0.0
+    for m in range(f.shape[0]):
+        p += tau[k, m] * f[m]
+    call.scores[i] = p
+    if call.active:
+        if counters[_REMAINING] <= 0:
+            return
+        draw = call.u[counters[_DRAWN]]
+        counters[_DRAWN] += 1
+        if not draw < b / (b + abs(p)):
+            return
+        counters[_REMAINING] -= 1
+        counters[_ASKED] += 1
+        call.queried[i] = True
+    _learn_task(idx, val, n, i, call, k, label, base, member, scores, buffers)
+    total = 0.0
+    for m in range(f.shape[0]):
+        losses[m] = _hinge(label, f[m], True)
+        total += losses[m]
+    factor = 1.0
+    if total != 0.0:
+        factor = 1.0 / _reweigh(tau, k, losses, C, total, -1)
+    # the similar peers whose sign (SGN(0) = +1) differs from the label learn it too
+    _committee_shares(tau, f, coef, k, factor, rtol, label, label, 1.0, False)
+    _learn_shared(idx, val, n, i, call, coef, base, member, scores, buffers)
+
+
+@njit(inline="always", **ROW_HELPER)
+def _peer_row(
+    idx: np.ndarray | None,
+    val: np.ndarray,
+    n: int,
+    i: int,
+    call: KernelPass,
+    counters: np.ndarray,
+    tau: np.ndarray,
+    b: float,
+    bq: float,
+    shares: bool,
+    base: BaseArrays,
+    member: bool,
+    work: np.ndarray,
+    scores: np.ndarray,
+    buffers: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """One ``peer-adaptive`` / ``peer-share-adaptive`` round (``AdaptivePeer``)."""
+    state, outlier = base[1], base[2]
+    K = tau.shape[0]
+    k = call.tasks[i]
+    f, losses, coef = work[0], work[1], work[2]
+    lead = leader(state[6])
+    s0 = _shared_dot(idx, val, n, state, lead)
+    sk = _dot(state[1][lead, k], idx, val, n)
+    fk = sk + s0
+    # the score is the base's decision: the leader's, its outlier part included
+    score = s0 + sk
+    _, Q, Qs, _ = outlier
+    if Q.shape[1] > 0:
+        score += Qs[lead, k] * _dot(Q[lead, k], idx, val, n)
+    call.scores[i] = score
+    known = shares
+    if known:
+        _task_margins(idx, val, n, state, lead, s0, f)
+    if call.active:
+        if counters[_REMAINING] <= 0:
+            return
+        draw = call.u[counters[_DRAWN]]
+        counters[_DRAWN] += 1
+        if draw >= b / (b + abs(fk)):
+            return
+        if not known:
+            _task_margins(idx, val, n, state, lead, s0, f)
+            known = True
+        peer = 0.0
+        for m in range(K):
+            peer += tau[k, m] * f[m]
+        draw = call.u[counters[_DRAWN]]
+        counters[_DRAWN] += 1
+        if not draw < bq / (bq + abs(peer)):
+            answer = 1.0 if peer >= 0.0 else -1.0
+            _learn_task(idx, val, n, i, call, k, answer, base, member, scores, buffers)
+            return
+        counters[_REMAINING] -= 1
+        counters[_ASKED] += 1
+        call.queried[i] = True
+    label = call.y[i]
+    mistake = (fk >= 0.0) != (label > 0.0)
+    if mistake and not known and K > 1:
+        _task_margins(idx, val, n, state, lead, s0, f)
+    _learn_task(idx, val, n, i, call, k, label, base, member, scores, buffers)
+    if mistake and K > 1:
+        _peer_reweigh(tau, f, losses, label, k)
+    if shares:
+        for m in range(K):
+            coef[m] = label if (m != k and label * f[m] <= 0.0) else 0.0
+        _learn_shared(idx, val, n, i, call, coef, base, member, scores, buffers)
+
+
+@njit(**ROW_HELPER)
+def _is_member(base: BaseArrays) -> bool:  # pragma: no cover - compiled
+    """One configuration without an outlier part (:func:`~learners.adaptive.kernels.learn_row`)."""
+    return base[1][0].shape[0] == 1 and base[2][0][0] == 0.0
+
+
+@njit(**ROW_HELPER)
+def _committee_rows(
+    call: KernelPass,
+    base: BaseArrays,
+    tau: np.ndarray,
+    b: float,
+    C: float,
+    rtol: float,
+    idx: np.ndarray,
+    val: np.ndarray,
+    counters: np.ndarray,
+    work: np.ndarray,
+    scores: np.ndarray,
+    buffers: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """The rounds of :func:`committee_pass`, each row in the reference's canonical form."""
+    dim = base[1][0].shape[1]
+    member = _is_member(base)
+    for i in range(call.y.shape[0]):
+        n = load_row(call, i, dim, idx, val)
+        if call.dense and _all_nonzero(val, n):
+            _committee_row(
+                None,
+                val,
+                n,
+                i,
+                call,
+                counters,
+                tau,
+                b,
+                C,
+                rtol,
+                base,
+                member,
+                work,
+                scores,
+                buffers,
+            )
+        else:
+            n = _nonzeros(call.dense, idx, val, n)
+            _committee_row(
+                idx,
+                val,
+                n,
+                i,
+                call,
+                counters,
+                tau,
+                b,
+                C,
+                rtol,
+                base,
+                member,
+                work,
+                scores,
+                buffers,
+            )
+
+
+@njit(**ROW_HELPER)
+def _peer_rows(
+    call: KernelPass,
+    base: BaseArrays,
+    tau: np.ndarray,
+    b: float,
+    bq: float,
+    shares: bool,
+    idx: np.ndarray,
+    val: np.ndarray,
+    counters: np.ndarray,
+    work: np.ndarray,
+    scores: np.ndarray,
+    buffers: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """The rounds of :func:`peer_rule_pass`, each row in the reference's canonical form."""
+    dim = base[1][0].shape[1]
+    member = _is_member(base)
+    for i in range(call.y.shape[0]):
+        n = load_row(call, i, dim, idx, val)
+        if call.dense and _all_nonzero(val, n):
+            _peer_row(
+                None,
+                val,
+                n,
+                i,
+                call,
+                counters,
+                tau,
+                b,
+                bq,
+                shares,
+                base,
+                member,
+                work,
+                scores,
+                buffers,
+            )
+        else:
+            n = _nonzeros(call.dense, idx, val, n)
+            _peer_row(
+                idx,
+                val,
+                n,
+                i,
+                call,
+                counters,
+                tau,
+                b,
+                bq,
+                shares,
+                base,
+                member,
+                work,
+                scores,
+                buffers,
+            )
+
+
+@njit(cache=True)
+def _buffers(
+    call: KernelPass, base: BaseArrays, n_tasks: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The row buffers of a pass (``idx``, ``val``, the counters ``[draws, remaining,
+    queries]``, the K-vectors ``f``, losses and coefficients, the M scores and the three
+    row-length buffers of the base's step), as long as the longest row of the call."""
+    state = base[1]
+    width = max(row_width(call, state[0].shape[1]), 1)
+    counters = np.array([0, call.remaining, 0], dtype=np.int64)
+    return (
+        np.empty(width, dtype=np.int64),
+        np.empty(width),
+        counters,
+        np.empty((3, n_tasks)),
+        np.empty(state[0].shape[0]),
+        np.empty((3, width)),
+    )
+
+
+@njit(cache=True)
+def committee_pass(
+    call: KernelPass, base: BaseArrays, tau: np.ndarray, b: float, C: float, rtol: float
+) -> tuple[int, int]:  # pragma: no cover - compiled
+    """``amlc-adaptive`` rounds over ``call`` (xu2018 Alg. 1 over the adaptive base).
+
+    Per row of task k: the leader's margins ``f``, the score ``p = tau_k . f``; an
+    active pass asks when ``u < b / (b + |p|)``. A labelled row: the base learns
+    ``(x, y, k)``; ``tau_km <- tau_km exp(-C l_km / lambda)`` renormalised to 1 with
+    ``l_km = min(2, (1 - y f_m)_+)`` (skipped when ``lambda = 0``); every peer with
+    ``tau_km >= tau_kk (1 - rtol)`` and ``SGN(f_m) != y`` has the base learn
+    ``(x, y, m)``. Updates ``base`` and ``tau`` in place; fills ``call.scores`` and
+    ``call.queried``; returns (draws, queries).
+    """
+    idx, val, counters, work, scores, buffers = _buffers(call, base, tau.shape[0])
+    _committee_rows(call, base, tau, b, C, rtol, idx, val, counters, work, scores, buffers)
+    return counters[_DRAWN], counters[_ASKED]
+
+
+@njit(cache=True)
+def peer_rule_pass(
+    call: KernelPass, base: BaseArrays, tau: np.ndarray, b: float, bq: float, shares: bool
+) -> tuple[int, int]:  # pragma: no cover - compiled
+    """``peer-adaptive`` / ``peer-share-adaptive`` rounds over ``call`` (docs/algorithms.md
+    Sec. 3.3-3.4 over the adaptive base).
+
+    Per row of task k: the score is the base's decision; an active pass draws
+    ``u < b / (b + |f_k|)``, then ``u' < bq / (bq + |f_peer|)`` with
+    ``f_peer = tau_k . f``: the oracle is asked, or the base learns the peers' label
+    ``(x, SGN(f_peer), k)``. A labelled row: the base learns ``(x, y, k)``; on
+    ``SGN(f_k) != y`` the peer weights of row k are updated; with ``shares`` every
+    peer with ``y f_m <= 0`` (margins from before the round) has the base learn
+    ``(x, y, m)``. Updates ``base`` and ``tau`` in place; returns (draws, queries).
+    """
+    idx, val, counters, work, scores, buffers = _buffers(call, base, tau.shape[0])
+    _peer_rows(call, base, tau, b, bq, shares, idx, val, counters, work, scores, buffers)
+    return counters[_DRAWN], counters[_ASKED]
+
+
+def _warm_base(losses: list[int], gammas: list[float], n_tasks: int, dim: int) -> BaseArrays:
+    """A fresh base of the given configurations (as ``AdaptiveLearner._init_state``)."""
+    M = len(losses)
+    return (
+        (np.array(losses, dtype=np.int64), np.ones(M), np.ones(M), np.ones(M)),
+        (
+            np.zeros((M, dim)),
+            np.zeros((M, n_tasks, dim)),
+            np.ones((M, dim)),
+            np.ones((M, n_tasks, dim)),
+            np.zeros(dim),
+            np.zeros(2),
+            np.zeros(M, dtype=np.int64),
+        ),
+        (
+            np.array(gammas),
+            np.zeros((M, n_tasks, dim)),
+            np.ones((M, n_tasks)),
+            np.zeros((M, n_tasks)),
+        ),
+    )
+
+
+@register_warmup
+def warm() -> None:
+    """Compile both passes (dense and CSR rows, dimension 3 + bias) on tiny inputs: a
+    member, a member with an outlier part, a grid of three configurations."""
+    for rows in warm_rows():
+        for losses, gammas in (([0], [0.0]), ([0], [0.5]), ([0, 1, 2], [0.5, 0.0, 0.0])):
+            committee_pass(
+                warm_call(rows, 1),
+                _warm_base(losses, gammas, 2, 4),
+                np.full((2, 2), 0.5),
+                1.0,
+                1.0,
+                1e-9,
+            )
+            peer = np.array([[0.0, 1.0], [1.0, 0.0]])
+            peer_rule_pass(
+                warm_call(rows, 2), _warm_base(losses, gammas, 2, 4), peer, 1.0, 5.0, True
+            )
