@@ -1,0 +1,296 @@
+"""Compiled symmetric eigendecomposition for the small interaction matrices of OMTL.
+
+The A updates of saha2011 (Eqs. 3.7-3.10, docs/algorithms.md Sec. 2.3) each
+diagonalise one symmetric ``K x K`` matrix. For a small K, LAPACK's ``dsyevd``
+spends most of its time in the calling overhead of its many level-1/2 BLAS
+calls (about 6 us at K = 10, for some 10^4 flops); :func:`sym_eig` runs the same
+classical algorithm inline instead: Householder reduction to tridiagonal form,
+then the implicit QL iteration with Wilkinson shifts (the EISPACK routines
+``tred2`` and ``tql2``, Wilkinson & Reinsch, *Handbook for Automatic Computation
+II*, 1971; the ``dsytrd`` + ``dsteqr`` pair of LAPACK is the same method). Both
+are backward stable: the computed ``Q diag(lam) Q^T`` is the matrix to a few
+units of rounding of its largest eigenvalue, and ``Q`` is orthogonal to
+rounding, as with LAPACK; the two differ from each other by that rounding
+(docs/algorithms.md Sec. 2.8).
+
+The eigenvectors are kept as the *rows* of ``Z`` (``Z = Q^T``), so that the plane
+rotations of the QL sweeps and the products ``Q diag(f) Q^T`` run along
+contiguous memory. The matrix is scaled by a power of two (exact) so that its
+largest entry lies in [1, 2): the rotations then use ``sqrt(p^2 + e^2)`` without
+overflow or harmful underflow (a ``hypot`` guards the rare tiny pairs).
+
+Above :data:`SMALL_K`, or if the QL iteration does not converge (which the
+iteration bound makes a theoretical case), :func:`sym_eig` calls LAPACK through
+:func:`numpy.linalg.eigh`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+__all__ = ["SMALL_K", "assemble_rows", "sym_eig"]
+
+#: The largest K diagonalised inline; LAPACK above (where its blocked code pays off).
+SMALL_K = 32
+
+_EPS = 2.0**-52
+#: Squares outside [_LOW, _HIGH] take the ``hypot`` path.
+_LOW = 1e-280
+_HIGH = 1e280
+#: QL iterations allowed per eigenvalue (LAPACK's dsteqr allows 30).
+_MAX_ITER = 30
+
+
+@njit(cache=True)
+def _rot_len(p: float, q: float) -> float:
+    """``sqrt(p^2 + q^2)``, through ``hypot`` only when the squares could under/overflow."""
+    r2 = p * p + q * q
+    if _LOW < r2 < _HIGH:
+        return math.sqrt(r2)
+    return math.hypot(p, q)
+
+
+@njit(cache=True)
+def _tridiagonalize(V: np.ndarray, d: np.ndarray, e: np.ndarray) -> None:
+    """EISPACK ``tred2`` in place: ``V`` (the matrix on entry) becomes the orthogonal
+    ``Q`` of ``Q^T M Q = T``, ``d`` the diagonal of T and ``e[1:]`` its subdiagonal."""
+    n = V.shape[0]
+    for j in range(n):
+        d[j] = V[n - 1, j]
+    for i in range(n - 1, 0, -1):
+        scale = 0.0
+        h = 0.0
+        for k in range(i):
+            scale += abs(d[k])
+        if scale == 0.0:
+            e[i] = d[i - 1]
+            for j in range(i):
+                d[j] = V[i - 1, j]
+                V[i, j] = 0.0
+                V[j, i] = 0.0
+        else:
+            for k in range(i):
+                d[k] /= scale
+                h += d[k] * d[k]
+            f = d[i - 1]
+            g = math.sqrt(h)
+            if f > 0.0:
+                g = -g
+            e[i] = scale * g
+            h = h - f * g
+            d[i - 1] = f - g
+            for j in range(i):
+                e[j] = 0.0
+            for j in range(i):
+                f = d[j]
+                V[j, i] = f
+                g = e[j] + V[j, j] * f
+                for k in range(j + 1, i):
+                    g += V[k, j] * d[k]
+                    e[k] += V[k, j] * f
+                e[j] = g
+            f = 0.0
+            for j in range(i):
+                e[j] /= h
+                f += e[j] * d[j]
+            hh = f / (h + h)
+            for j in range(i):
+                e[j] -= hh * d[j]
+            for j in range(i):
+                f = d[j]
+                g = e[j]
+                for k in range(j, i):
+                    V[k, j] -= f * e[k] + g * d[k]
+                d[j] = V[i - 1, j]
+                V[i, j] = 0.0
+        d[i] = h
+    for i in range(n - 1):  # accumulate the Householder reflections
+        V[n - 1, i] = V[i, i]
+        V[i, i] = 1.0
+        h = d[i + 1]
+        if h != 0.0:
+            for k in range(i + 1):
+                d[k] = V[k, i + 1] / h
+            for j in range(i + 1):
+                g = 0.0
+                for k in range(i + 1):
+                    g += V[k, i + 1] * V[k, j]
+                for k in range(i + 1):
+                    V[k, j] -= g * d[k]
+        for k in range(i + 1):
+            V[k, i + 1] = 0.0
+    for j in range(n):
+        d[j] = V[n - 1, j]
+        V[n - 1, j] = 0.0
+    V[n - 1, n - 1] = 1.0
+    e[0] = 0.0
+
+
+@njit(cache=True)
+def _ql(d: np.ndarray, e: np.ndarray, Z: np.ndarray) -> bool:
+    """EISPACK ``tql2``: diagonalise the tridiagonal ``(d, e[1:])``, rotating the rows of ``Z``.
+
+    On return ``d`` holds the eigenvalues (unsorted) and row ``j`` of ``Z`` the
+    eigenvector of ``d[j]``. False if an eigenvalue needed more than
+    :data:`_MAX_ITER` iterations.
+    """
+    n = d.shape[0]
+    for i in range(1, n):
+        e[i - 1] = e[i]
+    e[n - 1] = 0.0
+    f = 0.0
+    tst1 = 0.0
+    for lo in range(n):
+        tst1 = max(tst1, abs(d[lo]) + abs(e[lo]))
+        m = lo
+        while m < n - 1:
+            if abs(e[m]) <= _EPS * tst1:
+                break
+            m += 1
+        if m > lo:
+            it = 0
+            while True:
+                it += 1
+                if it > _MAX_ITER:
+                    return False
+                g = d[lo]
+                p = (d[lo + 1] - g) / (2.0 * e[lo])
+                r = math.hypot(p, 1.0)
+                if p < 0.0:
+                    r = -r
+                d[lo] = e[lo] / (p + r)
+                d[lo + 1] = e[lo] * (p + r)
+                dl1 = d[lo + 1]
+                h = g - d[lo]
+                for i in range(lo + 2, n):
+                    d[i] -= h
+                f += h
+                p = d[m]
+                c = 1.0
+                c2 = c
+                c3 = c
+                el1 = e[lo + 1]
+                s = 0.0
+                s2 = 0.0
+                for i in range(m - 1, lo - 1, -1):
+                    c3 = c2
+                    c2 = c
+                    s2 = s
+                    g = c * e[i]
+                    h = c * p
+                    r = _rot_len(p, e[i])
+                    e[i + 1] = s * r
+                    s = e[i] / r
+                    c = p / r
+                    p = c * d[i] - s * g
+                    d[i + 1] = h + s * (c * g + s * d[i])
+                    for k in range(n):
+                        zk = Z[i + 1, k]
+                        Z[i + 1, k] = s * Z[i, k] + c * zk
+                        Z[i, k] = c * Z[i, k] - s * zk
+                p = -s * s2 * c3 * el1 * e[lo] / dl1
+                e[lo] = s * p
+                d[lo] = c * p
+                if not abs(e[lo]) > _EPS * tst1:
+                    break
+        d[lo] = d[lo] + f
+        e[lo] = 0.0
+    return True
+
+
+@njit(cache=True)
+def _lapack_into(M: np.ndarray, lam: np.ndarray, Z: np.ndarray) -> None:
+    """LAPACK ``dsyevd`` (:func:`numpy.linalg.eigh`), eigenvectors written as the rows of ``Z``."""
+    w, Q = np.linalg.eigh(M)
+    n = M.shape[0]
+    for j in range(n):
+        lam[j] = w[j]
+        for k in range(n):
+            Z[j, k] = Q[k, j]
+
+
+@njit(cache=True)
+def sym_eig(M: np.ndarray, lam: np.ndarray, Z: np.ndarray, work: np.ndarray) -> None:
+    """Eigendecomposition of the finite, exactly symmetric ``M`` (K, K), into ``lam`` and ``Z``.
+
+    ``lam`` (K,) gets the eigenvalues in ascending order and row ``j`` of ``Z``
+    (K, K) the unit eigenvector of ``lam[j]`` (``M = Z^T diag(lam) Z`` to
+    rounding). ``work`` is a (K + 1, K) scratch array. ``M`` is not modified.
+    """
+    n = M.shape[0]
+    if n > SMALL_K:
+        _lapack_into(M, lam, Z)
+        return
+    top = 0.0
+    for a in range(n):
+        for b in range(n):
+            top = max(top, abs(M[a, b]))
+    if top == 0.0:
+        for j in range(n):
+            lam[j] = 0.0
+            for k in range(n):
+                Z[j, k] = 0.0
+            Z[j, j] = 1.0
+        return
+    scale = 2.0 ** (-math.floor(math.log2(top)))  # a power of two: exact scaling
+    if not (0.0 < scale < math.inf and 0.0 < top * scale < math.inf):
+        _lapack_into(M, lam, Z)
+        return
+    V = work[:n]
+    e = work[n]
+    for a in range(n):
+        for b in range(n):
+            V[a, b] = M[a, b] * scale
+    _tridiagonalize(V, lam, e)
+    for a in range(n):  # Z = V^T: the rotations then run along the rows
+        for b in range(n):
+            Z[a, b] = V[b, a]
+    if not _ql(lam, e, Z):
+        _lapack_into(M, lam, Z)
+        return
+    for j in range(n):
+        lam[j] = lam[j] / scale
+    for i in range(n - 1):  # ascending order, as LAPACK returns them
+        k = i
+        p = lam[i]
+        for j in range(i + 1, n):
+            if lam[j] < p:
+                k = j
+                p = lam[j]
+        if k != i:
+            lam[k] = lam[i]
+            lam[i] = p
+            for j in range(n):
+                p = Z[i, j]
+                Z[i, j] = Z[k, j]
+                Z[k, j] = p
+
+
+@njit(cache=True)
+def assemble_rows(Z: np.ndarray, f: np.ndarray, out: np.ndarray) -> None:
+    """``out = sym(Z^T diag(f) Z)`` (numerics.assemble with ``Q = Z^T``), exactly symmetric.
+
+    Entry ``(a, b)`` sums ``(Z[k, a] f[k]) Z[k, b]`` over the eigenvectors k in
+    order, as ``(Q * f) @ Q.T`` multiplies; the loop over ``b`` is the inner one,
+    so the K^2 running sums advance side by side along contiguous rows.
+    """
+    n = Z.shape[0]
+    for a in range(n):
+        for b in range(n):
+            out[a, b] = 0.0
+    for k in range(n):
+        fk = f[k]
+        zk = Z[k]
+        for a in range(n):
+            za = zk[a] * fk
+            oa = out[a]
+            for b in range(n):
+                oa[b] += za * zk[b]
+    for a in range(n):
+        for b in range(a + 1, n):
+            s = 0.5 * (out[a, b] + out[b, a])
+            out[a, b] = s
+            out[b, a] = s
