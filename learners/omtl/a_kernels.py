@@ -157,12 +157,14 @@ def _trace(M: np.ndarray) -> float:
 
 @njit(cache=True)
 def _finite(M: np.ndarray) -> bool:
+    """Whether every entry is finite (one pass of comparisons, no early exit to branch on)."""
     K = M.shape[0]
+    bad = 0
     for a in range(K):
+        row = M[a]
         for b in range(K):
-            if not np.isfinite(M[a, b]):
-                return False
-    return True
+            bad |= not abs(row[b]) < math.inf
+    return bad == 0
 
 
 @njit(cache=True)
@@ -185,12 +187,56 @@ def _normalize_trace(M: np.ndarray, target: float) -> float:
 
 
 @njit(cache=True)
-def workspace(K: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Scratch arrays of one A update of K tasks: ``(mats, vecs, eig_work)``.
+def workspace(K: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Scratch arrays of one A update of K tasks: ``(mats, vecs, ework, rows)``.
 
     Allocated once per kernel call and reused by every update of the call.
     """
-    return np.empty((2, K, K)), np.empty((3, K)), np.empty((K + 1, K))
+    return (
+        np.empty((2, K, K)),
+        np.empty((4, K)),
+        np.empty(2 * K * K + 2 * K),
+        np.empty(K, dtype=np.int64),
+    )
+
+
+@njit(cache=True)
+def _cholesky_inverse(M: np.ndarray, Minv: np.ndarray, Lw: np.ndarray, X: np.ndarray) -> bool:
+    """``Minv = M^{-1}`` from the Cholesky factor ``M = L L^T`` (exactly symmetric).
+
+    ``Lw`` and ``X`` are (K, K) scratch (L and ``L^{-1}``, lower triangles). False,
+    with ``Minv`` undefined, when a pivot is not positive (M not numerically PD).
+    """
+    n = M.shape[0]
+    for j in range(n):
+        s = M[j, j]
+        for k in range(j):
+            s -= Lw[j, k] * Lw[j, k]
+        if not s > 0.0:
+            return False
+        ljj = math.sqrt(s)
+        Lw[j, j] = ljj
+        r = 1.0 / ljj
+        X[j, j] = r
+        for i in range(j + 1, n):
+            t = M[i, j]
+            for k in range(j):
+                t -= Lw[i, k] * Lw[j, k]
+            Lw[i, j] = t * r
+    for j in range(n):  # X = L^{-1}, column by column (forward substitution)
+        for i in range(j + 1, n):
+            t = 0.0
+            for k in range(j, i):
+                t -= Lw[i, k] * X[k, j]
+            X[i, j] = t * X[i, i]
+    for a in range(n):  # M^{-1} = X^T X
+        for b in range(a, n):
+            t = 0.0
+            for k in range(b, n):
+                t += X[k, a] * X[k, b]
+            Minv[a, b] = t
+            Minv[b, a] = t
+    return True
 
 
 @njit(cache=True)
@@ -202,14 +248,31 @@ def _floored_inverse_pair(
     mats: np.ndarray,
     vecs: np.ndarray,
     ework: np.ndarray,
+    rows: np.ndarray,
 ) -> None:
     """numerics.spd_inverse_pair of the finite, exactly symmetric ``M``: ``P`` = floored M,
-    ``Pinv`` its inverse (``sym(M) = M``, so the reference's second ``sym`` changes nothing)."""
+    ``Pinv`` its inverse (``sym(M) = M``, so the reference's second ``sym`` changes nothing).
+
+    When M is positive definite with ``tr(M) tr(M^{-1}) <= 1 / (2 floor)``, every
+    eigenvalue is at least ``1/tr(M^{-1}) >= 2 floor tr(M) > floor * lam_max``: the
+    floor changes nothing, ``P = M`` and ``Pinv`` is the Cholesky inverse, without an
+    eigendecomposition. Otherwise (or when the factorisation fails) the floors apply
+    through :func:`learners.omtl.eigen.sym_eig`, as in the reference.
+    """
     K = M.shape[0]
     Z = mats[1]
+    if _cholesky_inverse(M, Pinv, ework[: K * K].reshape((K, K)), Z):
+        tr = 0.0
+        tr_inv = 0.0
+        for k in range(K):
+            tr += M[k, k]
+            tr_inv += Pinv[k, k]
+        if tr * tr_inv <= 0.5 / floor:
+            P[:, :] = M
+            return
     lam = vecs[0]
     inv = vecs[1]
-    sym_eig(M, lam, Z, ework)
+    sym_eig(M, lam, Z, ework, rows)
     top = max(lam[K - 1], _TINY)
     for k in range(K):
         lam[k] = max(lam[k], floor * top)
@@ -236,6 +299,7 @@ def _logdet(
     mats: np.ndarray,
     vecs: np.ndarray,
     ework: np.ndarray,
+    rows: np.ndarray,
 ) -> bool:
     """updates.logdet_update, Eq. (3.7): ``A^{-1} <- A^{-1} + eta G``, floored, then trace."""
     K = G.shape[0]
@@ -246,7 +310,7 @@ def _logdet(
             M[a, b] = 0.5 * ((Ainv[a, b] + eta * G[a, b]) + (Ainv[b, a] + eta * G[b, a]))
     if not _finite(M):
         return False
-    _floored_inverse_pair(M, hp[3], Ainv, A, mats, vecs, ework)
+    _floored_inverse_pair(M, hp[3], Ainv, A, mats, vecs, ework, rows)
     if hp[2] != 0.0:
         factor = _normalize_trace(A, 1.0)
         _scale_into(Ainv, factor, True)
@@ -263,6 +327,7 @@ def _vonneumann(
     mats: np.ndarray,
     vecs: np.ndarray,
     ework: np.ndarray,
+    rows: np.ndarray,
 ) -> bool:
     """updates.vonneumann_log_step, Eq. (3.8) in the log domain (``L = log A`` in place)."""
     K = G.shape[0]
@@ -277,27 +342,29 @@ def _vonneumann(
     mu = vecs[0]
     log_a = vecs[1]
     ex = vecs[2]
-    sym_eig(M, mu, Z, ework)
+    inv = vecs[3]
+    sym_eig(M, mu, Z, ework, rows)
     top = mu[K - 1]
     log_floor = math.log(hp[3])
     for k in range(K):
         log_a[k] = max(mu[k] - top, log_floor)
-    if hp[2] != 0.0:
+    if hp[2] != 0.0:  # exp(log_a - log(sum)) as exp(log_a) / sum: the same to rounding
         for k in range(K):
             ex[k] = math.exp(log_a[k])
-        shift = math.log(pairwise_sum(ex))
+        total = pairwise_sum(ex)
+        shift = math.log(total)
         for k in range(K):
             log_a[k] -= shift
+            ex[k] = ex[k] / total
     else:
         for k in range(K):
             log_a[k] = max(log_a[k] + top, log_floor)
+            ex[k] = math.exp(log_a[k])
+    for k in range(K):
+        inv[k] = 1.0 / ex[k]
     assemble_rows(Z, log_a, L)
-    for k in range(K):
-        ex[k] = math.exp(log_a[k])
     assemble_rows(Z, ex, A)
-    for k in range(K):
-        ex[k] = math.exp(-log_a[k])
-    assemble_rows(Z, ex, Ainv)
+    assemble_rows(Z, inv, Ainv)
     return True
 
 
@@ -311,6 +378,7 @@ def _covariance(
     mats: np.ndarray,
     vecs: np.ndarray,
     ework: np.ndarray,
+    rows: np.ndarray,
 ) -> bool:
     """updates.covariance_update, Eq. (3.9): A from the ridged ``cov(W)``."""
     K = G.shape[0]
@@ -331,13 +399,13 @@ def _covariance(
             _normalize_trace(C, float(K * K))
         if not _finite(C):
             return False
-        _floored_inverse_pair(C, hp[3], Ainv, A, mats, vecs, ework)
+        _floored_inverse_pair(C, hp[3], Ainv, A, mats, vecs, ework, rows)
         return True
     if hp[2] != 0.0:
         _normalize_trace(C, 1.0)
     if not _finite(C):
         return False
-    _floored_inverse_pair(C, hp[3], A, Ainv, mats, vecs, ework)
+    _floored_inverse_pair(C, hp[3], A, Ainv, mats, vecs, ework, rows)
     return True
 
 
@@ -350,6 +418,7 @@ def _batchopt(
     mats: np.ndarray,
     vecs: np.ndarray,
     ework: np.ndarray,
+    rows: np.ndarray,
 ) -> bool:
     """updates.batchopt_update, Eq. (3.10): ``A = G^{1/2} / tr(G^{1/2})``, ridged and floored."""
     K = G.shape[0]
@@ -363,7 +432,7 @@ def _batchopt(
     lam = vecs[0]
     S = vecs[1]
     inv = vecs[2]
-    sym_eig(M, lam, Z, ework)
+    sym_eig(M, lam, Z, ework, rows)
     for k in range(K):
         S[k] = math.sqrt(max(lam[k], 0.0))
     total = pairwise_sum(S)
@@ -404,16 +473,17 @@ def a_update_into(
     mats: np.ndarray,
     vecs: np.ndarray,
     ework: np.ndarray,
+    rows: np.ndarray,
 ) -> bool:
     """:func:`a_update` with the scratch arrays of :func:`workspace` given."""
     if kind == KIND_LOGDET:
-        return _logdet(hp, A, Ainv, G, mats, vecs, ework)
+        return _logdet(hp, A, Ainv, G, mats, vecs, ework, rows)
     if kind == KIND_VONNEUMANN:
-        return _vonneumann(hp, A, Ainv, L, G, mats, vecs, ework)
+        return _vonneumann(hp, A, Ainv, L, G, mats, vecs, ework, rows)
     if kind == KIND_COV:
-        return _covariance(hp, A, Ainv, G, colsum, mats, vecs, ework)
+        return _covariance(hp, A, Ainv, G, colsum, mats, vecs, ework, rows)
     if kind == KIND_BATCHOPT:
-        return _batchopt(hp, A, Ainv, G, mats, vecs, ework)
+        return _batchopt(hp, A, Ainv, G, mats, vecs, ework, rows)
     return False
 
 
@@ -432,5 +502,5 @@ def a_update(
     Returns False, with nothing changed, for :data:`KIND_NONE` or a matrix that is
     not finite (the learner then runs the numpy reference).
     """
-    mats, vecs, ework = workspace(G.shape[0])
-    return a_update_into(kind, hp, A, Ainv, L, G, colsum, mats, vecs, ework)
+    mats, vecs, ework, rows = workspace(G.shape[0])
+    return a_update_into(kind, hp, A, Ainv, L, G, colsum, mats, vecs, ework, rows)

@@ -187,10 +187,12 @@ def _ql(d: np.ndarray, e: np.ndarray, Z: np.ndarray) -> bool:
                     c = p / r
                     p = c * d[i] - s * g
                     d[i + 1] = h + s * (c * g + s * d[i])
+                    zi = Z[i]
+                    zn = Z[i + 1]
                     for k in range(n):
-                        zk = Z[i + 1, k]
-                        Z[i + 1, k] = s * Z[i, k] + c * zk
-                        Z[i, k] = c * Z[i, k] - s * zk
+                        zk = zn[k]
+                        zn[k] = s * zi[k] + c * zk
+                        zi[k] = c * zi[k] - s * zk
                 p = -s * s2 * c3 * el1 * e[lo] / dl1
                 e[lo] = s * p
                 d[lo] = c * p
@@ -202,71 +204,96 @@ def _ql(d: np.ndarray, e: np.ndarray, Z: np.ndarray) -> bool:
 
 
 @njit(cache=True)
-def _lapack_into(M: np.ndarray, lam: np.ndarray, Z: np.ndarray) -> None:
-    """LAPACK ``dsyevd`` (:func:`numpy.linalg.eigh`), eigenvectors written as the rows of ``Z``."""
-    w, Q = np.linalg.eigh(M)
-    n = M.shape[0]
-    for j in range(n):
-        lam[j] = w[j]
-        for k in range(n):
-            Z[j, k] = Q[k, j]
+def _block_eig(M: np.ndarray, rows: np.ndarray, m: int, lam: np.ndarray, work: np.ndarray) -> None:
+    """Eigenpairs of the block ``M[rows[:m]][:, rows[:m]]``: eigenvalues (unsorted) into
+    ``lam[:m]``, eigenvector ``r`` into ``work[m*m + r*m : m*m + (r+1)*m]`` (block coordinates)."""
+    V = work[: m * m].reshape((m, m))
+    Z = work[m * m : 2 * m * m].reshape((m, m))
+    e = work[2 * m * m : 2 * m * m + m]
+    top = 0.0
+    for a in range(m):
+        for b in range(m):
+            V[a, b] = M[rows[a], rows[b]]
+            top = max(top, abs(V[a, b]))
+    inline = m <= SMALL_K and top > 0.0
+    if inline:
+        scale = 2.0 ** (-math.floor(math.log2(top)))  # a power of two: exact scaling
+        inline = 0.0 < scale < math.inf and top * scale < math.inf
+    if inline:
+        for a in range(m):
+            for b in range(m):
+                V[a, b] *= scale
+        _tridiagonalize(V, lam[:m], e)
+        for a in range(m):  # Z = V^T: the rotations then run along the rows
+            for b in range(m):
+                Z[a, b] = V[b, a]
+        if _ql(lam[:m], e, Z):
+            for r in range(m):
+                lam[r] = lam[r] / scale
+            return
+        for a in range(m):
+            for b in range(m):
+                V[a, b] = M[rows[a], rows[b]]
+    w, Q = np.linalg.eigh(V)  # LAPACK dsyevd
+    for r in range(m):
+        lam[r] = w[r]
+        for k in range(m):
+            Z[r, k] = Q[k, r]
 
 
 @njit(cache=True)
-def sym_eig(M: np.ndarray, lam: np.ndarray, Z: np.ndarray, work: np.ndarray) -> None:
+def sym_eig(
+    M: np.ndarray, lam: np.ndarray, Z: np.ndarray, work: np.ndarray, rows: np.ndarray
+) -> None:
     """Eigendecomposition of the finite, exactly symmetric ``M`` (K, K), into ``lam`` and ``Z``.
 
-    ``lam`` (K,) gets the eigenvalues in ascending order and row ``j`` of ``Z``
-    (K, K) the unit eigenvector of ``lam[j]`` (``M = Z^T diag(lam) Z`` to
-    rounding). ``work`` is a (K + 1, K) scratch array. ``M`` is not modified.
+    ``lam`` (K,) gets the eigenvalues in ascending order (ties in index order) and
+    row ``j`` of ``Z`` (K, K) the unit eigenvector of ``lam[j]`` (``M = Z^T diag(lam) Z``
+    to rounding), as :func:`learners.omtl.numerics.sym_eigh` returns them: a task
+    whose row is zero off the diagonal is decoupled, its own eigenvector with
+    eigenvalue ``M[j, j]``, and only the block of the coupled tasks is
+    diagonalised. ``work`` is float scratch of ``2 K^2 + 2 K`` entries, ``rows``
+    int scratch of K. ``M`` is not modified.
     """
     n = M.shape[0]
-    if n > SMALL_K:
-        _lapack_into(M, lam, Z)
-        return
-    top = 0.0
-    for a in range(n):
-        for b in range(n):
-            top = max(top, abs(M[a, b]))
-    if top == 0.0:
-        for j in range(n):
-            lam[j] = 0.0
-            for k in range(n):
-                Z[j, k] = 0.0
-            Z[j, j] = 1.0
-        return
-    scale = 2.0 ** (-math.floor(math.log2(top)))  # a power of two: exact scaling
-    if not (0.0 < scale < math.inf and 0.0 < top * scale < math.inf):
-        _lapack_into(M, lam, Z)
-        return
-    V = work[:n]
-    e = work[n]
-    for a in range(n):
-        for b in range(n):
-            V[a, b] = M[a, b] * scale
-    _tridiagonalize(V, lam, e)
-    for a in range(n):  # Z = V^T: the rotations then run along the rows
-        for b in range(n):
-            Z[a, b] = V[b, a]
-    if not _ql(lam, e, Z):
-        _lapack_into(M, lam, Z)
-        return
+    m = 0
     for j in range(n):
-        lam[j] = lam[j] / scale
-    for i in range(n - 1):  # ascending order, as LAPACK returns them
-        k = i
-        p = lam[i]
-        for j in range(i + 1, n):
-            if lam[j] < p:
-                k = j
-                p = lam[j]
-        if k != i:
-            lam[k] = lam[i]
-            lam[i] = p
-            for j in range(n):
-                p = Z[i, j]
-                Z[i, j] = Z[k, j]
-                Z[k, j] = p
+        for k in range(n):
+            if k != j and M[j, k] != 0.0:
+                rows[m] = j
+                m += 1
+                break
+    for j in range(n):
+        lam[j] = M[j, j]
+        for k in range(n):
+            Z[j, k] = 0.0
+        Z[j, j] = 1.0
+    if m > 0:
+        sub = work[2 * m * m + m :]
+        _block_eig(M, rows, m, sub, work)
+        for r in range(m):
+            j = rows[r]
+            lam[j] = sub[r]
+            Z[j, j] = 0.0
+            for c in range(m):
+                Z[j, rows[c]] = work[m * m + r * m + c]
+    for i in range(n):  # ascending, ties in index order: a stable insertion sort of indices
+        rows[i] = i
+    for i in range(1, n):
+        r = rows[i]
+        j = i
+        while j > 0 and lam[r] < lam[rows[j - 1]]:
+            rows[j] = rows[j - 1]
+            j -= 1
+        rows[j] = r
+    for i in range(n):
+        work[i] = lam[rows[i]]
+        for k in range(n):
+            work[n + i * n + k] = Z[rows[i], k]
+    for i in range(n):
+        lam[i] = work[i]
+        for k in range(n):
+            Z[i, k] = work[n + i * n + k]
 
 
 @njit(cache=True)

@@ -146,7 +146,7 @@ def _round(
     L: np.ndarray,
     c: np.ndarray,
     u: np.ndarray,
-    ws: tuple[np.ndarray, np.ndarray, np.ndarray],
+    ws: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
 ) -> tuple[float, bool]:
     """One round (Algorithm 1 lines 4-16) of row ``x`` (``idx`` None: dense); ``(score, stop)``.
 

@@ -43,10 +43,32 @@ def sym(M: np.ndarray) -> np.ndarray:
 
 
 def sym_eigh(M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(lam, Q)`` of the exactly symmetric float64 (K, K) ``M``: eigenvalues ascending,
-    orthonormal eigenvectors as columns, from its lower triangle (LAPACK ``dsyevd``,
-    as :func:`numpy.linalg.eigh`). NaN entries give NaN results, as with numpy;
-    raises :class:`numpy.linalg.LinAlgError` when LAPACK reports no convergence."""
+    """``(lam, Q)`` of the exactly symmetric float64 (K, K) ``M``: eigenvalues ascending
+    (ties in index order), orthonormal eigenvectors as columns.
+
+    A task whose row of a finite M is zero off the diagonal is decoupled: it is its
+    own eigenvector ``e_j`` with eigenvalue ``M[j, j]``, and only the block of the
+    coupled tasks goes to LAPACK ``dsyevd`` (from its lower triangle, as
+    :func:`numpy.linalg.eigh`). So ``Q diag(f(lam)) Q^T`` keeps a decoupled task's
+    row and column exactly zero off the diagonal, instead of the rounding noise a
+    decomposition of the whole matrix leaves there (docs/algorithms.md Sec. 2.8).
+    NaN entries give NaN results, as with numpy; raises
+    :class:`numpy.linalg.LinAlgError` when LAPACK reports no convergence."""
+    K = M.shape[0]
+    coupled = np.flatnonzero(((M != 0.0) & ~np.eye(K, dtype=bool)).any(axis=1))
+    if coupled.size == K or not np.isfinite(M).all():
+        return _dsyevd(M)
+    lam = np.diag(M).copy()
+    Q = np.eye(K)
+    if coupled.size:
+        block = np.ix_(coupled, coupled)
+        lam[coupled], Q[block] = _dsyevd(np.ascontiguousarray(M[block]))
+    order = np.argsort(lam, kind="stable")
+    return lam[order], Q[:, order]
+
+
+def _dsyevd(M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """LAPACK ``dsyevd`` of the symmetric ``M`` (lower triangle): ``(lam, Q)``, ascending."""
     lam, Q, info = lapack.dsyevd(M, compute_v=1, lower=1)
     if info != 0:
         raise np.linalg.LinAlgError(f"eigenvalues did not converge (dsyevd info {info})")
