@@ -302,9 +302,22 @@ def assemble_rows(Z: np.ndarray, f: np.ndarray, out: np.ndarray) -> None:
 
     Entry ``(a, b)`` sums ``(Z[k, a] f[k]) Z[k, b]`` over the eigenvectors k in
     order, as ``(Q * f) @ Q.T`` multiplies; the loop over ``b`` is the inner one,
-    so the K^2 running sums advance side by side along contiguous rows.
+    so the K^2 running sums advance side by side along contiguous rows. Above
+    :data:`SMALL_K`, a BLAS product.
     """
     n = Z.shape[0]
+    if n > SMALL_K:  # a BLAS product pays off
+        T = np.empty((n, n))
+        for k in range(n):
+            for a in range(n):
+                T[k, a] = Z[k, a] * f[k]
+        out[:, :] = np.dot(Z.T, T)
+        for a in range(n):
+            for b in range(a + 1, n):
+                s = 0.5 * (out[a, b] + out[b, a])
+                out[a, b] = s
+                out[b, a] = s
+        return
     for a in range(n):
         for b in range(n):
             out[a, b] = 0.0

@@ -5,9 +5,10 @@ The interaction matrices of saha2011 (Sec. 3) are symmetric positive
 symmetric eigendecomposition ``M = Q diag(lam) Q^T`` (LAPACK ``dsyevd`` called
 directly through :mod:`scipy.linalg.lapack` by :func:`sym_eigh`: the routine
 :func:`numpy.linalg.eigh` runs, without its per-call checks, which cost as much as
-the decomposition itself for small K), applies the scalar function to the eigenvalues and
-reassembles ``Q diag(f(lam)) Q^T``, symmetrised so that the result is exactly
-symmetric. This is the route saha2011 Sec. 3.3 recommends; the eigenvalue
+the decomposition itself for small K; a decoupled task, zero off the diagonal, is
+its own eigenvector and stays out of it), applies the scalar function to the
+eigenvalues and reassembles ``Q diag(f(lam)) Q^T``, symmetrised so that the result
+is exactly symmetric. This is the route saha2011 Sec. 3.3 recommends; the eigenvalue
 floors are what keeps it stable (the paper reports its spectral von Neumann
 update as unstable, Sec. 5.4).
 

@@ -229,7 +229,7 @@ def test_kernel_equals_the_numpy_rounds_with_tasks_left_at_zero(name: str, activ
     ``A^{-1}`` exactly zero off the diagonal (a rounding residue there would move a zero
     weight vector, and the sign of its score would then be noise). The literal covariance
     gets a ridge of 1e-3: with 1e-6 its inverse has condition numbers near 1e6, and two
-    decompositions of it agree only to about 1e6 times the rounding (Sec. 2.8)."""
+    decompositions of it agree only to about 1e6 times the rounding (docs/algorithms.md Sec. 2.8)."""
     params: dict[str, Any] = {"epoch_rounds": 5}
     if name == "omtl-cov":
         params["ridge"] = 1e-3
