@@ -195,7 +195,7 @@ def workspace(K: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     return (
         np.empty((2, K, K)),
         np.empty((4, K)),
-        np.empty(2 * K * K + 2 * K),
+        np.empty(2 * K * K + 4 * K),
         np.empty(K, dtype=np.int64),
     )
 

@@ -4,10 +4,11 @@ The A updates of saha2011 (Eqs. 3.7-3.10, docs/algorithms.md Sec. 2.3) each
 diagonalise one symmetric ``K x K`` matrix. For a small K, LAPACK's ``dsyevd``
 spends most of its time in the calling overhead of its many level-1/2 BLAS
 calls (about 6 us at K = 10, for some 10^4 flops); :func:`sym_eig` runs the same
-classical algorithm inline instead: Householder reduction to tridiagonal form,
-then the implicit QL iteration with Wilkinson shifts (the EISPACK routines
-``tred2`` and ``tql2``, Wilkinson & Reinsch, *Handbook for Automatic Computation
-II*, 1971; the ``dsytrd`` + ``dsteqr`` pair of LAPACK is the same method). Both
+classical algorithm inline instead: Householder reduction to tridiagonal form
+(Golub & Van Loan, *Matrix Computations*, Algorithm 8.3.1), then the implicit QL
+iteration with Wilkinson shifts (EISPACK's ``tql2``, Wilkinson & Reinsch,
+*Handbook for Automatic Computation II*, 1971; the ``dsytrd`` + ``dsteqr`` pair
+of LAPACK is the same method). Both
 are backward stable: the computed ``Q diag(lam) Q^T`` is the matrix to a few
 units of rounding of its largest eigenvalue, and ``Q`` is orthogonal to
 rounding, as with LAPACK; the two differ from each other by that rounding
@@ -54,79 +55,78 @@ def _rot_len(p: float, q: float) -> float:
 
 
 @njit(cache=True)
-def _tridiagonalize(V: np.ndarray, d: np.ndarray, e: np.ndarray) -> None:
-    """EISPACK ``tred2`` in place: ``V`` (the matrix on entry) becomes the orthogonal
-    ``Q`` of ``Q^T M Q = T``, ``d`` the diagonal of T and ``e[1:]`` its subdiagonal."""
+def _tridiagonalize(
+    V: np.ndarray, d: np.ndarray, e: np.ndarray, Z: np.ndarray, v: np.ndarray, w: np.ndarray
+) -> None:
+    """Householder reduction of the symmetric ``V`` (destroyed) to tridiagonal ``T``.
+
+    ``d`` gets the diagonal of T, ``e[1:]`` its subdiagonal (``e[0] = 0``) and ``Z`` the
+    orthogonal matrix with ``Z V Z^T = T``. Step k reflects row k right of the
+    diagonal onto its first entry (``alpha = -sign(x_0) ||x||``, no cancellation) and
+    updates the trailing block by the symmetric rank-two term ``v w^T + w v^T``
+    (Golub & Van Loan, *Matrix Computations*, Algorithm 8.3.1), all along rows; ``v``
+    and ``w`` are (K,) scratch.
+    """
     n = V.shape[0]
-    for j in range(n):
-        d[j] = V[n - 1, j]
-    for i in range(n - 1, 0, -1):
-        scale = 0.0
-        h = 0.0
-        for k in range(i):
-            scale += abs(d[k])
-        if scale == 0.0:
-            e[i] = d[i - 1]
-            for j in range(i):
-                d[j] = V[i - 1, j]
-                V[i, j] = 0.0
-                V[j, i] = 0.0
-        else:
-            for k in range(i):
-                d[k] /= scale
-                h += d[k] * d[k]
-            f = d[i - 1]
-            g = math.sqrt(h)
-            if f > 0.0:
-                g = -g
-            e[i] = scale * g
-            h = h - f * g
-            d[i - 1] = f - g
-            for j in range(i):
-                e[j] = 0.0
-            for j in range(i):
-                f = d[j]
-                V[j, i] = f
-                g = e[j] + V[j, j] * f
-                for k in range(j + 1, i):
-                    g += V[k, j] * d[k]
-                    e[k] += V[k, j] * f
-                e[j] = g
-            f = 0.0
-            for j in range(i):
-                e[j] /= h
-                f += e[j] * d[j]
-            hh = f / (h + h)
-            for j in range(i):
-                e[j] -= hh * d[j]
-            for j in range(i):
-                f = d[j]
-                g = e[j]
-                for k in range(j, i):
-                    V[k, j] -= f * e[k] + g * d[k]
-                d[j] = V[i - 1, j]
-                V[i, j] = 0.0
-        d[i] = h
-    for i in range(n - 1):  # accumulate the Householder reflections
-        V[n - 1, i] = V[i, i]
-        V[i, i] = 1.0
-        h = d[i + 1]
-        if h != 0.0:
-            for k in range(i + 1):
-                d[k] = V[k, i + 1] / h
-            for j in range(i + 1):
-                g = 0.0
-                for k in range(i + 1):
-                    g += V[k, i + 1] * V[k, j]
-                for k in range(i + 1):
-                    V[k, j] -= g * d[k]
-        for k in range(i + 1):
-            V[k, i + 1] = 0.0
-    for j in range(n):
-        d[j] = V[n - 1, j]
-        V[n - 1, j] = 0.0
-    V[n - 1, n - 1] = 1.0
+    for i in range(n):
+        for j in range(n):
+            Z[i, j] = 0.0
+        Z[i, i] = 1.0
     e[0] = 0.0
+    for k in range(n - 2):
+        m = n - k - 1
+        d[k] = V[k, k]  # final: later steps change only the trailing block
+        x0 = V[k, k + 1]
+        tail = 0.0
+        for j in range(k + 2, n):
+            tail += V[k, j] * V[k, j]
+        if tail == 0.0:
+            e[k + 1] = x0
+            continue
+        norm = math.sqrt(x0 * x0 + tail)
+        alpha = -norm if x0 > 0.0 else norm
+        e[k + 1] = alpha
+        v[0] = x0 - alpha
+        for j in range(1, m):
+            v[j] = V[k, k + 1 + j]
+        beta = 1.0 / (norm * (norm + abs(x0)))  # 2 / (v.v)
+        for i in range(m):
+            w[i] = 0.0
+        for j in range(m):  # w = beta B v, by rows of B (B symmetric)
+            bj = V[k + 1 + j]
+            vj = v[j] * beta
+            for i in range(m):
+                w[i] += bj[k + 1 + i] * vj
+        pv = 0.0
+        for i in range(m):
+            pv += w[i] * v[i]
+        half = 0.5 * beta * pv
+        for i in range(m):
+            w[i] -= half * v[i]
+        for i in range(m):  # B -= v w^T + w v^T
+            bi = V[k + 1 + i]
+            vi = v[i]
+            wi = w[i]
+            for j in range(m):
+                bi[k + 1 + j] -= vi * w[j] + wi * v[j]
+        # Z[k+1:, :] -= beta v (v^T Z[k+1:, :])
+        y = V[k]  # row k of V is no longer needed: scratch for v^T Z
+        for j in range(n):
+            y[j] = 0.0
+        for i in range(m):
+            zi = Z[k + 1 + i]
+            vi = v[i]
+            for j in range(n):
+                y[j] += vi * zi[j]
+        for i in range(m):
+            zi = Z[k + 1 + i]
+            bvi = beta * v[i]
+            for j in range(n):
+                zi[j] -= bvi * y[j]
+    for i in range(max(n - 2, 0), n):
+        d[i] = V[i, i]
+    if n >= 2:
+        e[n - 1] = V[n - 2, n - 1]
 
 
 @njit(cache=True)
@@ -210,6 +210,8 @@ def _block_eig(M: np.ndarray, rows: np.ndarray, m: int, lam: np.ndarray, work: n
     V = work[: m * m].reshape((m, m))
     Z = work[m * m : 2 * m * m].reshape((m, m))
     e = work[2 * m * m : 2 * m * m + m]
+    v = work[2 * m * m + 2 * m : 2 * m * m + 3 * m]
+    w = work[2 * m * m + 3 * m : 2 * m * m + 4 * m]
     top = 0.0
     for a in range(m):
         for b in range(m):
@@ -223,10 +225,7 @@ def _block_eig(M: np.ndarray, rows: np.ndarray, m: int, lam: np.ndarray, work: n
         for a in range(m):
             for b in range(m):
                 V[a, b] *= scale
-        _tridiagonalize(V, lam[:m], e)
-        for a in range(m):  # Z = V^T: the rotations then run along the rows
-            for b in range(m):
-                Z[a, b] = V[b, a]
+        _tridiagonalize(V, lam[:m], e, Z, v, w)
         if _ql(lam[:m], e, Z):
             for r in range(m):
                 lam[r] = lam[r] / scale
@@ -252,7 +251,7 @@ def sym_eig(
     to rounding), as :func:`learners.omtl.numerics.sym_eigh` returns them: a task
     whose row is zero off the diagonal is decoupled, its own eigenvector with
     eigenvalue ``M[j, j]``, and only the block of the coupled tasks is
-    diagonalised. ``work`` is float scratch of ``2 K^2 + 2 K`` entries, ``rows``
+    diagonalised. ``work`` is float scratch of ``2 K^2 + 4 K`` entries, ``rows``
     int scratch of K. ``M`` is not modified.
     """
     n = M.shape[0]
@@ -286,6 +285,11 @@ def sym_eig(
             rows[j] = rows[j - 1]
             j -= 1
         rows[j] = r
+    for i in range(n):
+        if rows[i] != i:
+            break
+    else:
+        return  # already in order
     for i in range(n):
         work[i] = lam[rows[i]]
         for k in range(n):

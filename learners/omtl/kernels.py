@@ -10,7 +10,7 @@ Cost O(nnz) per row and O(K nnz + K^2) per mistake, whatever the mistake rate,
 plus O(K^3) per A update.
 
 From round ``EPOCH`` on, each mistake also updates ``A`` (Eqs. 3.7-3.10, an
-eigendecomposition) inside the same call, at the same round as the numpy
+eigendecomposition or a Cholesky factorisation) inside the same call, at the same round as the numpy
 reference (:func:`learners.omtl.a_kernels.a_update_into`, selected by ``kind``):
 with ``track_at_stop`` (A fed the weights after the mistake,
 ``a_update_uses='post'``) after the mistake is folded into the Gram matrix,

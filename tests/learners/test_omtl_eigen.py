@@ -23,7 +23,7 @@ def compiled(M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     K = M.shape[0]
     lam, Z = np.empty(K), np.empty((K, K))
     eigen.sym_eig(
-        np.ascontiguousarray(M), lam, Z, np.empty(2 * K * K + 2 * K), np.empty(K, dtype=np.int64)
+        np.ascontiguousarray(M), lam, Z, np.empty(2 * K * K + 4 * K), np.empty(K, dtype=np.int64)
     )
     return lam, Z
 
