@@ -273,11 +273,15 @@ def _floored_inverse_pair(
     lam = vecs[0]
     inv = vecs[1]
     sym_eig(M, lam, Z, ework, rows)
-    top = max(lam[K - 1], _TINY)
+    bound = floor * max(lam[K - 1], _TINY)
+    binds = lam[0] < bound
     for k in range(K):
-        lam[k] = max(lam[k], floor * top)
+        lam[k] = max(lam[k], bound)
         inv[k] = 1.0 / lam[k]
-    assemble_rows(Z, lam, P)
+    if binds:
+        assemble_rows(Z, lam, P)
+    else:  # the floored M is M itself, as in the reference
+        P[:, :] = M
     assemble_rows(Z, inv, Pinv)
 
 

@@ -108,9 +108,16 @@ def spd_inverse_pair(M: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarra
 
     Returns ``(M_floored, M_floored^{-1})``, both (K, K), symmetric positive
     definite, with ``M_floored @ M_floored^{-1} = I`` to rounding. When no
-    eigenvalue is below the floor, ``M_floored`` equals ``M`` to rounding.
+    eigenvalue is below the floor, ``M_floored`` is ``M`` itself: its exact zeros
+    (tasks that share no features) stay exact, which a reassembly
+    ``Q diag(lam) Q^T`` would blur into rounding residues (docs/algorithms.md Sec. 2.8).
     """
-    lam, Q = floored_eigh(M, floor)
+    S = sym(M)
+    lam, Q = sym_eigh(S)
+    bound = floor * max(float(lam[-1]), TINY)
+    if lam[0] >= bound:
+        return S, assemble(Q, 1.0 / lam)
+    lam = np.maximum(lam, bound)
     return assemble(Q, lam), assemble(Q, 1.0 / lam)
 
 
