@@ -10,6 +10,8 @@
   at Algorithm 1's rounds, the A updates; ``warm()`` compiles it;
 * :mod:`learners.omtl.a_kernels` — the A updates of Eqs. (3.7)-(3.10) compiled,
   the twins of :mod:`learners.omtl.updates` that the pass calls;
+* :mod:`learners.omtl.eigen` — the compiled symmetric eigendecomposition of
+  the small K x K matrices those updates diagonalise;
 * :mod:`learners.omtl.compiled` — what the compiled paths of the OMTL, ROM and
   ELLA families share (kernel rows, row primitives, :class:`CompiledLearner`).
 """

@@ -6,12 +6,16 @@ Algorithm 1 (line 14) updates A, so that a whole batch, weight updates and A
 updates, is one kernel call (docs/algorithms.md Sec. 2.3 and 2.8).
 
 Each update writes the new ``A`` and ``A^{-1}`` (and ``log A`` for Eq. 3.8) in
-place and follows the reference operation by operation: the same symmetric
-eigendecomposition (LAPACK ``dsyevd`` through :func:`numpy.linalg.eigh`, the
-routine :func:`learners.omtl.numerics.sym_eigh` calls), the same floors and
-normalisations, sums in numpy's pairwise order (:func:`pairwise_sum`), and
-``Q diag(f) Q^T`` as a BLAS product. Results equal the reference up to the
-rounding of the matrix product and of ``exp``/``log``.
+place and follows the reference step by step: the same floors and
+normalisations, sums of eigenvalues and traces in numpy's pairwise order
+(:func:`pairwise_sum`). The symmetric eigendecomposition is the compiled
+:func:`learners.omtl.eigen.sym_eig` (Householder tridiagonalisation and implicit
+QL, the method of LAPACK's ``dsyevd`` for small matrices, without its calling
+overhead) and ``Q diag(f) Q^T`` a compiled product
+(:func:`learners.omtl.eigen.assemble_rows`); scratch arrays come from
+:func:`workspace`, allocated once per kernel call. Results equal the reference
+up to the rounding of the decomposition, of the product and of ``exp``/``log``
+(docs/algorithms.md Sec. 2.8).
 
 An update returns False without touching the state when the matrix to
 decompose is not finite: the caller then runs the numpy reference, which
@@ -28,6 +32,8 @@ import math
 import numpy as np
 from numba import njit
 
+from learners.omtl.eigen import assemble_rows, sym_eig
+
 __all__ = [
     "HP_FIELDS",
     "KIND_BATCHOPT",
@@ -36,7 +42,9 @@ __all__ = [
     "KIND_NONE",
     "KIND_VONNEUMANN",
     "a_update",
+    "a_update_into",
     "pairwise_sum",
+    "workspace",
 ]
 
 #: No compiled A update: the weight pass stops and the learner updates A in numpy.
@@ -148,33 +156,15 @@ def _trace(M: np.ndarray) -> float:
 
 
 @njit(cache=True)
-def _sym_into(M: np.ndarray, out: np.ndarray) -> None:
-    """``out = (M + M^T) / 2`` (numerics.sym); ``out`` must not be ``M``."""
-    K = M.shape[0]
-    for a in range(K):
-        for b in range(K):
-            out[a, b] = 0.5 * (M[a, b] + M[b, a])
-
-
-@njit(cache=True)
 def _finite(M: np.ndarray) -> bool:
+    """Whether every entry is finite (one pass of comparisons, no early exit to branch on)."""
     K = M.shape[0]
+    bad = 0
     for a in range(K):
+        row = M[a]
         for b in range(K):
-            if not np.isfinite(M[a, b]):
-                return False
-    return True
-
-
-@njit(cache=True)
-def _assemble_into(Q: np.ndarray, f: np.ndarray, out: np.ndarray) -> None:
-    """``out = sym(Q diag(f) Q^T)`` (numerics.assemble)."""
-    K = Q.shape[0]
-    B = np.empty((K, K))
-    for a in range(K):
-        for k in range(K):
-            B[a, k] = Q[a, k] * f[k]
-    _sym_into(B @ Q.T, out)
+            bad |= not abs(row[b]) < math.inf
+    return bad == 0
 
 
 @njit(cache=True)
@@ -197,18 +187,102 @@ def _normalize_trace(M: np.ndarray, target: float) -> float:
 
 
 @njit(cache=True)
-def _floored_inverse_pair(M: np.ndarray, floor: float, P: np.ndarray, Pinv: np.ndarray) -> bool:
-    """numerics.spd_inverse_pair: ``P`` = floored M, ``Pinv`` its inverse; False if M not finite."""
-    S = np.empty_like(M)
-    _sym_into(M, S)
-    if not _finite(S):
-        return False
-    lam, Q = np.linalg.eigh(S)
-    top = max(lam[-1], _TINY)
-    lam = np.maximum(lam, floor * top)
-    _assemble_into(Q, lam, P)
-    _assemble_into(Q, 1.0 / lam, Pinv)
+def workspace(K: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Scratch arrays of one A update of K tasks: ``(mats, vecs, ework, rows)``.
+
+    Allocated once per kernel call and reused by every update of the call.
+    """
+    return (
+        np.empty((2, K, K)),
+        np.empty((4, K)),
+        np.empty(2 * K * K + 4 * K),
+        np.empty(K, dtype=np.int64),
+    )
+
+
+@njit(cache=True)
+def _cholesky_inverse(M: np.ndarray, Minv: np.ndarray, Lw: np.ndarray, X: np.ndarray) -> bool:
+    """``Minv = M^{-1}`` from the Cholesky factor ``M = L L^T`` (exactly symmetric).
+
+    ``Lw`` and ``X`` are (K, K) scratch (L and ``L^{-1}``, lower triangles). False,
+    with ``Minv`` undefined, when a pivot is not positive (M not numerically PD).
+    """
+    n = M.shape[0]
+    for j in range(n):
+        s = M[j, j]
+        for k in range(j):
+            s -= Lw[j, k] * Lw[j, k]
+        if not s > 0.0:
+            return False
+        ljj = math.sqrt(s)
+        Lw[j, j] = ljj
+        r = 1.0 / ljj
+        X[j, j] = r
+        for i in range(j + 1, n):
+            t = M[i, j]
+            for k in range(j):
+                t -= Lw[i, k] * Lw[j, k]
+            Lw[i, j] = t * r
+    for j in range(n):  # X = L^{-1}, column by column (forward substitution)
+        for i in range(j + 1, n):
+            t = 0.0
+            for k in range(j, i):
+                t -= Lw[i, k] * X[k, j]
+            X[i, j] = t * X[i, i]
+    for a in range(n):  # M^{-1} = X^T X
+        for b in range(a, n):
+            t = 0.0
+            for k in range(b, n):
+                t += X[k, a] * X[k, b]
+            Minv[a, b] = t
+            Minv[b, a] = t
     return True
+
+
+@njit(cache=True)
+def _floored_inverse_pair(
+    M: np.ndarray,
+    floor: float,
+    P: np.ndarray,
+    Pinv: np.ndarray,
+    mats: np.ndarray,
+    vecs: np.ndarray,
+    ework: np.ndarray,
+    rows: np.ndarray,
+) -> None:
+    """numerics.spd_inverse_pair of the finite, exactly symmetric ``M``: ``P`` = floored M,
+    ``Pinv`` its inverse (``sym(M) = M``, so the reference's second ``sym`` changes nothing).
+
+    When M is positive definite with ``tr(M) tr(M^{-1}) <= 1 / (2 floor)``, every
+    eigenvalue is at least ``1/tr(M^{-1}) >= 2 floor tr(M) > floor * lam_max``: the
+    floor changes nothing, ``P = M`` and ``Pinv`` is the Cholesky inverse, without an
+    eigendecomposition. Otherwise (or when the factorisation fails) the floors apply
+    through :func:`learners.omtl.eigen.sym_eig`, as in the reference.
+    """
+    K = M.shape[0]
+    Z = mats[1]
+    if _cholesky_inverse(M, Pinv, ework[: K * K].reshape((K, K)), Z):
+        tr = 0.0
+        tr_inv = 0.0
+        for k in range(K):
+            tr += M[k, k]
+            tr_inv += Pinv[k, k]
+        if tr * tr_inv <= 0.5 / floor:
+            P[:, :] = M
+            return
+    lam = vecs[0]
+    inv = vecs[1]
+    sym_eig(M, lam, Z, ework, rows)
+    bound = floor * max(lam[K - 1], _TINY)
+    binds = lam[0] < bound
+    for k in range(K):
+        lam[k] = max(lam[k], bound)
+        inv[k] = 1.0 / lam[k]
+    if binds:
+        assemble_rows(Z, lam, P)
+    else:  # the floored M is M itself, as in the reference
+        P[:, :] = M
+    assemble_rows(Z, inv, Pinv)
 
 
 @njit(cache=True)
@@ -221,118 +295,200 @@ def _effective_eta(hp: np.ndarray, G: np.ndarray) -> float:
 
 
 @njit(cache=True)
-def _logdet(hp: np.ndarray, A: np.ndarray, Ainv: np.ndarray, G: np.ndarray) -> bool:
+def _logdet(
+    hp: np.ndarray,
+    A: np.ndarray,
+    Ainv: np.ndarray,
+    G: np.ndarray,
+    mats: np.ndarray,
+    vecs: np.ndarray,
+    ework: np.ndarray,
+    rows: np.ndarray,
+) -> bool:
     """updates.logdet_update, Eq. (3.7): ``A^{-1} <- A^{-1} + eta G``, floored, then trace."""
     K = G.shape[0]
     eta = _effective_eta(hp, G)
-    T = np.empty((K, K))
+    M = mats[0]
     for a in range(K):
         for b in range(K):
-            T[a, b] = Ainv[a, b] + eta * G[a, b]
-    M = np.empty((K, K))
-    _sym_into(T, M)
-    P = np.empty((K, K))
-    Anew = np.empty((K, K))
-    if not _floored_inverse_pair(M, hp[3], P, Anew):
+            M[a, b] = 0.5 * ((Ainv[a, b] + eta * G[a, b]) + (Ainv[b, a] + eta * G[b, a]))
+    if not _finite(M):
         return False
+    _floored_inverse_pair(M, hp[3], Ainv, A, mats, vecs, ework, rows)
     if hp[2] != 0.0:
-        factor = _normalize_trace(Anew, 1.0)
-        _scale_into(P, factor, True)
-    A[:, :] = Anew
-    Ainv[:, :] = P
+        factor = _normalize_trace(A, 1.0)
+        _scale_into(Ainv, factor, True)
     return True
 
 
 @njit(cache=True)
 def _vonneumann(
-    hp: np.ndarray, A: np.ndarray, Ainv: np.ndarray, L: np.ndarray, G: np.ndarray
+    hp: np.ndarray,
+    A: np.ndarray,
+    Ainv: np.ndarray,
+    L: np.ndarray,
+    G: np.ndarray,
+    mats: np.ndarray,
+    vecs: np.ndarray,
+    ework: np.ndarray,
+    rows: np.ndarray,
 ) -> bool:
     """updates.vonneumann_log_step, Eq. (3.8) in the log domain (``L = log A`` in place)."""
     K = G.shape[0]
     eta = _effective_eta(hp, G)
-    T = np.empty((K, K))
+    M = mats[0]
     for a in range(K):
         for b in range(K):
-            T[a, b] = L[a, b] - eta * G[a, b]
-    M = np.empty((K, K))
-    _sym_into(T, M)
+            M[a, b] = 0.5 * ((L[a, b] - eta * G[a, b]) + (L[b, a] - eta * G[b, a]))
     if not _finite(M):
         return False
-    mu, Q = np.linalg.eigh(M)
-    top = mu[-1]
+    Z = mats[1]
+    mu = vecs[0]
+    log_a = vecs[1]
+    ex = vecs[2]
+    inv = vecs[3]
+    sym_eig(M, mu, Z, ework, rows)
+    top = mu[K - 1]
     log_floor = math.log(hp[3])
-    log_a = np.maximum(mu - top, log_floor)
-    if hp[2] != 0.0:
-        log_a -= math.log(pairwise_sum(np.exp(log_a)))
+    for k in range(K):
+        log_a[k] = max(mu[k] - top, log_floor)
+    if hp[2] != 0.0:  # exp(log_a - log(sum)) as exp(log_a) / sum: the same to rounding
+        for k in range(K):
+            ex[k] = math.exp(log_a[k])
+        total = pairwise_sum(ex)
+        shift = math.log(total)
+        for k in range(K):
+            log_a[k] -= shift
+            ex[k] = ex[k] / total
     else:
-        log_a = np.maximum(log_a + top, log_floor)
-    _assemble_into(Q, log_a, L)
-    _assemble_into(Q, np.exp(log_a), A)
-    _assemble_into(Q, np.exp(-log_a), Ainv)
+        for k in range(K):
+            log_a[k] = max(log_a[k] + top, log_floor)
+            ex[k] = math.exp(log_a[k])
+    for k in range(K):
+        inv[k] = 1.0 / ex[k]
+    assemble_rows(Z, log_a, L)
+    assemble_rows(Z, ex, A)
+    assemble_rows(Z, inv, Ainv)
     return True
 
 
 @njit(cache=True)
 def _covariance(
-    hp: np.ndarray, A: np.ndarray, Ainv: np.ndarray, G: np.ndarray, colsum: np.ndarray
+    hp: np.ndarray,
+    A: np.ndarray,
+    Ainv: np.ndarray,
+    G: np.ndarray,
+    colsum: np.ndarray,
+    mats: np.ndarray,
+    vecs: np.ndarray,
+    ework: np.ndarray,
+    rows: np.ndarray,
 ) -> bool:
     """updates.covariance_update, Eq. (3.9): A from the ridged ``cov(W)``."""
     K = G.shape[0]
     d = hp[6]
     div = max(d - 1.0, 1.0)
-    T = np.empty((K, K))
+    C = mats[0]
     for a in range(K):
         for b in range(K):
-            T[a, b] = (G[a, b] - colsum[a] * colsum[b] / d) / div
-    C = np.empty((K, K))
-    _sym_into(T, C)
+            C[a, b] = 0.5 * (
+                (G[a, b] - colsum[a] * colsum[b] / d) / div
+                + (G[b, a] - colsum[b] * colsum[a] / d) / div
+            )
     eps = hp[4] * max(_trace(C) / K, 1e-12)  # updates.ridged
     for a in range(K):
         C[a, a] = C[a, a] + eps
-    P = np.empty((K, K))
-    Pinv = np.empty((K, K))
     if hp[5] != 0.0:  # the covariance read as A^{-1}
         if hp[2] != 0.0:
             _normalize_trace(C, float(K * K))
-        if not _floored_inverse_pair(C, hp[3], P, Pinv):
+        if not _finite(C):
             return False
-        Ainv[:, :] = P
-        A[:, :] = Pinv
+        _floored_inverse_pair(C, hp[3], Ainv, A, mats, vecs, ework, rows)
         return True
     if hp[2] != 0.0:
         _normalize_trace(C, 1.0)
-    if not _floored_inverse_pair(C, hp[3], P, Pinv):
+    if not _finite(C):
         return False
-    A[:, :] = P
-    Ainv[:, :] = Pinv
+    _floored_inverse_pair(C, hp[3], A, Ainv, mats, vecs, ework, rows)
     return True
 
 
 @njit(cache=True)
-def _batchopt(hp: np.ndarray, A: np.ndarray, Ainv: np.ndarray, G: np.ndarray) -> bool:
+def _batchopt(
+    hp: np.ndarray,
+    A: np.ndarray,
+    Ainv: np.ndarray,
+    G: np.ndarray,
+    mats: np.ndarray,
+    vecs: np.ndarray,
+    ework: np.ndarray,
+    rows: np.ndarray,
+) -> bool:
     """updates.batchopt_update, Eq. (3.10): ``A = G^{1/2} / tr(G^{1/2})``, ridged and floored."""
     K = G.shape[0]
-    M = np.empty((K, K))
-    _sym_into(G, M)
+    M = mats[0]
+    for a in range(K):
+        for b in range(K):
+            M[a, b] = 0.5 * (G[a, b] + G[b, a])
     if not _finite(M):
         return False
-    lam, Q = np.linalg.eigh(M)
-    root = np.sqrt(np.maximum(lam, 0.0))
-    total = pairwise_sum(root)
-    S = root / total if total > _TINY else np.full(K, 1.0 / K)
-    S = S + hp[4] * max(pairwise_sum(S) / K, 1e-12)
-    S = S / pairwise_sum(S)
+    Z = mats[1]
+    lam = vecs[0]
+    S = vecs[1]
+    inv = vecs[2]
+    sym_eig(M, lam, Z, ework, rows)
+    for k in range(K):
+        S[k] = math.sqrt(max(lam[k], 0.0))
+    total = pairwise_sum(S)
+    for k in range(K):
+        S[k] = S[k] / total if total > _TINY else 1.0 / K
+    eps = hp[4] * max(pairwise_sum(S) / K, 1e-12)
+    for k in range(K):
+        S[k] = S[k] + eps
+    total = pairwise_sum(S)
+    top = 0.0
     as_inverse = hp[5] != 0.0
+    for k in range(K):
+        S[k] = S[k] / total
+        if as_inverse:
+            S[k] = S[k] * float(K * K)
+        top = max(top, S[k])
+    for k in range(K):
+        S[k] = max(S[k], hp[3] * top)
+        inv[k] = 1.0 / S[k]
     if as_inverse:
-        S = S * float(K * K)
-    S = np.maximum(S, hp[3] * S.max())
-    if as_inverse:
-        _assemble_into(Q, 1.0 / S, A)
-        _assemble_into(Q, S, Ainv)
+        assemble_rows(Z, inv, A)
+        assemble_rows(Z, S, Ainv)
     else:
-        _assemble_into(Q, S, A)
-        _assemble_into(Q, 1.0 / S, Ainv)
+        assemble_rows(Z, S, A)
+        assemble_rows(Z, inv, Ainv)
     return True
+
+
+@njit(cache=True)
+def a_update_into(
+    kind: int,
+    hp: np.ndarray,
+    A: np.ndarray,
+    Ainv: np.ndarray,
+    L: np.ndarray,
+    G: np.ndarray,
+    colsum: np.ndarray,
+    mats: np.ndarray,
+    vecs: np.ndarray,
+    ework: np.ndarray,
+    rows: np.ndarray,
+) -> bool:
+    """:func:`a_update` with the scratch arrays of :func:`workspace` given."""
+    if kind == KIND_LOGDET:
+        return _logdet(hp, A, Ainv, G, mats, vecs, ework, rows)
+    if kind == KIND_VONNEUMANN:
+        return _vonneumann(hp, A, Ainv, L, G, mats, vecs, ework, rows)
+    if kind == KIND_COV:
+        return _covariance(hp, A, Ainv, G, colsum, mats, vecs, ework, rows)
+    if kind == KIND_BATCHOPT:
+        return _batchopt(hp, A, Ainv, G, mats, vecs, ework, rows)
+    return False
 
 
 @njit(cache=True)
@@ -350,12 +506,5 @@ def a_update(
     Returns False, with nothing changed, for :data:`KIND_NONE` or a matrix that is
     not finite (the learner then runs the numpy reference).
     """
-    if kind == KIND_LOGDET:
-        return _logdet(hp, A, Ainv, G)
-    if kind == KIND_VONNEUMANN:
-        return _vonneumann(hp, A, Ainv, L, G)
-    if kind == KIND_COV:
-        return _covariance(hp, A, Ainv, G, colsum)
-    if kind == KIND_BATCHOPT:
-        return _batchopt(hp, A, Ainv, G)
-    return False
+    mats, vecs, ework, rows = workspace(G.shape[0])
+    return a_update_into(kind, hp, A, Ainv, L, G, colsum, mats, vecs, ework, rows)

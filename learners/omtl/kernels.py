@@ -10,8 +10,8 @@ Cost O(nnz) per row and O(K nnz + K^2) per mistake, whatever the mistake rate,
 plus O(K^3) per A update.
 
 From round ``EPOCH`` on, each mistake also updates ``A`` (Eqs. 3.7-3.10, an
-eigendecomposition) inside the same call, at the same round as the numpy
-reference (:func:`learners.omtl.a_kernels.a_update`, selected by ``kind``):
+eigendecomposition or a Cholesky factorisation) inside the same call, at the same round as the numpy
+reference (:func:`learners.omtl.a_kernels.a_update_into`, selected by ``kind``):
 with ``track_at_stop`` (A fed the weights after the mistake,
 ``a_update_uses='post'``) after the mistake is folded into the Gram matrix,
 without it (``'pre'``) before. When there is no compiled update
@@ -35,7 +35,7 @@ import numpy as np
 from numba import njit
 
 from learners.kernels import KernelRows, register_warmup, row_axpy, row_dot, warm_learners
-from learners.omtl.a_kernels import a_update
+from learners.omtl.a_kernels import a_update_into, workspace
 
 __all__ = ["warm", "weight_pass"]
 
@@ -53,24 +53,77 @@ def _track_gram(
 
 
 @njit(cache=True)
-def _track_mistake(
+def _scores4(idx: Any, val: np.ndarray, W: np.ndarray, k0: int, u: np.ndarray) -> None:
+    """``u[k] = <W[k], x>`` for the rows ``k0..k0+3`` (those that exist), side by side.
+
+    Each sum runs in feature order, as :func:`learners.kernels.row_dot` sums (so the
+    results are its bits); the four running sums are independent, which lets the
+    processor overlap them instead of waiting on one chain of additions.
+    """
+    n = W.shape[0] - k0
+    s0 = s1 = s2 = s3 = 0.0
+    if n >= 4:
+        for p in range(val.shape[0]):
+            f = p if idx is None else idx[p]
+            v = val[p]
+            s0 += v * W[k0, f]
+            s1 += v * W[k0 + 1, f]
+            s2 += v * W[k0 + 2, f]
+            s3 += v * W[k0 + 3, f]
+        u[k0 + 3] = s3
+        u[k0 + 2] = s2
+    elif n == 3:
+        for p in range(val.shape[0]):
+            f = p if idx is None else idx[p]
+            v = val[p]
+            s0 += v * W[k0, f]
+            s1 += v * W[k0 + 1, f]
+            s2 += v * W[k0 + 2, f]
+        u[k0 + 2] = s2
+    elif n == 2:
+        for p in range(val.shape[0]):
+            f = p if idx is None else idx[p]
+            v = val[p]
+            s0 += v * W[k0, f]
+            s1 += v * W[k0 + 1, f]
+    else:
+        for p in range(val.shape[0]):
+            f = p if idx is None else idx[p]
+            s0 += val[p] * W[k0, f]
+    u[k0] = s0
+    if n >= 2:
+        u[k0 + 1] = s1
+
+
+@njit(cache=True)
+def _step_and_track(
     idx: Any,
     val: np.ndarray,
     W: np.ndarray,
-    G: np.ndarray,
-    colsum: np.ndarray,
     c: np.ndarray,
     u: np.ndarray,
-) -> None:
-    """Fold the applied weight update ``W += c x^T`` of row ``x`` into ``G`` and ``colsum``."""
+    track: bool,
+) -> tuple[float, float]:
+    """Apply ``W += c x^T`` (Eq. 3.3) and, with ``track``, set ``u = W' x``; ``(||x||^2, sum x)``.
+
+    The same operations as :func:`learners.kernels.row_axpy` row by row and
+    :func:`learners.kernels.row_dot` for ``u`` (bit for bit), the dot products four
+    rows at a time (:func:`_scores4`).
+    """
+    for k in range(W.shape[0]):
+        if c[k] != 0.0:
+            row_axpy(idx, val, W[k], c[k])
+    if not track:
+        return 0.0, 0.0
     xx = 0.0
     xsum = 0.0
     for p in range(val.shape[0]):
-        xx += val[p] * val[p]
-        xsum += val[p]
-    for k in range(W.shape[0]):
-        u[k] = row_dot(idx, val, W[k])
-    _track_gram(G, colsum, u, c, xx, xsum)
+        v = val[p]
+        xx += v * v
+        xsum += v
+    for k0 in range(0, W.shape[0], 4):
+        _scores4(idx, val, W, k0, u)
+    return xx, xsum
 
 
 @njit(cache=True)
@@ -93,6 +146,7 @@ def _round(
     L: np.ndarray,
     c: np.ndarray,
     u: np.ndarray,
+    ws: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
 ) -> tuple[float, bool]:
     """One round (Algorithm 1 lines 4-16) of row ``x`` (``idx`` None: dense); ``(score, stop)``.
 
@@ -105,20 +159,18 @@ def _round(
         return s, False
     for k in range(W.shape[0]):
         c[k] = label * Ainv[k, t]
-        if c[k] != 0.0:
-            row_axpy(idx, val, W[k], c[k])
     counters[1] += 1
+    # 'pre' (A from the Gram matrix before the mistake, then its tracking) or 'post'
+    pre = counters[0] >= a_from and not track_at_stop
+    if pre and not a_update_into(kind, hp, A, Ainv, L, G, colsum, *ws):
+        _step_and_track(idx, val, W, c, u, False)  # the learner then runs the reference tail
+        return s, True
+    xx, xsum = _step_and_track(idx, val, W, c, u, True)
+    _track_gram(G, colsum, u, c, xx, xsum)
     if counters[0] < a_from:
-        _track_mistake(idx, val, W, G, colsum, c, u)
         return s, False
-    if track_at_stop:  # 'post': A from the weights after the mistake
-        _track_mistake(idx, val, W, G, colsum, c, u)
-        if not a_update(kind, hp, A, Ainv, L, G, colsum):
-            return s, True
-    else:  # 'pre': A from the Gram matrix before the mistake, then its tracking
-        if not a_update(kind, hp, A, Ainv, L, G, colsum):
-            return s, True
-        _track_mistake(idx, val, W, G, colsum, c, u)
+    if not pre and not a_update_into(kind, hp, A, Ainv, L, G, colsum, *ws):
+        return s, True
     counters[3] += 1
     return s, False
 
@@ -153,8 +205,9 @@ def _weight_pass(
     """
     c = np.empty(W.shape[0])
     u = np.empty(W.shape[0])
+    ws = workspace(W.shape[0])
     state = (
-        W, Ainv, G, colsum, counters, round_step, a_from, track_at_stop, kind, hp, A, L, c, u
+        W, Ainv, G, colsum, counters, round_step, a_from, track_at_stop, kind, hp, A, L, c, u, ws
     )  # fmt: skip
     for i in range(begin, y.shape[0]):
         if indptr.shape[0] > 0:

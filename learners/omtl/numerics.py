@@ -5,9 +5,10 @@ The interaction matrices of saha2011 (Sec. 3) are symmetric positive
 symmetric eigendecomposition ``M = Q diag(lam) Q^T`` (LAPACK ``dsyevd`` called
 directly through :mod:`scipy.linalg.lapack` by :func:`sym_eigh`: the routine
 :func:`numpy.linalg.eigh` runs, without its per-call checks, which cost as much as
-the decomposition itself for small K), applies the scalar function to the eigenvalues and
-reassembles ``Q diag(f(lam)) Q^T``, symmetrised so that the result is exactly
-symmetric. This is the route saha2011 Sec. 3.3 recommends; the eigenvalue
+the decomposition itself for small K; a decoupled task, zero off the diagonal, is
+its own eigenvector and stays out of it), applies the scalar function to the
+eigenvalues and reassembles ``Q diag(f(lam)) Q^T``, symmetrised so that the result
+is exactly symmetric. This is the route saha2011 Sec. 3.3 recommends; the eigenvalue
 floors are what keeps it stable (the paper reports its spectral von Neumann
 update as unstable, Sec. 5.4).
 
@@ -43,10 +44,32 @@ def sym(M: np.ndarray) -> np.ndarray:
 
 
 def sym_eigh(M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(lam, Q)`` of the exactly symmetric float64 (K, K) ``M``: eigenvalues ascending,
-    orthonormal eigenvectors as columns, from its lower triangle (LAPACK ``dsyevd``,
-    as :func:`numpy.linalg.eigh`). NaN entries give NaN results, as with numpy;
-    raises :class:`numpy.linalg.LinAlgError` when LAPACK reports no convergence."""
+    """``(lam, Q)`` of the exactly symmetric float64 (K, K) ``M``: eigenvalues ascending
+    (ties in index order), orthonormal eigenvectors as columns.
+
+    A task whose row of a finite M is zero off the diagonal is decoupled: it is its
+    own eigenvector ``e_j`` with eigenvalue ``M[j, j]``, and only the block of the
+    coupled tasks goes to LAPACK ``dsyevd`` (from its lower triangle, as
+    :func:`numpy.linalg.eigh`). So ``Q diag(f(lam)) Q^T`` keeps a decoupled task's
+    row and column exactly zero off the diagonal, instead of the rounding noise a
+    decomposition of the whole matrix leaves there (docs/algorithms.md Sec. 2.8).
+    NaN entries give NaN results, as with numpy; raises
+    :class:`numpy.linalg.LinAlgError` when LAPACK reports no convergence."""
+    K = M.shape[0]
+    coupled = np.flatnonzero(((M != 0.0) & ~np.eye(K, dtype=bool)).any(axis=1))
+    if coupled.size == K or not np.isfinite(M).all():
+        return _dsyevd(M)
+    lam = np.diag(M).copy()
+    Q = np.eye(K)
+    if coupled.size:
+        block = np.ix_(coupled, coupled)
+        lam[coupled], Q[block] = _dsyevd(np.ascontiguousarray(M[block]))
+    order = np.argsort(lam, kind="stable")
+    return lam[order], Q[:, order]
+
+
+def _dsyevd(M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """LAPACK ``dsyevd`` of the symmetric ``M`` (lower triangle): ``(lam, Q)``, ascending."""
     lam, Q, info = lapack.dsyevd(M, compute_v=1, lower=1)
     if info != 0:
         raise np.linalg.LinAlgError(f"eigenvalues did not converge (dsyevd info {info})")
@@ -85,9 +108,16 @@ def spd_inverse_pair(M: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarra
 
     Returns ``(M_floored, M_floored^{-1})``, both (K, K), symmetric positive
     definite, with ``M_floored @ M_floored^{-1} = I`` to rounding. When no
-    eigenvalue is below the floor, ``M_floored`` equals ``M`` to rounding.
+    eigenvalue is below the floor, ``M_floored`` is ``M`` itself: its exact zeros
+    (tasks that share no features) stay exact, which a reassembly
+    ``Q diag(lam) Q^T`` would blur into rounding residues (docs/algorithms.md Sec. 2.8).
     """
-    lam, Q = floored_eigh(M, floor)
+    S = sym(M)
+    lam, Q = sym_eigh(S)
+    bound = floor * max(float(lam[-1]), TINY)
+    if lam[0] >= bound:
+        return S, assemble(Q, 1.0 / lam)
+    lam = np.maximum(lam, bound)
     return assemble(Q, lam), assemble(Q, 1.0 / lam)
 
 
