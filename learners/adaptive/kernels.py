@@ -44,6 +44,15 @@ OutlierArrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 #: Sums may be reassociated (and so run in SIMD lanes), as in the other kernels; a sum
 #: then differs from the reference's in its last bits only.
+#:
+#: No loop under these flags both stores and sums. LLVM vectorises a loop that stores
+#: behind a run-time check that the arrays it writes lie apart from those it reads, and
+#: runs the scalar loop when they are close in memory (within a few cache lines). With
+#: reassociated sums the two loops add in different orders, so the result would depend on
+#: where the allocator put the arrays: the same rows could give different last bits from
+#: one run to the next, and a replay would not be bit-identical. So each such function
+#: stores in one loop (element-wise arithmetic, the same in either form) and sums in
+#: another, which reads only and always runs the same vector code.
 _SUMS = {"reassoc"}
 
 __all__ = [
@@ -504,15 +513,15 @@ def _inverse(
 ) -> float:  # pragma: no cover - compiled
     """``q_p = 1 / s_j`` and the row's ``sum_j (x_j / s_j)^2`` (as :func:`_scaled_sqnorm`)
     for a normaliser that does not move; returns -1 when some ``|x_j| > s_j`` (it moves)."""
+    for p in range(n):  # stores only, no sums (see _SUMS)
+        q[p] = 1.0 / S[_at(idx, p)]
     grows = 0
     total = 0.0
     for p in range(n):
         j = _at(idx, p)
         x = val[p]
         grows += abs(x) > S[j]
-        r = 1.0 / S[j]
-        q[p] = r
-        v = x * r
+        v = x * q[p]
         total += v * v
     return -1.0 if grows > 0 else total
 
@@ -552,16 +561,16 @@ def _fused_rates(
     """:func:`_adagrad_rates` in one pass (``G_j += g^2 x_j^2``, ``rates_p = eta (q_p /
     sqrt(G_j))``, the sum of ``x_j^2 rates_p``): with numpy's error model the division
     has no zero check and the loop vectorises, square root included."""
-    h = 0.0
-    for p in range(n):
+    for p in range(n):  # stores only, no sums (see _SUMS)
         j = _at(idx, p)
         x = val[p]
-        x2 = x * x
-        total = acc[j] + gg * x2
+        total = acc[j] + gg * (x * x)
         acc[j] = total
-        r = eta * (q[p] / math.sqrt(total))
-        rates[p] = r
-        h += x * x * r
+        rates[p] = eta * (q[p] / math.sqrt(total))
+    h = 0.0
+    for p in range(n):
+        x = val[p]
+        h += x * x * rates[p]
     return h
 
 
@@ -585,9 +594,7 @@ def _fused_rates2(
     ``x_j^2 rate_j`` (docs/algorithms.md Sec. 11.2, steps 3-4)."""
     r0 = rates[0]
     rk = rates[1]
-    h0 = 0.0
-    hk = 0.0
-    for p in range(n):
+    for p in range(n):  # stores only, no sums (see _SUMS)
         j = _at(idx, p)
         x = val[p]
         x2 = x * x
@@ -599,12 +606,15 @@ def _fused_rates2(
         sk = math.sqrt(tk)
         c = 1.0 / (s0 * sk)
         e = eta * q[p]
-        a0 = (e * sk) * c
-        ak = (e * s0) * c
-        r0[p] = a0
-        rk[p] = ak
-        h0 += x2 * a0
-        hk += x2 * ak
+        r0[p] = (e * sk) * c
+        rk[p] = (e * s0) * c
+    h0 = 0.0
+    hk = 0.0
+    for p in range(n):
+        x = val[p]
+        x2 = x * x
+        h0 += x2 * r0[p]
+        hk += x2 * rk[p]
     if not (_usable(h0) and _usable(hk)):
         h0 = _exact_rates(acc0, q, idx, val, n, eta, r0)
         hk = _exact_rates(acck, q, idx, val, n, eta, rk)
@@ -632,12 +642,12 @@ def _exact_rates(
     """``rates_p = eta (q_p / sqrt(G_j))`` of the updated accumulators of one part and the
     sum of ``x_j^2 rates_p``, one division per part (:func:`_fused_rates` without the
     accumulator update)."""
+    for p in range(n):  # stores only, no sums (see _SUMS)
+        rates[p] = eta * (q[p] / math.sqrt(acc[_at(idx, p)]))
     h = 0.0
     for p in range(n):
         x = val[p]
-        r = eta * (q[p] / math.sqrt(acc[_at(idx, p)]))
-        rates[p] = r
-        h += x * x * r
+        h += x * x * rates[p]
     return h
 
 
@@ -679,19 +689,19 @@ def _dense_scan(
     ``flags`` counts the zero entries and the ``|x_p| > s_p``; when it is not 0 only
     the copy and the score hold (the caller takes the general path)."""
     n = src.shape[0]
+    for p in range(n):  # stores only, no sums (see _SUMS)
+        val[p] = src[p]
+        q[p] = 1.0 / S[p]
     s0 = 0.0
     sk = 0.0
     norm = 0.0
     flags = 0
     for p in range(n):
-        x = src[p]
-        val[p] = x
+        x = val[p]
         s0 += x * u0[p]
         sk += x * uk[p]
         flags += (x == 0.0) + (abs(x) > S[p])
-        r = 1.0 / S[p]
-        q[p] = r
-        v = x * r
+        v = x * q[p]
         norm += v * v
     if bias:
         s = float(S[n])
