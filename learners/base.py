@@ -206,6 +206,13 @@ class Learner:
     reports_query_probability: ClassVar[bool] = False
     #: True when the class has ``outlier_scores()`` and ``outlier_tasks()`` (:class:`OutlierReporter`).
     reports_outliers: ClassVar[bool] = False
+    #: True when ``score_and_learn_one`` gives, bit for bit, what ``score_and_learn_many``
+    #: gives for the same row (both run the same compiled step). Where it does not (a
+    #: numpy reference per event beside a compiled pass, equal to 1e-12), the service's
+    #: worker learns a single event as a one-row batch, so that a row changes the state
+    #: the same way whether it arrives alone or grouped with others (docs/architecture.md,
+    #: "Applying log entries").
+    per_event_equals_batch: ClassVar[bool] = False
     #: The numpy reference implementation of a learner that runs on compiled kernels
     #: (same parameters and state layout); :mod:`learners.checks.kernels` compares them.
     reference_class: ClassVar[type[Learner] | None] = None

@@ -94,6 +94,9 @@ def _lean(x: Any, shape: tuple[int, ...] | None, task: Any, n_tasks: int) -> boo
 class CompiledLinear(Learner):
     """Mixin: run a linear reference learner on the compiled kernel (module docstring)."""
 
+    #: The per-event calls run the batch kernel's own step (:func:`step`).
+    per_event_equals_batch: ClassVar[bool] = True
+
     #: The kernel rule (a constant of :mod:`learners.perceptron.kernels`).
     kernel_kind: ClassVar[int]
     #: Attributes holding the weight rows, in buffer order (each ``(k, d)`` or ``(d,)``).

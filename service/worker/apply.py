@@ -35,8 +35,9 @@ from typing import Any
 
 import numpy as np
 import orjson
+import scipy.sparse as sp
 
-from learners import as_vector, query_probability_reporter
+from learners import Vec, as_vector, query_probability_reporter
 from service.store import StoreError
 from service.store.codec import (
     BatchEvent,
@@ -129,6 +130,11 @@ class Applier:
         self.merge_batches = self.classification and bool(
             getattr(learner, "exact_batch_merge", False)
         )
+        # A single labelled event is learned as a one-row batch unless the learner's
+        # per-event call is bit for bit its batch path: a group of such events (one batch
+        # call) and the same events alone then give the same state, whatever the reads
+        # made of the groups.
+        self.singles_as_batches = not getattr(learner, "per_event_equals_batch", False)
 
     # ------------------------------------------------------------ helpers
     def _check_y(self, y: float) -> float:
@@ -140,7 +146,16 @@ class Applier:
         return y
 
     def _score_and_learn(self, x: Any, y: float, t: int) -> float:
-        return self.learner.score_and_learn_one(x, y, t)
+        if not self.singles_as_batches:
+            return self.learner.score_and_learn_one(x, y, t)
+        # one canonical row, whatever form x came in (binary, JSON, a remembered Vec)
+        v = x if isinstance(x, Vec) else as_vector(x, self.d)
+        if v.idx is None:
+            rows: Any = v.val.reshape(1, -1)
+        else:
+            rows = sp.csr_matrix((v.val, v.idx, np.array([0, v.nnz])), shape=(1, v.dim))
+        y_row, t_row = np.full(1, float(y)), np.full(1, t, dtype=np.int64)
+        return float(self.learner.score_and_learn_many(rows, y_row, t_row)[0])
 
     def _request(
         self, event_id: str, t: int, x: Any, score: float, ref: Any, views: bool = False
