@@ -23,6 +23,7 @@ from learners.active.draws import Uniforms
 from learners.active.rounds import ActiveLearner
 from learners.active.selective import SelectiveSampling
 from learners.inputs import Batch
+from tests.learners.batch_checks import assert_same_learner, learn_in_blocks, random_blocks
 
 K, D, N = 4, 9, 360
 
@@ -72,17 +73,6 @@ def stream(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return X, y, tasks
 
 
-def blocks(seed: int) -> list[tuple[int, int]]:
-    """Consecutive blocks of sizes 1 to 120 covering the stream."""
-    rng = np.random.default_rng(seed + 1000)
-    bounds, start = [], 0
-    while start < N:
-        end = min(N, start + int(rng.integers(1, 121)))
-        bounds.append((start, end))
-        start = end
-    return bounds
-
-
 def make(name: str, params: dict[str, Any], seed: int) -> learners.Learner:
     return learners.make(name, n_features=D, n_tasks=K, seed=seed, **params)
 
@@ -121,27 +111,7 @@ def per_event(
 def in_blocks(
     model: ActiveLearner, X: Any, y: np.ndarray, tasks: np.ndarray, active: bool, seed: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    scores, asked = np.empty(N), np.ones(N, dtype=bool)
-    for a, e in blocks(seed):
-        if active:
-            scores[a:e], asked[a:e] = model.query_and_learn_many(X[a:e], y[a:e], tasks[a:e])
-        else:
-            scores[a:e] = model.score_and_learn_many(X[a:e], y[a:e], tasks[a:e])
-    return scores, asked
-
-
-def assert_same_learner(fast: learners.Learner, ref: learners.Learner) -> None:
-    """Equal state dicts: arrays to 1e-12 relative, everything else (rng, counts) exactly."""
-    a, b = fast.state_dict(), ref.state_dict()
-    assert a.keys() == b.keys()
-    for key, value in b.items():
-        if isinstance(value, np.ndarray) and value.dtype.kind == "f":
-            scale = max(1.0, float(np.abs(value).max(initial=0.0)))
-            np.testing.assert_allclose(a[key], value, rtol=1e-12, atol=1e-12 * scale, err_msg=key)
-        elif isinstance(value, np.ndarray):
-            np.testing.assert_array_equal(a[key], value, err_msg=key)
-        else:
-            assert a[key] == value, key
+    return learn_in_blocks(model, X, y, tasks, active, random_blocks(N, 120, seed + 1000))
 
 
 @pytest.mark.parametrize("sparse", [False, True], ids=["dense", "csr"])

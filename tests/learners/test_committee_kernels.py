@@ -22,6 +22,7 @@ import learners
 from learners.active.adaptive_kernels import warm
 from learners.active.rounds import ActiveLearner
 from learners.inputs import Batch
+from tests.learners.batch_checks import assert_same_learner, learn_in_blocks, random_blocks
 
 K, D, N = 4, 9, 600
 
@@ -68,17 +69,6 @@ def stream(seed: int, n_tasks: int = K) -> tuple[np.ndarray, np.ndarray, np.ndar
     return X, y, tasks
 
 
-def blocks(seed: int) -> list[tuple[int, int]]:
-    """Consecutive blocks of sizes 1 to 150 covering the stream."""
-    rng = np.random.default_rng(seed + 1000)
-    bounds, start = [], 0
-    while start < N:
-        end = min(N, start + int(rng.integers(1, 151)))
-        bounds.append((start, end))
-        start = end
-    return bounds
-
-
 def make(name: str, params: dict[str, Any], seed: int, n_tasks: int = K) -> ActiveLearner:
     model = learners.make(name, n_features=D, n_tasks=n_tasks, seed=seed, **params)
     assert isinstance(model, ActiveLearner)
@@ -98,29 +88,7 @@ def numpy_reference(
 def in_blocks(
     model: ActiveLearner, X: Any, y: np.ndarray, tasks: np.ndarray, active: bool, seed: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    scores, asked = np.empty(N), np.ones(N, dtype=bool)
-    for a, e in blocks(seed):
-        if active:
-            scores[a:e], asked[a:e] = model.query_and_learn_many(X[a:e], y[a:e], tasks[a:e])
-        else:
-            scores[a:e] = model.score_and_learn_many(X[a:e], y[a:e], tasks[a:e])
-    return scores, asked
-
-
-def assert_same_learner(fast: learners.Learner, ref: learners.Learner) -> None:
-    """Equal state dicts: float arrays to 1e-12 relative, everything else (rng, counts,
-    the base's mistake counts) exactly."""
-    a, b = fast.state_dict(), ref.state_dict()
-    assert a.keys() == b.keys()
-    for key, value in b.items():
-        if isinstance(value, np.ndarray) and value.dtype.kind == "f":
-            scale = max(1.0, float(np.abs(value).max(initial=0.0)))
-            got = np.asarray(a[key])
-            np.testing.assert_allclose(got, value, rtol=1e-12, atol=1e-12 * scale, err_msg=key)
-        elif isinstance(value, np.ndarray):
-            np.testing.assert_array_equal(a[key], value, err_msg=key)
-        else:
-            assert a[key] == value, key
+    return learn_in_blocks(model, X, y, tasks, active, random_blocks(N, 150, seed + 1000))
 
 
 def assert_same_rounds(

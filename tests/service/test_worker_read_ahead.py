@@ -86,7 +86,7 @@ def test_a_read_ahead_for_a_model_reloaded_since_is_dropped(
     assert worker.owned["m"].state.read_id != worker._ahead.logs[0][2]
     worker.run(until_idle=True, timeout=60)
     assert used[0] is False  # sent for the model's first load: not used
-    assert True in used[1:]
+    assert any(used[1:])  # a later read ahead was used
 
     Worker(short, models=["ref"]).run(until_idle=True, timeout=60)
     a, b = read_snapshot(rb, "m"), read_snapshot(rb, "ref")

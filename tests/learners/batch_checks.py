@@ -1,0 +1,58 @@
+"""Helpers of the compiled-pass tests of the active learners: a stream cut into random
+blocks, learned block by block, and state dicts compared to the reference's."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+import learners
+from learners.active.rounds import ActiveLearner
+
+
+def random_blocks(n: int, largest: int, seed: int) -> list[tuple[int, int]]:
+    """Consecutive blocks of sizes 1 to ``largest`` covering ``n`` rows."""
+    rng = np.random.default_rng(seed)
+    bounds, start = [], 0
+    while start < n:
+        end = min(n, start + int(rng.integers(1, largest + 1)))
+        bounds.append((start, end))
+        start = end
+    return bounds
+
+
+def learn_in_blocks(
+    model: ActiveLearner,
+    X: Any,
+    y: np.ndarray,
+    tasks: np.ndarray,
+    active: bool,
+    bounds: list[tuple[int, int]],
+) -> tuple[np.ndarray, np.ndarray]:
+    """Scores and queries of ``model`` over the blocks: ``query_and_learn_many`` when
+    ``active``, else ``score_and_learn_many`` (every row then counts as asked)."""
+    n = bounds[-1][1]
+    scores, asked = np.empty(n), np.ones(n, dtype=bool)
+    for a, e in bounds:
+        if active:
+            scores[a:e], asked[a:e] = model.query_and_learn_many(X[a:e], y[a:e], tasks[a:e])
+        else:
+            scores[a:e] = model.score_and_learn_many(X[a:e], y[a:e], tasks[a:e])
+    return scores, asked
+
+
+def assert_same_learner(fast: learners.Learner, ref: learners.Learner) -> None:
+    """Equal state dicts: float arrays to 1e-12 relative, everything else (generator,
+    counts, a base's mistake counts) exactly."""
+    a, b = fast.state_dict(), ref.state_dict()
+    assert a.keys() == b.keys()
+    for key, value in b.items():
+        if isinstance(value, np.ndarray) and value.dtype.kind == "f":
+            scale = max(1.0, float(np.abs(value).max(initial=0.0)))
+            got = np.asarray(a[key])
+            np.testing.assert_allclose(got, value, rtol=1e-12, atol=1e-12 * scale, err_msg=key)
+        elif isinstance(value, np.ndarray):
+            np.testing.assert_array_equal(a[key], value, err_msg=key)
+        else:
+            assert a[key] == value, key
