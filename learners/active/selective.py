@@ -98,6 +98,15 @@ def json_object(v: Any) -> str:
     return json.dumps(obj, sort_keys=True, default=_jsonable)
 
 
+#: The wrapper's ``append_bias``: off by default, on when the base's own default is on.
+BIAS_AS_BASE = dataclasses.replace(
+    APPEND_BIAS,
+    description="Append a constant 1 feature to x (docs/algorithms.md Sec. 0). When not given: "
+    "the base's own default (on for the adaptive learners, which append a bias themselves; "
+    "off for the Perceptron learners).",
+)
+
+
 def default_on(param: Param) -> Param:
     """The same boolean parameter with default True (e.g. ``append_bias`` for a subclass)."""
     return dataclasses.replace(param, default=True)
@@ -194,9 +203,11 @@ class SelectiveSampling(ActiveLearner):
     last of them. When ``b_t + |p| = 0`` (a zero vector before any update) the
     label is asked for.
 
-    Input preprocessing (``log_scale``, ``append_bias``, ``l2_normalize``, off by
-    default as for the Perceptron learners) is done once by the wrapper; the base
-    learner is built on the preprocessed dimension.
+    Input preprocessing (``log_scale``, ``append_bias``, ``l2_normalize``) is done
+    once by the wrapper; the base learner is built on the preprocessed dimension
+    with its own preprocessing off. All three are off by default, as for the
+    Perceptron learners, except ``append_bias`` over a base whose own bias is on by
+    default (the adaptive learners): it stays on (:data:`BIAS_AS_BASE`).
 
     Batches (``score_and_learn_many``, ``query_and_learn_many``) run the compiled
     :func:`learners.active.kernels.selective_pass` when the base is a Perceptron
@@ -226,7 +237,7 @@ class SelectiveSampling(ActiveLearner):
         SAMPLING_B,
         ADAPTIVE_B,
         BUDGET,
-        APPEND_BIAS,
+        BIAS_AS_BASE,
         L2_NORMALIZE,
         LOG_SCALE,
     )
@@ -241,6 +252,22 @@ class SelectiveSampling(ActiveLearner):
     state_fields: ClassVar[tuple[str, ...]] = ("n_updates_", "radius2_")
 
     base_: Learner
+
+    @classmethod
+    def _resolve_params(cls, given: Mapping[str, Any]) -> dict[str, Any]:
+        """:meth:`Learner._resolve_params`, with ``append_bias``, when not given, on for a
+        base whose own ``append_bias`` defaults on (:data:`BIAS_AS_BASE`): the wrapper
+        switches the base's bias off, so without this an adaptive base would lose it."""
+        if "append_bias" not in given and any(p is BIAS_AS_BASE for p in cls.params):
+            base_param = next((p for p in cls.params if p.name == "base"), None)
+            name = given.get("base", base_param.default if base_param else None)
+            try:
+                base_params = get(name).params if isinstance(name, str) else ()
+            except ValueError:
+                base_params = ()  # an unknown base: the usual resolution reports it
+            if any(p.name == "append_bias" and p.default is True for p in base_params):
+                given = {**given, "append_bias": True}
+        return super()._resolve_params(given)
 
     @classmethod
     def _check_params(cls, params: dict[str, Any]) -> None:

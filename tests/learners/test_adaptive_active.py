@@ -63,3 +63,39 @@ def test_active_adaptive_learns_from_few_labels() -> None:
     late = slice(2000, None)
     assert queried.sum() < 600
     assert np.mean(np.where(scores[late] >= 0, 1.0, -1.0) != y[late]) < 0.05
+
+
+@pytest.mark.parametrize("base", ["adaptive-logistic", "adaptive-arow", "adaptive-auto"])
+def test_the_wrapper_keeps_an_adaptive_base_s_bias_by_default(base: str) -> None:
+    """The wrapper switches the base's own preprocessing off and does it itself, so its
+    ``append_bias`` defaults to the base's: on for the adaptive learners."""
+    model = learners.make("selective-sampling", n_features=6, n_tasks=3, base=base)
+    assert model.hyper["append_bias"] is True
+    assert model.base_.hyper["append_bias"] is False  # applied once, by the wrapper
+    assert model.dim == 7
+    if base == "adaptive-auto":
+        return  # its pairwise products learn the threshold below without a bias
+    # with the bias, a task whose labels follow a threshold away from 0 is learnable
+    rng = np.random.default_rng(2)
+    X = rng.random((2000, 6))
+    y = np.where(X[:, 0] > 0.3, 1.0, -1.0)
+    tasks = np.zeros(2000, dtype=np.int64)
+    errors = {}
+    for bias in (True, False):
+        m = learners.make(
+            "selective-sampling", n_features=6, n_tasks=3, base=base, append_bias=bias, b=1e9
+        )
+        scores = m.score_and_learn_many(X, y, tasks)
+        errors[bias] = np.mean(np.where(scores[1000:] >= 0, 1.0, -1.0) != y[1000:])
+    assert errors[True] < 0.05 < errors[False]
+
+
+def test_the_wrapper_s_bias_stays_as_given_or_as_saved() -> None:
+    off = learners.make(
+        "selective-sampling", n_features=6, n_tasks=3, base="adaptive-logistic", append_bias=False
+    )
+    assert off.hyper["append_bias"] is False and off.dim == 6
+    restored = learners.from_state_dict(off.state_dict())
+    assert restored.hyper["append_bias"] is False and restored.dim == 6
+    perceptron = learners.make("selective-sampling", n_features=6, n_tasks=3, base="cmtl")
+    assert perceptron.hyper["append_bias"] is False and perceptron.dim == 6
