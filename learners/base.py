@@ -206,12 +206,9 @@ class Learner:
     reports_query_probability: ClassVar[bool] = False
     #: True when the class has ``outlier_scores()`` and ``outlier_tasks()`` (:class:`OutlierReporter`).
     reports_outliers: ClassVar[bool] = False
-    #: True when ``score_and_learn_one`` gives, bit for bit, what ``score_and_learn_many``
-    #: gives for the same row (both run the same compiled step). Where it does not (a
-    #: numpy reference per event beside a compiled pass, equal to 1e-12), the service's
-    #: worker learns a single event as a one-row batch, so that a row changes the state
-    #: the same way whether it arrives alone or grouped with others (docs/architecture.md,
-    #: "Applying log entries").
+    #: True when ``score_and_learn_one`` runs the same compiled step as
+    #: ``score_and_learn_many`` on a preprocessed row; :meth:`per_event_is_batch` says
+    #: whether a given instance's two paths agree bit for bit.
     per_event_equals_batch: ClassVar[bool] = False
     #: The numpy reference implementation of a learner that runs on compiled kernels
     #: (same parameters and state layout); :mod:`learners.checks.kernels` compares them.
@@ -520,6 +517,20 @@ class Learner:
     @classmethod
     def _check_params(cls, params: dict[str, Any]) -> None:
         """Cross-parameter validation hook (raise ``ValueError``)."""
+
+    def per_event_is_batch(self) -> bool:
+        """Whether ``score_and_learn_one`` gives, bit for bit, what ``score_and_learn_many``
+        gives for the same row, alone or among others.
+
+        Where it does not (a numpy reference per event beside a compiled pass, equal to
+        1e-12), the service's worker learns a single event as a one-row batch, so that a
+        row changes the state the same way whether it arrives alone or grouped with others
+        (docs/architecture.md, "Applying log entries"). With ``l2_normalize`` the two
+        paths differ even for :attr:`per_event_equals_batch` learners: a single row's norm
+        is numpy's dot product (BLAS), a batch row's the kernel's own sum, and the two
+        may differ in the last bit.
+        """
+        return self.per_event_equals_batch and not self._normalize
 
     def _prepare(self, x: Any) -> Vec:
         v = as_vector(x, self._n_features)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import itertools
 import json
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -306,6 +307,37 @@ def check_score_and_learn_one(make: Factory) -> None:
     assert_states_equal(a.state_dict(), b.state_dict(), "score_and_learn_one")
 
 
+def check_per_event_is_batch(make: Factory) -> None:
+    """Where a learner says its per-event call is its batch path (``per_event_is_batch``),
+    a row gives the same score and state bit for bit whether it is learned alone, as a
+    one-row batch or inside a batch of any size: the service's worker relies on it."""
+    if not make().per_event_is_batch():
+        return
+    alone, one_row, grouped = make(), make(), make()
+    stream = _stream(alone, n=600, seed=12)
+    rng = np.random.default_rng(12)
+    singles = np.array([alone.score_and_learn_one(x, y, t) for x, y, t in stream])
+    rows = np.concatenate(
+        [
+            one_row.score_and_learn_many(
+                stream.X[i : i + 1], stream.y[i : i + 1], stream.task[i : i + 1]
+            )
+            for i in range(len(stream))
+        ]
+    )
+    cuts = np.unique(np.concatenate([[0], rng.integers(0, len(stream), 40), [len(stream)]]))
+    groups = np.concatenate(
+        [
+            grouped.score_and_learn_many(stream.X[a:b], stream.y[a:b], stream.task[a:b])
+            for a, b in itertools.pairwise(cuts)
+        ]
+    )
+    assert np.array_equal(singles, rows), "per event vs one-row batches: scores differ"
+    assert np.array_equal(singles, groups), "per event vs batches: scores differ"
+    assert_states_equal(alone.state_dict(), one_row.state_dict(), "per event vs one-row batches")
+    assert_states_equal(alone.state_dict(), grouped.state_dict(), "per event vs batches")
+
+
 def _implements(cls: type[Learner], *methods: str) -> bool:
     return all(callable(getattr(cls, m, None)) for m in methods)
 
@@ -372,6 +404,7 @@ ALL_CHECKS: tuple[Check, ...] = (
     check_kernel_matches_reference,
     check_task_weights,
     check_score_and_learn_one,
+    check_per_event_is_batch,
     check_info,
     check_learns_related_stream,
     check_decision_is_pure,

@@ -134,7 +134,7 @@ class Applier:
         # per-event call is bit for bit its batch path: a group of such events (one batch
         # call) and the same events alone then give the same state, whatever the reads
         # made of the groups.
-        self.singles_as_batches = not getattr(learner, "per_event_equals_batch", False)
+        self.singles_as_batches = not learner.per_event_is_batch()
 
     # ------------------------------------------------------------ helpers
     def _check_y(self, y: float) -> float:
