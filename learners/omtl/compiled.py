@@ -13,7 +13,7 @@ shared numba helpers in :mod:`learners.kernels`; they are imported here too, so
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -33,6 +33,9 @@ class CompiledLearner(Learner):
     (:func:`vec_dot`) so that ``score_and_learn_one`` equals ``decision_one``
     followed by ``learn_one`` bit for bit.
     """
+
+    #: The per-event call is the batch kernel on one row (:meth:`score_and_learn_one`).
+    per_event_equals_batch: ClassVar[bool] = True
 
     def _kernel(
         self, rows: KernelRows, y: np.ndarray, tasks: np.ndarray, scores: np.ndarray
