@@ -11,7 +11,8 @@ slow implementation that defines the mathematics, kept for the kernel check of
   (one event) or the batch kernels (``score_and_learn_many``), row by row in
   stream order;
 * gives the per-event calls a fast lane: a C-contiguous float64 ``x`` of the
-  right length, an ``int`` task and a ``+-1`` label (``int`` or ``float``) go
+  right length, an ``int`` or ``numpy.int64`` task and a ``+-1`` label (``int``,
+  ``float`` or ``numpy.float64``: what a loop over numpy arrays hands over) go
   straight to the kernel, which checks finiteness as part of its pass (a
   non-finite score changes nothing and is then reported as bad input). Any
   other input takes the general validation of :class:`learners.base.Learner`.
@@ -338,6 +339,8 @@ class CompiledLinear(Learner):
         raise ValueError("the score is not finite: the weights or x overflow")
 
     def decision_one(self, x: Any, task: int) -> float:
+        if type(task) is np.int64:
+            task = int(task)
         if not _lean(x, self._x_shape, task, self._n_tasks):
             return super().decision_one(x, task)
         score: float = self._decide(self.kernel_kind, self._S, x, task, self._p0, self._p1)
@@ -348,6 +351,8 @@ class CompiledLinear(Learner):
 
     def predict_one(self, x: Any, task: int) -> int:
         # decision_one's lean lane, inlined: one Python call less per prediction
+        if type(task) is np.int64:
+            task = int(task)
         if not _lean(x, self._x_shape, task, self._n_tasks):
             return 1 if super().decision_one(x, task) >= 0.0 else -1
         score = self._decide(self.kernel_kind, self._S, x, task, self._p0, self._p1)
@@ -356,6 +361,10 @@ class CompiledLinear(Learner):
         return 1 if score >= 0.0 else -1
 
     def score_and_learn_one(self, x: Any, y: float, task: int) -> float:
+        if type(task) is np.int64:  # what a loop over numpy arrays hands over
+            task = int(task)
+        if type(y) is np.float64:
+            y = float(y)
         if not (
             (y == 1.0 or y == -1.0)
             and (type(y) is float or type(y) is int)

@@ -262,3 +262,36 @@ def test_per_event_lean_calls_match_one_batch_call_with_their_update_counts(name
     counter = type(one).update_counter
     assert getattr(one, counter) == getattr(many, counter) > 0
     np.testing.assert_array_equal(one.task_weights(), many.task_weights())
+
+
+@pytest.mark.parametrize("name", ["cmtl", "ipl", "pt-global", "pa-global", "pa-individual"])
+def test_numpy_scalar_labels_and_tasks_take_the_lean_lane(name, monkeypatch):
+    """A loop over numpy arrays hands over ``numpy.float64`` labels and ``numpy.int64``
+    tasks: they take the lean lane (no general validation, which would cost 3-4x the
+    call) and learn exactly what Python scalars do."""
+    rng = np.random.default_rng(12)
+    X = rng.normal(size=(300, 6))
+    y = np.where(rng.random(300) < 0.5, 1.0, -1.0)
+    tasks = rng.integers(0, 3, size=300)
+    numpy_scalars = learners.make(name, n_features=6, n_tasks=3)
+    python_scalars = learners.make(name, n_features=6, n_tasks=3)
+
+    def general_path(*args: object) -> None:
+        raise AssertionError("the general validation ran")
+
+    monkeypatch.setattr(numpy_scalars, "_prepare", general_path)
+    for x, label, t, py_label, py_t in zip(X, y, tasks, y.tolist(), tasks.tolist(), strict=True):
+        assert type(label) is np.float64 and type(t) is np.int64
+        assert numpy_scalars.predict_one(x, t) == python_scalars.predict_one(x, py_t)
+        assert numpy_scalars.decision_one(x, t) == python_scalars.decision_one(x, py_t)
+        assert numpy_scalars.score_and_learn_one(x, label, t) == (
+            python_scalars.score_and_learn_one(x, py_label, py_t)
+        )
+    counter = type(numpy_scalars).update_counter
+    assert getattr(numpy_scalars, counter) == getattr(python_scalars, counter) > 0
+    np.testing.assert_array_equal(numpy_scalars.task_weights(), python_scalars.task_weights())
+    monkeypatch.undo()
+    with pytest.raises(ValueError, match="label"):
+        numpy_scalars.score_and_learn_one(X[0], np.float64(0.5), np.int64(0))
+    with pytest.raises(ValueError, match="task"):
+        numpy_scalars.score_and_learn_one(X[0], np.float64(1.0), np.int64(3))
