@@ -60,6 +60,7 @@ __all__ = [
     "OutlierArrays",
     "StateArrays",
     "adaptive_pass",
+    "adaptive_scores",
     "leader",
     "learn_row",
     "row_width",
@@ -985,14 +986,94 @@ def adaptive_pass(
                 )
 
 
+@njit(cache=True)
+def _row_score(
+    idx: np.ndarray | None,
+    val: np.ndarray,
+    n: int,
+    k: int,
+    state: StateArrays,
+    outlier: OutlierArrays,
+    member: bool,
+    scores: np.ndarray,
+    buffers: np.ndarray,
+) -> float:  # pragma: no cover - compiled
+    """The leader's score of a loaded row, summed exactly as :func:`_member_row`
+    (``member``) or :func:`_learn_row` sum it before they learn."""
+    U0, U, G0, G, _, _, mistakes = state
+    _, Q, Qs, _ = outlier
+    if member:
+        if idx is None:
+            return _dot2(U0[0], U[0, k], idx, val, n)
+        return _dot_touch(U0[0], U[0, k], G0[0], G[0, k], idx, val, n, buffers[0])
+    for m in range(U0.shape[0]):
+        if idx is None:
+            scores[m] = _dot(U0[m], idx, val, n) + _dot(U[m, k], idx, val, n)
+        else:
+            scores[m] = _dot_touch(U0[m], U[m, k], G0[m], G[m, k], idx, val, n, buffers[0])
+        if Q.shape[1] > 0:
+            scores[m] += Qs[m, k] * _dot(Q[m, k], idx, val, n)
+    return scores[leader(mistakes)]
+
+
+@njit(cache=True)
+def adaptive_scores(
+    call: KernelPass, state: StateArrays, outlier: OutlierArrays
+) -> None:  # pragma: no cover - compiled
+    """The leader's score of each of ``call``'s rows into ``call.scores``, without
+    learning: each row is read and summed exactly as :func:`adaptive_pass` reads and sums
+    it before learning it, so the score equals the one that pass returns for the same
+    state, bit for bit (``decision_one`` and ``score_and_learn_one`` agree). Nothing of
+    ``state`` changes."""
+    M, dim = state[0].shape
+    dense = call.dense
+    width = max(row_width(call, dim), 1)
+    idx = np.empty(width, dtype=np.int64)
+    val = np.empty(width)
+    buffers = np.empty((3, width))
+    scores = np.empty(M)
+    member = M == 1 and outlier[0][0] == 0.0
+    fast = dense and member and not call.normalize
+    U0, U, S = state[0], state[1], state[4]
+    for i in range(call.y.shape[0]):
+        k = call.tasks[i]
+        if fast:
+            x = call.X[i]
+            n = x.shape[0] + (1 if call.bias else 0)
+            score, _, flags = _dense_scan(x, call.bias, U0[0], U[0, k], S, val, buffers[0])
+            if flags == 0 and n > 0:
+                call.scores[i] = score
+                continue
+        n = load_row(call, i, dim, idx, val)
+        if dense and _all_nonzero(val, n):
+            call.scores[i] = _row_score(None, val, n, k, state, outlier, member, scores, buffers)
+        else:
+            n = _nonzeros(dense, idx, val, n)
+            call.scores[i] = _row_score(idx, val, n, k, state, outlier, member, scores, buffers)
+
+
 @register_warmup
 def warm() -> None:
-    """Compile :func:`adaptive_pass` for dense and CSR rows (dimension 3 + bias) on tiny
-    inputs: one configuration (a member), one with an outlier part, a grid of three."""
+    """Compile :func:`adaptive_pass` and :func:`adaptive_scores` for dense and CSR rows
+    (dimension 3 + bias) on tiny inputs: one configuration (a member), one with an
+    outlier part, a grid of three."""
     for rows in warm_rows():
         for losses, gammas in (([0], [0.0]), ([0], [0.5]), ([0, 1, 2], [0.5, 0.0, 0.0])):
             M = len(losses)
             call = warm_call(rows, 1)._replace(active=False)
+            adaptive_scores(
+                call,
+                (
+                    np.zeros((M, 4)),
+                    np.zeros((M, 2, 4)),
+                    np.ones((M, 4)),
+                    np.ones((M, 2, 4)),
+                    np.zeros(4),
+                    np.zeros(2),
+                    np.zeros(M, dtype=np.int64),
+                ),
+                (np.array(gammas), np.zeros((M, 2, 4)), np.ones((M, 2)), np.zeros((M, 2))),
+            )
             adaptive_pass(
                 call,
                 (np.array(losses, dtype=np.int64), np.ones(M), np.ones(M), np.ones(M)),

@@ -20,12 +20,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from learners.active.kernels import KernelPass, kernel_rows
+from learners.active.kernels import KernelPass, KernelRows, kernel_rows, vector_rows
 from learners.adaptive.configs import Configs, loss_list, non_negative_list, positive_list
-from learners.adaptive.kernels import adaptive_pass
+from learners.adaptive.kernels import adaptive_pass, adaptive_scores
 from learners.adaptive.reference import AdaptiveState, learn, member_scores
 from learners.base import APPEND_BIAS, L2_NORMALIZE, LOG_SCALE, Learner, Param
-from learners.inputs import Batch, Vec
+from learners.inputs import Batch, Vec, as_vector, check_label, check_task
 from learners.params import non_negative, optional, positive
 from learners.registry import register
 from learners.rom.base import OUTLIER_PARAMS, flagged_outliers
@@ -87,9 +87,11 @@ class AdaptiveLearner(Learner):
     Score of configuration m for task k: ``p_m = <u_0^m + u_k^m, x>``; the
     learner's score is that of the leader, the configuration with the fewest
     progressive mistakes so far (the first on ties; a member has one
-    configuration). Per-event calls run the numpy reference
-    (:mod:`learners.adaptive.reference`); batches the compiled pass
-    (:mod:`learners.adaptive.kernels`), which gives the same scores and weights.
+    configuration). Every public call runs the compiled pass
+    (:mod:`learners.adaptive.kernels`), a single event as a batch of one row, so that
+    an event changes the state the same way alone or in a batch. The numpy reference
+    (:mod:`learners.adaptive.reference`), which it equals to 1e-12, is
+    :attr:`reference_class` (and the internal per-row hooks the wrappers use).
 
     Attributes
     ----------
@@ -108,6 +110,8 @@ class AdaptiveLearner(Learner):
     """
 
     kind = "classification"
+    #: A single event is the compiled pass on a batch of one row.
+    per_event_equals_batch: ClassVar[bool] = True
     state_fields: ClassVar[tuple[str, ...]] = (
         "U0_",
         "U_",
@@ -188,6 +192,56 @@ class AdaptiveLearner(Learner):
         """:meth:`_decision` then :meth:`_learn` on a preprocessed row, scoring it once."""
         lead = self.leader()
         return float(learn(self._state(), self._configs, x, y, task)[lead])
+
+    # ------------------------------------------------------------ per-event calls
+    def decision_one(self, x: Any, task: int) -> float:
+        """Signed score of ``x`` for ``task`` (the leader's); never mutates the learner.
+
+        The compiled score of a one-row batch: the score :meth:`score_and_learn_one` would
+        return now, bit for bit."""
+        t = check_task(task, self._n_tasks)
+        return float(self._event_pass(self._event_rows(x), None, t))
+
+    def learn_one(self, x: Any, y: float, task: int) -> None:
+        """Learn from one labelled example (the compiled pass on a one-row batch)."""
+        self.score_and_learn_one(x, y, task)
+
+    def score_and_learn_one(self, x: Any, y: float, task: int) -> float:
+        """Test-then-train on one example: the compiled pass on a one-row batch, the
+        numbers of :meth:`score_and_learn_many` for the same row."""
+        t = check_task(task, self._n_tasks)
+        label = check_label(y, self.label_kind)
+        return float(self._event_pass(self._event_rows(x), label, t))
+
+    def _event_rows(self, x: Any) -> KernelRows:
+        """``x`` validated and canonical, log-scaled when asked, as a one-row batch whose
+        bias and unit-length scaling the kernel applies (as for a batch)."""
+        v = as_vector(x, self._n_features)
+        if self._log_scale:
+            v = v.log_scaled()
+        return vector_rows(v, self._bias, self._normalize)
+
+    def _event_pass(self, rows: KernelRows, label: float | None, task: int) -> float:
+        """The leader's score of the one row; with a ``label``, the row is then learned."""
+        score = np.empty(1)
+        call = KernelPass(
+            *rows,
+            np.array([1.0 if label is None else label]),
+            np.array([task], dtype=np.int64),
+            False,
+            np.zeros(0),
+            0,
+            score,
+            np.zeros(0, dtype=np.bool_),
+        )
+        state = (self.U0_, self.U_, self.G0_, self.G_, self.S_, self.stats_, self.mistakes_)
+        outlier = (self._configs.outlier_gammas, self.Q_, self.Qs_, self.Qn_)
+        if label is None:
+            adaptive_scores(call, state, outlier)
+        else:
+            c = self._configs
+            adaptive_pass(call, (c.losses, c.etas, c.couplings, c.ridges), state, outlier)
+        return float(score[0])
 
     def score_and_learn_many(self, X: Any, y: Any, task: Any) -> np.ndarray:
         """Test-then-train over a batch (see :meth:`learners.base.Learner.score_and_learn_many`).
@@ -396,3 +450,33 @@ class AdaptiveSelector(AdaptiveLearner):
             if hyper.get("arow_couplings") is None
             else [float(b) for b in hyper["arow_couplings"].split(",")],
         )
+
+
+class ReferencePerEvent(AdaptiveLearner):
+    """The per-event calls of :class:`learners.base.Learner` over the numpy reference hooks
+    (:meth:`AdaptiveLearner._decision`, :meth:`AdaptiveLearner._learn`), in front of an
+    adaptive learner: the slow path the kernels are checked against (docs/algorithms.md
+    Sec. 11.5; :attr:`learners.base.Learner.reference_class`)."""
+
+    per_event_equals_batch: ClassVar[bool] = False
+
+    def decision_one(self, x: Any, task: int) -> float:
+        return Learner.decision_one(self, x, task)
+
+    def learn_one(self, x: Any, y: float, task: int) -> None:
+        Learner.learn_one(self, x, y, task)
+
+    def score_and_learn_one(self, x: Any, y: float, task: int) -> float:
+        return Learner.score_and_learn_one(self, x, y, task)
+
+
+def _with_reference(cls: type[AdaptiveLearner]) -> None:
+    cls.reference_class = type(
+        f"{cls.__name__}Reference",
+        (ReferencePerEvent, cls),
+        {"__doc__": f"{cls.__name__} with the numpy reference per event (ReferencePerEvent)."},
+    )
+
+
+for _cls in (AdaptiveLogistic, AdaptiveHinge, AdaptiveArow, AdaptiveSelector):
+    _with_reference(_cls)

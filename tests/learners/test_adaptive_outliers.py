@@ -8,6 +8,7 @@ import pytest
 import scipy.sparse as sp
 
 import learners
+from learners.checks.kernels import reference_of
 from learners.checks.streams import related_tasks
 
 RAW = {"append_bias": False, "l2_normalize": False}
@@ -50,7 +51,7 @@ def test_kernel_equals_the_reference_with_outlier_parts(name: str) -> None:
     X, y, tasks = _sparse_stream(3)
     params = {"outlier_gamma": 0.02, "b": 0.5, "eta": 1.0}
     batch = learners.make(name, n_features=12, n_tasks=4, **params)
-    rows = learners.make(name, n_features=12, n_tasks=4, **params)
+    rows = reference_of(batch)  # the numpy reference, one event at a time
     scores = batch.score_and_learn_many(X, y, tasks)
     dense = X.toarray()
     ref = [rows.score_and_learn_one(x, lab, t) for x, lab, t in zip(dense, y, tasks.tolist())]
