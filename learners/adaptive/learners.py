@@ -282,6 +282,30 @@ class AdaptiveLearner(Learner):
         )
         return scores
 
+    def _kernel_scores(
+        self, batch: Batch, tasks: np.ndarray, bias: bool, normalize: bool
+    ) -> np.ndarray:
+        """The leader's score of each row of ``batch`` for its task, without learning
+        (:func:`learners.adaptive.kernels.adaptive_scores`; ``bias`` / ``normalize`` as for
+        :meth:`_kernel_batch`): what :meth:`_kernel_batch` would return for a row now."""
+        scores = np.empty(batch.n)
+        call = KernelPass(
+            *kernel_rows(batch, bias, normalize),
+            np.ones(batch.n),
+            np.require(tasks, np.int64, ["C", "W"]),
+            False,
+            np.zeros(0),
+            0,
+            scores,
+            np.zeros(0, dtype=np.bool_),
+        )
+        adaptive_scores(
+            call,
+            (self.U0_, self.U_, self.G0_, self.G_, self.S_, self.stats_, self.mistakes_),
+            (self._configs.outlier_gammas, self.Q_, self.Qs_, self.Qn_),
+        )
+        return scores
+
     def _add_task(self) -> None:
         _, per_task = self._configs.initial_variances()
         M, D = self.U0_.shape
@@ -452,11 +476,11 @@ class AdaptiveSelector(AdaptiveLearner):
         )
 
 
-class ReferencePerEvent(AdaptiveLearner):
+class ReferencePerEvent(Learner):
     """The per-event calls of :class:`learners.base.Learner` over the numpy reference hooks
-    (:meth:`AdaptiveLearner._decision`, :meth:`AdaptiveLearner._learn`), in front of an
-    adaptive learner: the slow path the kernels are checked against (docs/algorithms.md
-    Sec. 11.5; :attr:`learners.base.Learner.reference_class`)."""
+    (``_decision``, ``_learn``), in front of an adaptive learner or ``adaptive-auto``: the
+    slow path the kernels are checked against (docs/algorithms.md Sec. 11.5;
+    :attr:`learners.base.Learner.reference_class`)."""
 
     per_event_equals_batch: ClassVar[bool] = False
 
@@ -470,7 +494,8 @@ class ReferencePerEvent(AdaptiveLearner):
         return Learner.score_and_learn_one(self, x, y, task)
 
 
-def _with_reference(cls: type[AdaptiveLearner]) -> None:
+def with_reference(cls: type[Learner]) -> None:
+    """Give ``cls`` its ``reference_class``: ``cls`` with :class:`ReferencePerEvent` in front."""
     cls.reference_class = type(
         f"{cls.__name__}Reference",
         (ReferencePerEvent, cls),
@@ -479,4 +504,4 @@ def _with_reference(cls: type[AdaptiveLearner]) -> None:
 
 
 for _cls in (AdaptiveLogistic, AdaptiveHinge, AdaptiveArow, AdaptiveSelector):
-    _with_reference(_cls)
+    with_reference(_cls)

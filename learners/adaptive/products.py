@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from learners.inputs import Batch, Vec
+from learners.inputs import Batch, Vec, canonical_row
 
 __all__ = ["expanded_width", "product_count", "with_products", "with_products_batch"]
 
@@ -38,12 +38,13 @@ def _expand(core: np.ndarray) -> np.ndarray:
 
 
 def with_products(v: Vec, has_bias: bool) -> Vec:
-    """Row ``v`` with its products appended, as a dense row; ``has_bias``: the last entry
-    of ``v`` is the bias feature, kept last and left out of the products."""
+    """Row ``v`` with its products appended, in the canonical form (a zero of ``v`` zeroes
+    its products: the row is then sparse); ``has_bias``: the last entry of ``v`` is the
+    bias feature, kept last and left out of the products."""
     dense = v.dense()
     core, tail = (dense[:-1], dense[-1:]) if has_bias else (dense, dense[:0])
     out = np.concatenate([_expand(core[None, :])[0], tail])
-    return Vec(None, out, out.shape[0])
+    return canonical_row(out, out.shape[0])
 
 
 def with_products_batch(X: np.ndarray, has_bias: bool) -> Batch:

@@ -42,10 +42,11 @@ from learners.adaptive.learners import (
     LOSSES,
     RIDGE,
     AdaptiveSelector,
+    with_reference,
 )
 from learners.adaptive.products import expanded_width, with_products, with_products_batch
 from learners.base import Learner, Param
-from learners.inputs import Batch, Vec
+from learners.inputs import Batch, Vec, as_vector, check_label, check_task
 from learners.registry import register
 from learners.rom.base import cosine_similarity
 
@@ -243,6 +244,45 @@ class AdaptiveViews(Learner):
                 logged.csr.data[logged.csr.indptr[1:] - 1] = 1.0
         return logged
 
+    # ------------------------------------------------------------ per-event calls
+    def decision_one(self, x: Any, task: int) -> float:
+        """Signed score of ``x`` for ``task``: the leading view's compiled score of the row
+        as a one-row batch, what :meth:`score_and_learn_one` would return now."""
+        t = check_task(task, self._n_tasks)
+        return self._lead_view_score(self._event_batch(x), t)
+
+    def learn_one(self, x: Any, y: float, task: int) -> None:
+        """Learn from one labelled example (the compiled passes on a one-row batch)."""
+        self.score_and_learn_one(x, y, task)
+
+    def score_and_learn_one(self, x: Any, y: float, task: int) -> float:
+        """Test-then-train on one example: every view's compiled pass on the row as a
+        one-row batch (:meth:`score_and_learn_many`'s numbers for it)."""
+        t = check_task(task, self._n_tasks)
+        label = check_label(y, self.label_kind)
+        labels, tasks = np.array([label]), np.array([t], dtype=np.int64)
+        return float(self._views_batch(self._event_batch(x), labels, tasks, self._bias)[0])
+
+    def _event_batch(self, x: Any) -> Batch:
+        """``x`` validated and canonical, as a batch of one row (dense when it has no zero
+        entry, else CSR), its bias and scaling left to the views' passes."""
+        v = as_vector(x, self._n_features)
+        if v.idx is None:
+            return Batch(v.val.reshape(1, -1), None, self._n_features)
+        return Batch.from_vecs([v], self._n_features)
+
+    def _lead_view_score(self, batch: Batch, task: int) -> float:
+        """The score :meth:`_views_batch` would return for the one row of ``batch`` (its
+        bias not appended yet): the leading view's, read as that pass reads it."""
+        m = int(np.argmin(self.view_mistakes_))
+        name, inner = self._view_names[m], self.views_[m]
+        tasks = np.array([task], dtype=np.int64)
+        rows = self._log_batch(batch, False) if name in LOG_VIEWS else batch
+        if name in QUAD_VIEWS:
+            products = with_products_batch(rows.to_dense(), False)
+            return float(inner._kernel_scores(products, tasks, self._bias, False)[0])
+        return float(inner._kernel_scores(rows, tasks, self._bias, name in UNIT_VIEWS)[0])
+
     def _decision(self, x: Vec, task: int) -> float:
         m = int(np.argmin(self.view_mistakes_))
         return self.views_[m]._decision(self._view_row(x, m), task)
@@ -337,3 +377,6 @@ class AdaptiveViews(Learner):
             inner._set_state(
                 {k[len(prefix) :]: v for k, v in state.items() if k.startswith(prefix)}
             )
+
+
+with_reference(AdaptiveViews)
