@@ -245,14 +245,19 @@ def test_after_warm_up_no_learner_call_compiles():
     assert compiled_signatures() == before, "a learner call compiled a new kernel"
 
 
+def _labelled_stream(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """300 random rows of 6 features, random labels, 3 tasks."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(300, 6))
+    y = np.where(rng.random(300) < 0.5, 1.0, -1.0)
+    return X, y, rng.integers(0, 3, size=300)
+
+
 @pytest.mark.parametrize("name", ["cmtl", "ipl", "pt-global", "pa-global", "pa-individual"])
 def test_per_event_lean_calls_match_one_batch_call_with_their_update_counts(name):
     """predict_one + learn_one with int and float labels (the lean lane, straight to the
     kernels' machine code) learn exactly what one batch call learns, counts included."""
-    rng = np.random.default_rng(11)
-    X = rng.normal(size=(300, 6))
-    y = np.where(rng.random(300) < 0.5, 1.0, -1.0)
-    tasks = rng.integers(0, 3, size=300)
+    X, y, tasks = _labelled_stream(11)
     one = learners.make(name, n_features=6, n_tasks=3)
     many = learners.make(name, n_features=6, n_tasks=3)
     scores = many.score_and_learn_many(X, y, tasks)
@@ -269,10 +274,7 @@ def test_numpy_scalar_labels_and_tasks_take_the_lean_lane(name, monkeypatch):
     """A loop over numpy arrays hands over ``numpy.float64`` labels and ``numpy.int64``
     tasks: they take the lean lane (no general validation, which would cost 3-4x the
     call) and learn exactly what Python scalars do."""
-    rng = np.random.default_rng(12)
-    X = rng.normal(size=(300, 6))
-    y = np.where(rng.random(300) < 0.5, 1.0, -1.0)
-    tasks = rng.integers(0, 3, size=300)
+    X, y, tasks = _labelled_stream(12)
     numpy_scalars = learners.make(name, n_features=6, n_tasks=3)
     python_scalars = learners.make(name, n_features=6, n_tasks=3)
 
