@@ -112,6 +112,8 @@ class AdaptiveLearner(Learner):
     kind = "classification"
     #: A single event is the compiled pass on a batch of one row.
     per_event_equals_batch: ClassVar[bool] = True
+    #: True in a :attr:`reference_class`: every per-event call runs the numpy reference.
+    numpy_reference: ClassVar[bool] = False
     state_fields: ClassVar[tuple[str, ...]] = (
         "U0_",
         "U_",
@@ -182,16 +184,22 @@ class AdaptiveLearner(Learner):
             self.Qn_,
         )
 
+    # The hooks on a preprocessed row (the wrappers' and the views' per-event rounds):
+    # the compiled passes on a one-row batch, or the numpy reference in a reference_class.
     def _decision(self, x: Vec, task: int) -> float:
-        return float(member_scores(self._state(), x, task)[self.leader()])
+        if self.numpy_reference:
+            return float(member_scores(self._state(), x, task)[self.leader()])
+        return self._event_pass(vector_rows(x, False, False), None, task)
 
     def _learn(self, x: Vec, y: float, task: int) -> None:
-        learn(self._state(), self._configs, x, y, task)
+        self._score_and_learn_row(x, y, task)
 
     def _score_and_learn_row(self, x: Vec, y: float, task: int) -> float:
         """:meth:`_decision` then :meth:`_learn` on a preprocessed row, scoring it once."""
-        lead = self.leader()
-        return float(learn(self._state(), self._configs, x, y, task)[lead])
+        if self.numpy_reference:
+            lead = self.leader()
+            return float(learn(self._state(), self._configs, x, y, task)[lead])
+        return self._event_pass(vector_rows(x, False, False), y, task)
 
     # ------------------------------------------------------------ per-event calls
     def decision_one(self, x: Any, task: int) -> float:
@@ -483,6 +491,7 @@ class ReferencePerEvent(Learner):
     :attr:`learners.base.Learner.reference_class`)."""
 
     per_event_equals_batch: ClassVar[bool] = False
+    numpy_reference: ClassVar[bool] = True
 
     def decision_one(self, x: Any, task: int) -> float:
         return Learner.decision_one(self, x, task)

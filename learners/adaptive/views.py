@@ -29,7 +29,7 @@ state as the same rows one at a time, however the stream is cut.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 
@@ -152,6 +152,8 @@ class AdaptiveViews(Learner):
         {"views": "log-quad,l2", "etas": "1.0", "couplings": "0.5,2.0"},
     )
     state_fields: ClassVar[tuple[str, ...]] = ("view_mistakes_",)
+    #: True in the :attr:`reference_class`: the views run the numpy reference per event.
+    numpy_reference: ClassVar[bool] = False
     relation_kind = "weight-similarity"
     relation_meaning = (
         "Cosine similarity of the tasks' predictors in the leading view (derived, not a model "
@@ -204,8 +206,12 @@ class AdaptiveViews(Learner):
         self._view_names = view_names(self.hyper["views"], self.n_features)
         # The selectors take the rows after the bias was appended here; each scales its own.
         extra = expanded_width(self.n_features) - self.n_features
+        # a reference_class's views are reference selectors (numpy per event)
+        selector = AdaptiveSelector
+        if self.numpy_reference:
+            selector = cast(type[AdaptiveSelector], AdaptiveSelector.reference_class)
         self.views_ = [
-            AdaptiveSelector(
+            selector(
                 n_features=self.dim + (extra if view in QUAD_VIEWS else 0),
                 n_tasks=self.n_tasks,
                 seed=self.seed,
