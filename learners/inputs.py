@@ -187,11 +187,9 @@ def _from_csr_row(row: Any, dim: int) -> Vec:
         raise ValueError(f"x index out of range: indices must lie in [0, {dim})")
     _check_finite(val)
     idx, val = idx.astype(np.int64), val.copy()
-    if n == dim:
-        return Vec(None, val, dim)
-    if val.all():
-        return Vec(idx, val, dim)
-    return _finish(idx, val, dim)
+    if not val.all():  # explicit zeros stored: drop them
+        return _finish(idx, val, dim)
+    return Vec(None, val, dim) if n == dim else Vec(idx, val, dim)
 
 
 def as_vector(x: Any, dim: int) -> Vec:

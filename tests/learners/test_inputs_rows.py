@@ -91,3 +91,19 @@ def test_log_scaled_rows_are_the_same_in_every_form_and_come_before_the_bias() -
             np.testing.assert_array_equal(got.val, expect.val)
     unit = Batch.from_input(X, 3).preprocessed(True, True, True).dense
     np.testing.assert_allclose(np.linalg.norm(unit, axis=1), 1.0, rtol=1e-15)
+
+
+def test_a_full_csr_row_with_stored_zeros_is_canonical():
+    """A 1 x d CSR row that stores all d entries, some of them 0, is sparse in its
+    canonical form: a dense Vec has no zero entry (the kernels and the references
+    rely on it)."""
+    row = sp.csr_matrix(
+        (np.array([1.0, 0.0, 2.0]), np.array([0, 1, 2]), np.array([0, 3])), shape=(1, 3)
+    )
+    assert row.has_canonical_format and row.nnz == 3
+    v = as_vector(row, 3)
+    np.testing.assert_array_equal(v.idx, [0, 2])
+    np.testing.assert_array_equal(v.val, [1.0, 2.0])
+    full = as_vector(sp.csr_matrix(np.array([[1.0, 3.0, 2.0]])), 3)
+    assert full.idx is None
+    np.testing.assert_array_equal(full.val, [1.0, 3.0, 2.0])
