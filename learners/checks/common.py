@@ -310,35 +310,43 @@ def check_score_and_learn_one(make: Factory) -> None:
 def check_per_event_is_batch(make: Factory) -> None:
     """Where a learner says its per-event call is its batch path (``per_event_is_batch``),
     a row gives the same score and state bit for bit whether it is learned alone, as a
-    one-row batch or inside a batch of any size: the service's worker relies on it."""
+    one-row batch or inside a batch of any size, dense or CSR: the service's worker
+    relies on it."""
     if not make().per_event_is_batch():
         return
-    alone, one_row, grouped = make(), make(), make()
     rng = np.random.default_rng(12)
-    dense = _stream(alone, n=600, seed=12)
+    dense = _stream(make(), n=600, seed=12)
     # a fifth of the entries zero: a single row is then sparse in its canonical form
     X = np.where(rng.random(dense.X.shape) < 0.2, 0.0, dense.X)
-    stream = Stream(X, dense.y, dense.task)
-    singles = np.array([alone.score_and_learn_one(x, y, t) for x, y, t in stream])
+    cuts = np.unique(np.concatenate([[0], rng.integers(0, len(dense), 40), [len(dense)]]))
+    for rows_of in (X, sp.csr_matrix(X)):
+        _assert_per_event_is_batch(make, rows_of, dense.y, dense.task, cuts)
+
+
+def _assert_per_event_is_batch(
+    make: Factory, X: Any, y: np.ndarray, task: np.ndarray, cuts: np.ndarray
+) -> None:
+    alone, one_row, grouped = make(), make(), make()
+    form = "CSR" if sp.issparse(X) else "dense"
+    singles = np.array(
+        [alone.score_and_learn_one(X[i], float(y[i]), int(task[i])) for i in range(len(y))]
+    )
     rows = np.concatenate(
         [
-            one_row.score_and_learn_many(
-                stream.X[i : i + 1], stream.y[i : i + 1], stream.task[i : i + 1]
-            )
-            for i in range(len(stream))
+            one_row.score_and_learn_many(X[i : i + 1], y[i : i + 1], task[i : i + 1])
+            for i in range(len(y))
         ]
     )
-    cuts = np.unique(np.concatenate([[0], rng.integers(0, len(stream), 40), [len(stream)]]))
     groups = np.concatenate(
         [
-            grouped.score_and_learn_many(stream.X[a:b], stream.y[a:b], stream.task[a:b])
+            grouped.score_and_learn_many(X[a:b], y[a:b], task[a:b])
             for a, b in itertools.pairwise(cuts)
         ]
     )
-    assert np.array_equal(singles, rows), "per event vs one-row batches: scores differ"
-    assert np.array_equal(singles, groups), "per event vs batches: scores differ"
-    assert_states_equal(alone.state_dict(), one_row.state_dict(), "per event vs one-row batches")
-    assert_states_equal(alone.state_dict(), grouped.state_dict(), "per event vs batches")
+    assert np.array_equal(singles, rows), f"{form}: per event vs one-row batches: scores differ"
+    assert np.array_equal(singles, groups), f"{form}: per event vs batches: scores differ"
+    assert_states_equal(alone.state_dict(), one_row.state_dict(), f"{form}: per event vs one-row")
+    assert_states_equal(alone.state_dict(), grouped.state_dict(), f"{form}: per event vs batches")
 
 
 def _implements(cls: type[Learner], *methods: str) -> bool:
