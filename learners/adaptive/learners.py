@@ -90,8 +90,8 @@ class AdaptiveLearner(Learner):
     configuration). Every public call runs the compiled pass
     (:mod:`learners.adaptive.kernels`), a single event as a batch of one row, so that
     an event changes the state the same way alone or in a batch. The numpy reference
-    (:mod:`learners.adaptive.reference`), which it equals to 1e-12, is
-    :attr:`reference_class` (and the internal per-row hooks the wrappers use).
+    (:mod:`learners.adaptive.reference`), which it equals to 1e-12, runs in
+    :attr:`reference_class`.
 
     Attributes
     ----------
@@ -231,25 +231,9 @@ class AdaptiveLearner(Learner):
 
     def _event_pass(self, rows: KernelRows, label: float | None, task: int) -> float:
         """The leader's score of the one row; with a ``label``, the row is then learned."""
-        score = np.empty(1)
-        call = KernelPass(
-            *rows,
-            np.array([1.0 if label is None else label]),
-            np.array([task], dtype=np.int64),
-            False,
-            np.zeros(0),
-            0,
-            score,
-            np.zeros(0, dtype=np.bool_),
-        )
-        state = (self.U0_, self.U_, self.G0_, self.G_, self.S_, self.stats_, self.mistakes_)
-        outlier = (self._configs.outlier_gammas, self.Q_, self.Qs_, self.Qn_)
-        if label is None:
-            adaptive_scores(call, state, outlier)
-        else:
-            c = self._configs
-            adaptive_pass(call, (c.losses, c.etas, c.couplings, c.ridges), state, outlier)
-        return float(score[0])
+        y = np.array([1.0 if label is None else label])
+        tasks = np.array([task], dtype=np.int64)
+        return float(self._run(rows, y, tasks, learn=label is not None)[0])
 
     def score_and_learn_many(self, X: Any, y: Any, task: Any) -> np.ndarray:
         """Test-then-train over a batch (see :meth:`learners.base.Learner.score_and_learn_many`).
@@ -270,9 +254,23 @@ class AdaptiveLearner(Learner):
         """The compiled pass over ``batch``; ``bias`` / ``normalize``: the kernel appends
         the constant 1 / scales each row to unit length as it reads it (docs/algorithms.md
         Sec. 0), for a batch that is not preprocessed yet."""
-        scores = np.empty(batch.n)
+        return self._run(kernel_rows(batch, bias, normalize), y, tasks, learn=True)
+
+    def _kernel_scores(
+        self, batch: Batch, tasks: np.ndarray, bias: bool, normalize: bool
+    ) -> np.ndarray:
+        """The leader's score of each row of ``batch`` for its task, without learning
+        (:func:`learners.adaptive.kernels.adaptive_scores`; ``bias`` / ``normalize`` as for
+        :meth:`_kernel_batch`): what :meth:`_kernel_batch` would return for a row now."""
+        return self._run(kernel_rows(batch, bias, normalize), np.ones(batch.n), tasks, learn=False)
+
+    def _run(self, rows: KernelRows, y: np.ndarray, tasks: np.ndarray, learn: bool) -> np.ndarray:
+        """:func:`learners.adaptive.kernels.adaptive_pass` over ``rows`` (``learn``), or
+        :func:`learners.adaptive.kernels.adaptive_scores` (the scores only, ``y`` unused);
+        returns the leader's score of each row."""
+        scores = np.empty(tasks.shape[0])
         call = KernelPass(
-            *kernel_rows(batch, bias, normalize),
+            *rows,
             np.require(y, np.float64, ["C", "W"]),
             np.require(tasks, np.int64, ["C", "W"]),
             False,
@@ -282,36 +280,12 @@ class AdaptiveLearner(Learner):
             np.zeros(0, dtype=np.bool_),
         )
         c = self._configs
-        adaptive_pass(
-            call,
-            (c.losses, c.etas, c.couplings, c.ridges),
-            (self.U0_, self.U_, self.G0_, self.G_, self.S_, self.stats_, self.mistakes_),
-            (c.outlier_gammas, self.Q_, self.Qs_, self.Qn_),
-        )
-        return scores
-
-    def _kernel_scores(
-        self, batch: Batch, tasks: np.ndarray, bias: bool, normalize: bool
-    ) -> np.ndarray:
-        """The leader's score of each row of ``batch`` for its task, without learning
-        (:func:`learners.adaptive.kernels.adaptive_scores`; ``bias`` / ``normalize`` as for
-        :meth:`_kernel_batch`): what :meth:`_kernel_batch` would return for a row now."""
-        scores = np.empty(batch.n)
-        call = KernelPass(
-            *kernel_rows(batch, bias, normalize),
-            np.ones(batch.n),
-            np.require(tasks, np.int64, ["C", "W"]),
-            False,
-            np.zeros(0),
-            0,
-            scores,
-            np.zeros(0, dtype=np.bool_),
-        )
-        adaptive_scores(
-            call,
-            (self.U0_, self.U_, self.G0_, self.G_, self.S_, self.stats_, self.mistakes_),
-            (self._configs.outlier_gammas, self.Q_, self.Qs_, self.Qn_),
-        )
+        state = (self.U0_, self.U_, self.G0_, self.G_, self.S_, self.stats_, self.mistakes_)
+        outlier = (c.outlier_gammas, self.Q_, self.Qs_, self.Qn_)
+        if learn:
+            adaptive_pass(call, (c.losses, c.etas, c.couplings, c.ridges), state, outlier)
+        else:
+            adaptive_scores(call, state, outlier)
         return scores
 
     def _add_task(self) -> None:
