@@ -17,6 +17,7 @@ import numpy as np
 from numba import njit
 
 from learners.kernels import KernelRows, register_warmup, row_axpy, warm_learners
+from learners.rom.prox import SQNORM_RECOMPUTE_BELOW
 from learners.rom.scaled import RENORMALISE_BELOW
 
 __all__ = ["clear_row", "coml_pass", "note_support", "pgd_pass", "rda_pass", "warm"]
@@ -213,6 +214,15 @@ def pgd_pass(rows: KernelRows, y: np.ndarray, tasks: np.ndarray, *state: Any) ->
 
 # ------------------------------------------------------------------ ROM-RDA
 @njit(cache=True)
+def _sqnorm(v: np.ndarray) -> float:  # pragma: no cover - compiled
+    """``||v||^2``, summed in index order."""
+    s = 0.0
+    for j in range(v.shape[0]):
+        s += v[j] * v[j]
+    return s
+
+
+@njit(cache=True)
 def _rda_row(
     idx: Any,
     val: np.ndarray,
@@ -237,8 +247,12 @@ def _rda_row(
     gu, gx, _, sq_x = _dots_sq(idx, val, Gu, G[t], Gu)
     score = -(a_u * gu + (a_p + a_q) * gx)
     if 1.0 - y * score > 0.0:
-        G_sqnorm[t] = max(G_sqnorm[t] - 2.0 * y * gx + sq_x, 0.0)
+        old = G_sqnorm[t]
+        sqnorm = old - 2.0 * y * gx + sq_x
         _axpy3(idx, val, Gu, -y, G[t], -y, Gu, 0.0)
+        if sqnorm < SQNORM_RECOMPUTE_BELOW * (old + sq_x):  # cancellation: sum it again
+            sqnorm = _sqnorm(G[t])
+        G_sqnorm[t] = max(sqnorm, 0.0)
         counts[0] += 1
     clock[0] = now + 1.0 / K
     return score

@@ -18,6 +18,13 @@ import numpy as np
 __all__ = ["group_shrink", "shrink_factor"]
 
 
+#: A running squared norm ``||G||^2 - 2 y <G, x> + ||x||^2`` that falls below this share
+#: of ``||G||^2 + ||x||^2`` has lost its leading digits to cancellation: it is then summed
+#: again from ``G`` (O(d), and only on such a step), which keeps its relative error
+#: below about 1e-12 (an exact zero of ``q_i`` hinges on it, Eq. 22).
+SQNORM_RECOMPUTE_BELOW = 1e-4
+
+
 def shrink_factor(norm: float, threshold: float) -> float:
     """``max(0, 1 - threshold / norm)``; 0 for a zero vector (its prox is 0)."""
     if norm <= threshold or norm <= 0.0:

@@ -21,7 +21,7 @@ from learners.rom.base import (
     hinge_active,
 )
 from learners.rom.kernels import rda_pass
-from learners.rom.prox import shrink_factor
+from learners.rom.prox import SQNORM_RECOMPUTE_BELOW, shrink_factor
 
 __all__ = ["RobustRDA"]
 
@@ -172,9 +172,13 @@ class RobustRDA(RobustMultitask):
         if hinge_active(self._decision(x, task), y):
             # g = -y x enters G_u (Eq. 14) and G_i (Eqs. 15, 16).
             gx = x.dot(self.G_[task])
-            self.G_sqnorm_[task] = max(float(self.G_sqnorm_[task]) - 2.0 * y * gx + x.sqnorm(), 0.0)
+            old, sq_x = float(self.G_sqnorm_[task]), x.sqnorm()
+            sqnorm = old - 2.0 * y * gx + sq_x
             x.add_to(self.Gu_, -y)
             x.add_to(self.G_[task], -y)
+            if sqnorm < SQNORM_RECOMPUTE_BELOW * (old + sq_x):  # cancellation
+                sqnorm = float(self.G_[task] @ self.G_[task])
+            self.G_sqnorm_[task] = max(sqnorm, 0.0)
             self.n_updates_ += 1
         self.t_ += 1.0 / self.n_tasks
 

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from learners.inputs import as_vector
 from learners.rom import RobustRDA
 
 SQRT2 = float(np.sqrt(2.0))
@@ -150,3 +151,21 @@ def test_q_is_exactly_zero_iff_the_threshold_reaches_the_summed_gradient(
             expected = (norms[k] - threshold) / (kappa * np.sqrt(model.t_))
             assert model.outlier_scores()[k] == pytest.approx(expected, rel=1e-6)
             assert k in model.outlier_tasks()
+
+
+def test_the_running_norm_survives_cancellation() -> None:
+    """G_1 = [0, 0, -1] then [0, 1e-30, 0]: the running ||G_1||^2 (1 - 2 + 1) cancels to 0,
+    while the true one is 1e-60. It is summed again from G, so q_1 follows Eq. 22: non-zero
+    with gamma = 0, and the paper's absolute rule flags the task."""
+    for rows in ("kernel", "reference"):
+        model = RobustRDA(n_features=3, n_tasks=2, gamma=0.0, outlier_rule="absolute")
+        for x, y in (([0.0, 0.0, 1.0], 1.0), ([0.0, 1e-30, 1.0], -1.0)):
+            if rows == "kernel":
+                model.learn_one(np.array(x), y, 1)
+            else:
+                model._learn_reference(as_vector(np.array(x), 3), y, 1)
+        np.testing.assert_array_equal(model.G_[1], [0.0, 1e-30, 0.0])
+        assert model.G_sqnorm_[1] == pytest.approx(1e-60, rel=1e-12), rows
+        assert np.linalg.norm(model.outlier_weights()[1]) > 0.0, rows
+        if rows == "kernel":
+            assert model.outlier_tasks() == [1]
