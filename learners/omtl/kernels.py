@@ -61,38 +61,25 @@ def _scores4(idx: Any, val: np.ndarray, W: np.ndarray, k0: int, u: np.ndarray) -
     processor overlap them instead of waiting on one chain of additions.
     """
     n = W.shape[0] - k0
+    if n < 4:  # the last rows of W (K mod 4 of them), one sum each: the same bits
+        for r in range(n):
+            s = 0.0
+            for p in range(val.shape[0]):
+                s += val[p] * W[k0 + r, p if idx is None else idx[p]]
+            u[k0 + r] = s
+        return
     s0 = s1 = s2 = s3 = 0.0
-    if n >= 4:
-        for p in range(val.shape[0]):
-            f = p if idx is None else idx[p]
-            v = val[p]
-            s0 += v * W[k0, f]
-            s1 += v * W[k0 + 1, f]
-            s2 += v * W[k0 + 2, f]
-            s3 += v * W[k0 + 3, f]
-        u[k0 + 3] = s3
-        u[k0 + 2] = s2
-    elif n == 3:
-        for p in range(val.shape[0]):
-            f = p if idx is None else idx[p]
-            v = val[p]
-            s0 += v * W[k0, f]
-            s1 += v * W[k0 + 1, f]
-            s2 += v * W[k0 + 2, f]
-        u[k0 + 2] = s2
-    elif n == 2:
-        for p in range(val.shape[0]):
-            f = p if idx is None else idx[p]
-            v = val[p]
-            s0 += v * W[k0, f]
-            s1 += v * W[k0 + 1, f]
-    else:
-        for p in range(val.shape[0]):
-            f = p if idx is None else idx[p]
-            s0 += val[p] * W[k0, f]
+    for p in range(val.shape[0]):
+        f = p if idx is None else idx[p]
+        v = val[p]
+        s0 += v * W[k0, f]
+        s1 += v * W[k0 + 1, f]
+        s2 += v * W[k0 + 2, f]
+        s3 += v * W[k0 + 3, f]
     u[k0] = s0
-    if n >= 2:
-        u[k0 + 1] = s1
+    u[k0 + 1] = s1
+    u[k0 + 2] = s2
+    u[k0 + 3] = s3
 
 
 @njit(cache=True)
