@@ -109,6 +109,16 @@ def note_support(idx: Any, nnz: int, t: int, sup_idx: np.ndarray, sup_n: np.ndar
 
 
 @njit(cache=True)
+def _scaled_sqnorm(v: np.ndarray, scale: float) -> float:
+    """``||scale v||^2``, summed in index order (O(d))."""
+    s = 0.0
+    for f in range(v.shape[0]):
+        e = scale * v[f]
+        s += e * e
+    return s
+
+
+@njit(cache=True)
 def clear_row(Q: np.ndarray, t: int, sup_idx: np.ndarray, sup_n: np.ndarray) -> None:
     """``Q[t] = 0``: the remembered entries only, or the whole row when they are unknown."""
     n = sup_n[t]
@@ -148,23 +158,32 @@ def _pgd_row(
         counts[0] += 1
         step = y * eta
         # Eqs. 8 and 10: the norm of q_hat = q_i + step x, then the group shrink factor
+        q_stepped = False
         if q_sqnorm[t] == 0.0:
             norm_hat = abs(step) * np.sqrt(sq_x)
         else:
-            sq = q_sqnorm[t] + 2.0 * step * qx + step * step * sq_x
+            old, sq_step = q_sqnorm[t], step * step * sq_x
+            sq = old + 2.0 * step * qx + sq_step
+            if sq < SQNORM_RECOMPUTE_BELOW * (old + sq_step):
+                # cancellation: take the step (Eq. 8) and sum the stored q_hat again
+                row_axpy(idx, val, Q[t], step / q_scale[t])
+                note_support(idx, val.shape[0], t, sup_idx, sup_n)
+                sq = _scaled_sqnorm(Q[t], q_scale[t])
+                q_stepped = True
             norm_hat = np.sqrt(max(sq, 0.0))
         factor = _shrink_factor(norm_hat, eta * gamma)
         if factor == 0.0 and q_sqnorm[t] > 0.0:
             clear_row(Q, t, sup_idx, sup_n)
         # Eq. 7, Eq. 8 (when q_i survives) and the gradient part of Eq. 6, in one pass
-        c_q = 0.0 if factor == 0.0 else step / q_scale[t]
+        c_q = 0.0 if factor == 0.0 or q_stepped else step / q_scale[t]
         _axpy3(idx, val, P[t], step / p_scale[t], Q[t], c_q, u, y * eta / m / u_scale[0])
         p_scale[t] = _rescale(P[t], p_scale[t], 1.0 / (1.0 + beta * eta))
         if factor == 0.0:
             q_scale[t] = 1.0
             q_sqnorm[t] = 0.0
         else:
-            note_support(idx, val.shape[0], t, sup_idx, sup_n)
+            if not q_stepped:
+                note_support(idx, val.shape[0], t, sup_idx, sup_n)
             q_scale[t] = _rescale(Q[t], q_scale[t], factor)
             q_sqnorm[t] = (factor * norm_hat) ** 2
     u_scale[0] = _rescale(u, u_scale[0], 1.0 / (1.0 + alpha * eta / m))

@@ -23,7 +23,7 @@ from learners.rom.base import (
     hinge_active,
 )
 from learners.rom.kernels import clear_row, note_support, pgd_pass
-from learners.rom.prox import shrink_factor
+from learners.rom.prox import SQNORM_RECOMPUTE_BELOW, shrink_factor
 from learners.rom.scaled import add_scaled, rescale, scaled_dense
 
 __all__ = ["RobustPGD"]
@@ -190,10 +190,17 @@ class RobustPGD(RobustMultitask):
     def _step_outlier(self, x: Vec, step: float, qx: float, task: int) -> None:
         """Eqs. 8 and 10: ``q_hat = q_i + step x``, then group soft-thresholding at eta gamma."""
         sq_x = x.sqnorm()
+        stepped = False
         if self.q_sqnorm_[task] == 0.0:  # q_i = 0: q_hat = step x exactly
             norm_hat = abs(step) * float(np.sqrt(sq_x))
         else:
-            sq = float(self.q_sqnorm_[task]) + 2.0 * step * qx + step * step * sq_x
+            old, sq_step = float(self.q_sqnorm_[task]), step * step * sq_x
+            sq = old + 2.0 * step * qx + sq_step
+            if sq < SQNORM_RECOMPUTE_BELOW * (old + sq_step):
+                # cancellation: take the step (Eq. 8) and sum the stored q_hat again
+                self._step_q(x, step, task)
+                q_hat = float(self.q_scale_[task]) * self.Q_[task]
+                sq, stepped = float(q_hat @ q_hat), True
             norm_hat = float(np.sqrt(max(sq, 0.0)))
         factor = shrink_factor(norm_hat, self.hyper["eta"] * self.hyper["gamma"])
         if factor == 0.0:
@@ -202,10 +209,15 @@ class RobustPGD(RobustMultitask):
             self.q_scale_[task] = 1.0
             self.q_sqnorm_[task] = 0.0
             return
-        add_scaled(x, self.Q_[task], float(self.q_scale_[task]), step)
-        note_support(x.idx, x.nnz, task, self._q_support_idx, self._q_support_n)
+        if not stepped:
+            self._step_q(x, step, task)
         self.q_scale_[task] = rescale(self.Q_[task], float(self.q_scale_[task]), factor)
         self.q_sqnorm_[task] = (factor * norm_hat) ** 2
+
+    def _step_q(self, x: Vec, step: float, task: int) -> None:
+        """Eq. 8 on the stored ``q_i``: ``q_hat = q_i + step x``, its entries remembered."""
+        add_scaled(x, self.Q_[task], float(self.q_scale_[task]), step)
+        note_support(x.idx, x.nnz, task, self._q_support_idx, self._q_support_n)
 
     def _set_state(self, state: Any) -> None:
         super()._set_state(state)

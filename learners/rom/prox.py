@@ -18,10 +18,11 @@ import numpy as np
 __all__ = ["group_shrink", "shrink_factor"]
 
 
-#: A running squared norm ``||G||^2 - 2 y <G, x> + ||x||^2`` that falls below this share
-#: of ``||G||^2 + ||x||^2`` has lost its leading digits to cancellation: it is then summed
-#: again from ``G`` (O(d), and only on such a step), which keeps its relative error
-#: below about 1e-12 (an exact zero of ``q_i`` hinges on it, Eq. 22).
+#: A running squared norm ``||v||^2 + 2 c <v, x> + c^2 ||x||^2`` of ``v + c x`` (ROM-RDA's
+#: ``G_i``, ROM-PGD's ``q_hat``) that falls below this share of ``||v||^2 + c^2 ||x||^2``
+#: has lost its leading digits to cancellation: it is then summed again entry by entry
+#: (O(d), and only on such a step), which keeps its relative error below about 1e-12
+#: (an exact zero of ``q_i`` hinges on it, Eqs. 10 and 22).
 SQNORM_RECOMPUTE_BELOW = 1e-4
 
 

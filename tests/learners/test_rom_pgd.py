@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import learners
+from learners.inputs import as_vector
 from learners.rom import RobustPGD
 
 
@@ -175,3 +177,50 @@ def test_relation_matrix_is_cosine_similarity_of_task_weights() -> None:
     unit = W / np.linalg.norm(W, axis=1, keepdims=True)
     np.testing.assert_allclose(R, unit @ unit.T, atol=1e-12)
     np.testing.assert_allclose(np.diag(R), 1.0)
+
+
+@pytest.mark.parametrize("rows", ["kernel dense", "kernel csr", "reference"])
+def test_the_running_norm_of_q_hat_survives_cancellation(rows: str) -> None:
+    """q_1 = [0, 0, 1], then a step of -1 along [0, 1e-20, 1]: the running ||q_hat||^2
+    (1 - 2 + 1) cancels to 0 while the true one is 1e-40. It is summed again entry by
+    entry, so Eq. 10 keeps q_hat = [0, -1e-20, 0] (its norm exceeds eta*gamma = 1e-40) and
+    the paper's absolute rule flags the task."""
+    model = RobustPGD(
+        n_features=3, n_tasks=2, eta=1.0, alpha=0.0, beta=0.0, gamma=1e-40, outlier_rule="absolute"
+    )
+    for x, y in (([0.0, 0.0, 1.0], 1.0), ([0.0, 1e-20, 1.0], -1.0)):
+        if rows == "reference":
+            model._learn_reference(as_vector(np.array(x), 3), y, 1)
+        elif rows == "kernel csr":
+            model.learn_many(sp.csr_matrix(np.array([x])), np.array([y]), np.array([1]))
+        else:
+            model.learn_one(np.array(x), y, 1)
+    np.testing.assert_array_equal(model.outlier_weights()[1], [0.0, -1e-20, 0.0])
+    assert model.q_sqnorm_[1] == pytest.approx(1e-40, rel=1e-12)
+    assert model.outlier_tasks() == [1]
+
+
+pool_events = st.tuples(
+    st.lists(
+        st.lists(st.floats(-1, 1, allow_nan=False, allow_subnormal=False), min_size=3, max_size=3),
+        min_size=1,
+        max_size=3,
+    ),
+    st.lists(st.tuples(st.integers(0, 2), st.sampled_from([-1, 1])), min_size=1, max_size=40),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(events=pool_events, gamma=st.sampled_from([0.0, 1e-12, 1e-3]), eta=st.floats(0.01, 2.0))
+def test_the_running_norm_of_q_is_the_norm_of_the_stored_q(
+    events: tuple[list[list[float]], list[tuple[int, int]]], gamma: float, eta: float
+) -> None:
+    """Rows drawn again and again from a pool of three, with either label, make steps that
+    undo q_i exactly or nearly (Eq. 8); the kept ||q_i||^2 must still be that of the
+    stored q_i (Eq. 10 compares its square root with eta*gamma)."""
+    pool, stream = events
+    model = RobustPGD(n_features=3, n_tasks=1, eta=eta, alpha=0.0, beta=0.0, gamma=gamma)
+    for j, y in stream:
+        model.learn_one(np.array(pool[j % len(pool)]), float(y), 0)
+        q = model.outlier_weights()[0]
+        assert model.q_sqnorm_[0] == pytest.approx(float(q @ q), rel=1e-9, abs=1e-300)
