@@ -38,6 +38,10 @@ __all__ = [
     "AdaptiveSelector",
 ]
 
+#: The empty draw and query arrays of a pass that neither draws nor queries (never written).
+_NO_DRAWS = np.zeros(0)
+_NO_QUERIES = np.zeros(0, dtype=np.bool_)
+
 CAVALLANTI2010 = (
     "Cavallanti, Cesa-Bianchi, Gentile. Linear Algorithms for Online Multitask Classification. "
     "JMLR 11, 2010 (shared + per-task b-family)"
@@ -233,7 +237,7 @@ class AdaptiveLearner(Learner):
         """The leader's score of the one row; with a ``label``, the row is then learned."""
         y = np.array([1.0 if label is None else label])
         tasks = np.array([task], dtype=np.int64)
-        return float(self._run(rows, y, tasks, learn=label is not None)[0])
+        return float(self._run(rows, y, tasks, learn=label is not None, own_arrays=True)[0])
 
     def score_and_learn_many(self, X: Any, y: Any, task: Any) -> np.ndarray:
         """Test-then-train over a batch (see :meth:`learners.base.Learner.score_and_learn_many`).
@@ -249,36 +253,51 @@ class AdaptiveLearner(Learner):
         return self._kernel_batch(batch, y, tasks, False, False)
 
     def _kernel_batch(
-        self, batch: Batch, y: np.ndarray, tasks: np.ndarray, bias: bool, normalize: bool
+        self,
+        batch: Batch,
+        y: np.ndarray,
+        tasks: np.ndarray,
+        bias: bool,
+        normalize: bool,
+        *,
+        own_arrays: bool = False,
     ) -> np.ndarray:
         """The compiled pass over ``batch``; ``bias`` / ``normalize``: the kernel appends
         the constant 1 / scales each row to unit length as it reads it (docs/algorithms.md
-        Sec. 0), for a batch that is not preprocessed yet."""
-        return self._run(kernel_rows(batch, bias, normalize), y, tasks, learn=True)
+        Sec. 0), for a batch that is not preprocessed yet; ``own_arrays`` as for
+        :meth:`_run`."""
+        rows = kernel_rows(batch, bias, normalize)
+        return self._run(rows, y, tasks, learn=True, own_arrays=own_arrays)
 
     def _kernel_scores(
         self, batch: Batch, tasks: np.ndarray, bias: bool, normalize: bool
     ) -> np.ndarray:
         """The leader's score of each row of ``batch`` for its task, without learning
         (:func:`learners.adaptive.kernels.adaptive_scores`; ``bias`` / ``normalize`` as for
-        :meth:`_kernel_batch`): what :meth:`_kernel_batch` would return for a row now."""
-        return self._run(kernel_rows(batch, bias, normalize), np.ones(batch.n), tasks, learn=False)
+        :meth:`_kernel_batch`; ``tasks`` a fresh int64 array, as the kernel takes it): what
+        :meth:`_kernel_batch` would return for a row now."""
+        rows = kernel_rows(batch, bias, normalize)
+        return self._run(rows, np.ones(batch.n), tasks, learn=False, own_arrays=True)
 
-    def _run(self, rows: KernelRows, y: np.ndarray, tasks: np.ndarray, learn: bool) -> np.ndarray:
+    def _run(
+        self,
+        rows: KernelRows,
+        y: np.ndarray,
+        tasks: np.ndarray,
+        learn: bool,
+        *,
+        own_arrays: bool = False,
+    ) -> np.ndarray:
         """:func:`learners.adaptive.kernels.adaptive_pass` over ``rows`` (``learn``), or
         :func:`learners.adaptive.kernels.adaptive_scores` (the scores only, ``y`` unused);
-        returns the leader's score of each row."""
+        returns the leader's score of each row. ``own_arrays``: ``y`` and ``tasks`` were
+        made by the caller as the kernel takes them (fresh float64 / int64 arrays), so
+        they are not checked again (2 us of a per-event call)."""
         scores = np.empty(tasks.shape[0])
-        call = KernelPass(
-            *rows,
-            np.require(y, np.float64, ["C", "W"]),
-            np.require(tasks, np.int64, ["C", "W"]),
-            False,
-            np.zeros(0),
-            0,
-            scores,
-            np.zeros(0, dtype=np.bool_),
-        )
+        if not own_arrays:
+            y = np.require(y, np.float64, ["C", "W"])
+            tasks = np.require(tasks, np.int64, ["C", "W"])
+        call = KernelPass(*rows, y, tasks, False, _NO_DRAWS, 0, scores, _NO_QUERIES)
         c = self._configs
         state = (self.U0_, self.U_, self.G0_, self.G_, self.S_, self.stats_, self.mistakes_)
         outlier = (c.outlier_gammas, self.Q_, self.Qs_, self.Qn_)

@@ -267,7 +267,8 @@ class AdaptiveViews(Learner):
         t = check_task(task, self._n_tasks)
         label = check_label(y, self.label_kind)
         labels, tasks = np.array([label]), np.array([t], dtype=np.int64)
-        return float(self._views_batch(self._event_batch(x), labels, tasks, self._bias)[0])
+        batch = self._event_batch(x)
+        return float(self._views_batch(batch, labels, tasks, self._bias, own_arrays=True)[0])
 
     def _event_batch(self, x: Any) -> Batch:
         """``x`` validated and canonical, as a batch of one row (dense when it has no zero
@@ -309,10 +310,20 @@ class AdaptiveViews(Learner):
         return self._views_batch(batch, y, tasks, False)
 
     def _views_batch(
-        self, batch: Batch, y: np.ndarray, tasks: np.ndarray, bias: bool
+        self,
+        batch: Batch,
+        y: np.ndarray,
+        tasks: np.ndarray,
+        bias: bool,
+        *,
+        own_arrays: bool = False,
     ) -> np.ndarray:
         """Every view learns ``batch`` (``bias``: its rows still lack the constant 1); the
-        score of each row is the one of the view with fewer mistakes before it."""
+        score of each row is the one of the view with fewer mistakes before it.
+        ``own_arrays``: ``y`` and ``tasks`` are already the kernels' array types."""
+        if not own_arrays:  # once for every view's pass
+            y = np.require(y, np.float64, ["C", "W"])
+            tasks = np.require(tasks, np.int64, ["C", "W"])
         scores = np.empty((len(self.views_), batch.n))
         has_bias = self._bias and not bias
         logged = None  # computed once for every log view
@@ -325,7 +336,14 @@ class AdaptiveViews(Learner):
             if name in QUAD_VIEWS:
                 scores[m] = self._products_batch(inner, rows, y, tasks, bias, has_bias)
             else:
-                scores[m] = inner._kernel_batch(rows, y, tasks, bias, name in UNIT_VIEWS)
+                unit = name in UNIT_VIEWS
+                scores[m] = inner._kernel_batch(rows, y, tasks, bias, unit, own_arrays=True)
+        if batch.n == 1:  # one event: the counts before it are the carried ones
+            lead1 = int(np.argmin(self.view_mistakes_))  # the first view on ties
+            positive = bool(y[0] > 0.0)
+            for m, s in enumerate(scores[:, 0].tolist()):
+                self.view_mistakes_[m] += (s >= 0.0) != positive
+            return scores[lead1]
         wrong = (scores >= 0.0) != (y > 0.0)[None, :]
         # Mistakes of each view before row i: the carried counts plus the batch's so far.
         before = self.view_mistakes_[:, None] + np.cumsum(wrong, axis=1) - wrong
@@ -349,7 +367,7 @@ class AdaptiveViews(Learner):
         for a in range(0, batch.n, PRODUCT_BLOCK):
             b = min(a + PRODUCT_BLOCK, batch.n)
             rows = with_products_batch(X[a:b], has_bias)
-            out[a:b] = inner._kernel_batch(rows, y[a:b], tasks[a:b], bias, False)
+            out[a:b] = inner._kernel_batch(rows, y[a:b], tasks[a:b], bias, False, own_arrays=True)
         return out
 
     def _add_task(self) -> None:
