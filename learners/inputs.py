@@ -208,6 +208,16 @@ def as_vector(x: Any, dim: int) -> Vec:
         On a wrong dimension, NaN or infinite values, out-of-range indices, or an
         unsupported type.
     """
+    if type(x) is np.ndarray and x.dtype == np.float64 and x.ndim == 1:
+        # the common case first, without the conversions and type tests below
+        if x.shape[0] != dim:
+            raise ValueError(f"x has dimension {x.shape[0]}, expected {dim}")
+        if not (dim <= 4096 and math.isfinite(x.dot(x))):  # see _check_finite
+            _check_finite(x)
+        if np.count_nonzero(x) == dim:
+            return Vec(None, x.copy(), dim)
+        idx = np.flatnonzero(x)
+        return Vec(idx, x[idx], dim)
     if isinstance(x, Vec):
         if x.dim != dim:
             raise ValueError(f"x has dimension {x.dim}, expected {dim}")
