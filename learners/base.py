@@ -52,6 +52,7 @@ True
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, cast
@@ -80,6 +81,10 @@ __all__ = [
 
 #: Version of the ``state_dict`` layout; bumped on incompatible changes.
 STATE_FORMAT = 1
+
+#: Batches of at most this many rows have their labels and task indices checked in
+#: Python, where numpy's reductions would cost more than the check.
+_FEW_ROWS = 16
 
 StateValue = np.ndarray | int | float | str | bool | None
 
@@ -554,10 +559,16 @@ class Learner:
         labels = np.asarray(y, dtype=np.float64).reshape(-1)
         if labels.shape[0] != n:
             raise ValueError(f"y has {labels.shape[0]} labels for {n} rows")
+        # A few rows are checked in Python: numpy's reductions cost about 1 us each.
+        few = n <= _FEW_ROWS
         if self.label_kind == "classification":
-            if not (np.abs(labels) == 1.0).all():
+            if few:
+                valid = all(v == 1.0 or v == -1.0 for v in labels.tolist())
+            else:
+                valid = bool((np.abs(labels) == 1.0).all())
+            if not valid:
                 raise ValueError("labels y must be -1 or +1")
-        elif not np.isfinite(labels).all():
+        elif not (all(map(math.isfinite, labels.tolist())) if few else np.isfinite(labels).all()):
             raise ValueError("targets y must be finite")
         if isinstance(task, int | np.integer) and not isinstance(task, bool):
             tasks = np.full(n, check_task(task, self._n_tasks), dtype=np.int64)
@@ -569,7 +580,11 @@ class Learner:
                 if n and not np.issubdtype(tasks.dtype, np.integer):
                     raise ValueError("task indices must be integers")
                 tasks = tasks.astype(np.int64)
-            if n and (tasks.min() < 0 or tasks.max() >= self._n_tasks):
+            if few:
+                unknown = any(not 0 <= k < self._n_tasks for k in tasks.tolist())
+            else:
+                unknown = n > 0 and (tasks.min() < 0 or tasks.max() >= self._n_tasks)
+            if unknown:
                 raise ValueError(f"unknown task in batch: tasks are 0..{self._n_tasks - 1}")
         bias, normalize = self._bias and not raw, self._normalize and not raw
         return batch.preprocessed(bias, normalize, self._log_scale), labels, tasks
