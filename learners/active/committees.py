@@ -64,6 +64,7 @@ from learners.amlc.committee import (
 from learners.amlc.common import XU2018, hinge_losses, query_probability, sgn
 from learners.base import APPEND_BIAS, BUDGET, L2_NORMALIZE, LOG_SCALE, Learner, Param
 from learners.inputs import Batch, Vec
+from learners.kernels import kernel_array
 from learners.params import non_negative, positive
 from learners.registry import register
 
@@ -171,7 +172,7 @@ class _MarginRule(SelectiveSampling):
 
     def _weights_for_kernel(self) -> np.ndarray:
         """``tau_`` as the C-ordered float64 array the kernels update in place."""
-        self.tau_ = np.require(self.tau_, np.float64, ["C", "W"])
+        self.tau_ = kernel_array(self.tau_, np.float64)
         return self.tau_
 
     def _relation(self) -> np.ndarray:

@@ -48,7 +48,7 @@ import numpy as np
 from numba import njit
 
 from learners.inputs import Batch, Vec
-from learners.kernels import ROW_HELPER, register_warmup
+from learners.kernels import ROW_HELPER, kernel_array, register_warmup
 
 __all__ = [
     "B_FAMILY",
@@ -126,7 +126,7 @@ def kernel_rows(batch: Batch, bias: bool = False, normalize: bool = False) -> Ke
     if batch.dense is not None:
         # C-ordered and writeable: the types the kernels are compiled for (numba
         # would compile another version for a read-only array).
-        X = np.require(batch.dense, np.float64, ["C", "W"])
+        X = kernel_array(batch.dense, np.float64)
         return True, X, _NO_INT, _NO_INT, _NO_FLOAT, bias, normalize
     csr = batch.csr
     assert csr is not None

@@ -27,6 +27,7 @@ from learners.active.draws import Uniforms
 from learners.active.kernels import NO_BUDGET, KernelPass, kernel_rows, vector_rows
 from learners.base import Learner
 from learners.inputs import Batch, as_vector, check_label, check_task
+from learners.kernels import kernel_array
 
 __all__ = ["ActiveLearner"]
 
@@ -163,8 +164,8 @@ class ActiveLearner(Learner):
         drawn, asked = self._run_kernel(
             KernelPass(
                 *kernel_rows(batch, preprocess and self._bias, preprocess and self._normalize),
-                np.require(y, np.float64, ["C", "W"]),
-                np.require(tasks, np.int64, ["C", "W"]),
+                kernel_array(y, np.float64),
+                kernel_array(tasks, np.int64),
                 active,
                 u,
                 self._remaining_queries(),

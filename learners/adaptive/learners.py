@@ -26,6 +26,7 @@ from learners.adaptive.kernels import adaptive_pass, adaptive_scores
 from learners.adaptive.reference import AdaptiveState, learn, member_scores
 from learners.base import APPEND_BIAS, L2_NORMALIZE, LOG_SCALE, Learner, Param
 from learners.inputs import Batch, Vec, as_vector, check_label, check_task
+from learners.kernels import kernel_array
 from learners.params import non_negative, optional, positive
 from learners.registry import register
 from learners.rom.base import OUTLIER_PARAMS, flagged_outliers
@@ -295,8 +296,8 @@ class AdaptiveLearner(Learner):
         they are not checked again (2 us of a per-event call)."""
         scores = np.empty(tasks.shape[0])
         if not own_arrays:
-            y = np.require(y, np.float64, ["C", "W"])
-            tasks = np.require(tasks, np.int64, ["C", "W"])
+            y = kernel_array(y, np.float64)
+            tasks = kernel_array(tasks, np.int64)
         call = KernelPass(*rows, y, tasks, False, _NO_DRAWS, 0, scores, _NO_QUERIES)
         c = self._configs
         state = (self.U0_, self.U_, self.G0_, self.G_, self.S_, self.stats_, self.mistakes_)

@@ -47,6 +47,7 @@ from learners.adaptive.learners import (
 from learners.adaptive.products import expanded_width, with_products, with_products_batch
 from learners.base import Learner, Param
 from learners.inputs import Batch, Vec, as_vector, check_label, check_task
+from learners.kernels import kernel_array
 from learners.registry import register
 from learners.rom.base import cosine_similarity
 
@@ -322,8 +323,8 @@ class AdaptiveViews(Learner):
         score of each row is the one of the view with fewer mistakes before it.
         ``own_arrays``: ``y`` and ``tasks`` are already the kernels' array types."""
         if not own_arrays:  # once for every view's pass
-            y = np.require(y, np.float64, ["C", "W"])
-            tasks = np.require(tasks, np.int64, ["C", "W"])
+            y = kernel_array(y, np.float64)
+            tasks = kernel_array(tasks, np.int64)
         scores = np.empty((len(self.views_), batch.n))
         has_bias = self._bias and not bias
         logged = None  # computed once for every log view
