@@ -113,12 +113,20 @@ class Vec:
     def with_bias(self) -> Vec:
         """A new vector of dimension ``d + 1`` whose last coordinate is 1."""
         if self.idx is None:
-            return Vec(None, np.append(self.val, 1.0), self.dim + 1)
-        idx = np.append(self.idx, self.dim)
-        val = np.append(self.val, 1.0)
+            return Vec(None, _appended(self.val, 1.0), self.dim + 1)
+        idx = _appended(self.idx, self.dim)
+        val = _appended(self.val, 1.0)
         if idx.shape[0] == self.dim + 1:
             return Vec(None, val, self.dim + 1)
         return Vec(idx, val, self.dim + 1)
+
+
+def _appended(a: np.ndarray, value: float) -> np.ndarray:
+    """A new 1-D array: ``a``, then ``value`` (``np.append`` takes twice as long)."""
+    out = np.empty(a.shape[0] + 1, dtype=a.dtype)
+    out[:-1] = a
+    out[-1] = value
+    return out
 
 
 def _log_scale(values: FloatArray) -> FloatArray:
