@@ -363,6 +363,20 @@ class Learner:
             self.n_queries_ += 1
         return decision
 
+    def decide_and_query(
+        self, x: Any, task: int, *, probability: bool = False
+    ) -> tuple[float, float | None, bool]:
+        """:meth:`decision_one`, then (with ``probability``, for a learner that
+        ``reports_query_probability``) ``query_probability``, then :meth:`query_one`, on
+        the same ``x`` and ``task``: ``(score, probability or None, asked)``, exactly what
+        the three calls return in this order, and the same state after them. What an
+        unlabelled event costs the worker; a subclass may compute what the calls share
+        once (:class:`learners.active.selective.SelectiveSampling` does)."""
+        score = self.decision_one(x, task)
+        reporter = query_probability_reporter(self) if probability else None
+        p = None if reporter is None else float(reporter.query_probability(x, task))
+        return score, p, self.query_one(x, task)
+
     def learn_many(self, X: Any, y: Any, task: Any) -> None:
         """Learn a batch: rows of ``X`` with labels ``y`` for ``task`` (one int or one per row)."""
         self.score_and_learn_many(X, y, task)

@@ -317,6 +317,36 @@ class SelectiveSampling(ActiveLearner):
         t = check_task(task, self.n_tasks)
         return self._query_probability(self._prepare(x), t)
 
+    def decide_and_query(
+        self, x: Any, task: int, *, probability: bool = False
+    ) -> tuple[float, float | None, bool]:
+        """:meth:`learners.base.Learner.decide_and_query` with the query probability
+        computed once: ``query_probability`` and ``query_one`` would each compute
+        ``b / (b + |margin|)`` from the same state (a margin is a base step's score, or
+        a committee's). The same numbers, draw and query count as the three calls. A
+        subclass with another draw (PEER's two) takes the three calls."""
+        if not (type(self)._shared_probability() and self.is_active):
+            return super().decide_and_query(x, task, probability=probability)
+        score = self.decision_one(x, task)
+        p = self._query_probability(self._prepare(x), check_task(task, self.n_tasks))
+        asked = False
+        if self._budget is None or self.n_queries_ < self._budget:
+            asked = bool(self.rng.random() < p)  # what _query draws with the same p
+            if asked:
+                self.n_queries_ += 1
+        return score, (p if probability else None), asked
+
+    @classmethod
+    def _shared_probability(cls) -> bool:
+        """Whether ``cls`` keeps this class's draw, ``query_probability`` and the base
+        class's ``query_one``, so that :meth:`decide_and_query` may compute the
+        probability once for the two."""
+        return (
+            cls._query is SelectiveSampling._query
+            and cls.query_probability is SelectiveSampling.query_probability
+            and cls.query_one is Learner.query_one
+        )
+
     # ------------------------------------------------------------ learner hooks
     def _init_state(self) -> None:
         name, params = self._base_spec()

@@ -282,6 +282,33 @@ def check_query_one(make: Factory) -> None:
     assert capped_asked.sum() == budget, f"budget {budget} but asked {capped_asked.sum()}"
 
 
+def check_decide_and_query(make: Factory) -> None:
+    """decide_and_query equals decision_one, query_probability (where reported) and
+    query_one in this order, bit for bit: scores, probabilities, answers, draws and the
+    state, learning every asked label in between; also once a budget is spent."""
+    a, b = make(), make()
+    stream = _stream(a, n=800, seed=13)
+    reporter = query_probability_reporter(a)
+    budget = None
+    for i, (x, y, t) in enumerate(stream):
+        if i == 400 and a.is_active:  # from here on, a budget that is soon spent
+            budget = a.n_queries_ + 20
+            a._budget = b._budget = budget
+        score = a.decision_one(x, t)
+        p = None if reporter is None else float(reporter.query_probability(x, t))
+        asked = a.query_one(x, t)
+        probability = i % 2 == 0  # with and without the probability asked for
+        expected = (score, p if probability else None, asked)
+        assert b.decide_and_query(x, t, probability=probability) == expected, i
+        if asked:
+            a.learn_one(x, y, t)
+            b.learn_one(x, y, t)
+    assert a.n_queries_ == b.n_queries_
+    if budget is not None:
+        assert a.n_queries_ <= budget
+    assert_states_equal(a.state_dict(), b.state_dict(), "decide_and_query")
+
+
 def check_task_weights(make: Factory) -> None:
     """task_weights(), where given, has shape (K, dim) and reproduces decision_one."""
     learner = make()
@@ -426,6 +453,7 @@ ALL_CHECKS: tuple[Check, ...] = (
     check_same_seed_same_run,
     check_batch_matches_rows,
     check_query_one,
+    check_decide_and_query,
 )
 
 

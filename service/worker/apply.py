@@ -123,8 +123,7 @@ class Applier:
         # Declared capabilities (docs/architecture.md, "Label requests"): a learner
         # that is not active queries every unlabelled event.
         self.passive = not learner.is_active
-        reporter = query_probability_reporter(learner)
-        self.query_probability = reporter.query_probability if reporter is not None else None
+        self.reports_probability = query_probability_reporter(learner) is not None
         # Consecutive labelled batch entries merge into one learner call only where that
         # gives bit-identical results (see :meth:`_apply_run`).
         self.merge_batches = self.classification and bool(
@@ -164,21 +163,28 @@ class Applier:
         y_row, t_row = np.full(1, float(y)), np.full(1, t, dtype=np.int64)
         return float(self.learner.score_and_learn_many(rows, y_row, t_row)[0])
 
-    def _request(
-        self, event_id: str, t: int, x: Any, score: float, ref: Any, views: bool = False
+    def _decide(self, x: Any, t: int) -> tuple[float, str, bool]:
+        """The learner's score of an unlabelled ``x``, its query probability as the label
+        request writes it ("" when not reported), and whether to ask for the label: one
+        ``decide_and_query`` call (the same as ``decision_one``, ``query_probability``
+        and ``query_one`` in this order)."""
+        if self.passive:
+            return self.learner.decision_one(x, t), "", True
+        score, p, asked = self.learner.decide_and_query(x, t, probability=self.reports_probability)
+        return score, ("" if p is None else repr(float(p))), asked
+
+    def _request_round(
+        self, event_id: str, t: int, round_views: Any, score: float, ref: Any
     ) -> None:
-        """Ask the learner whether to query ``x`` (the K views of a round when ``views``);
-        on True emit a label request."""
+        """Ask the learner whether to query the K views of a round; on True emit a label
+        request (a single event's decision comes from :meth:`_decide`)."""
+        if not self.passive and not self.learner.query_views(round_views, t):  # type: ignore[attr-defined]
+            return
+        self._emit_request(event_id, t, score, ref, "")
+
+    def _emit_request(self, event_id: str, t: int, score: float, ref: Any, p: str) -> None:
+        """Count a label request and emit it (unless a replay already did)."""
         st = self.state
-        p = ""
-        if views:
-            if not self.passive and not self.learner.query_views(x, t):  # type: ignore[attr-defined]
-                return
-        elif not self.passive:
-            if self.query_probability is not None:
-                p = repr(float(self.query_probability(x, t)))
-            if not self.learner.query_one(x, t):
-                return
         st.single["queries"][t] += 1
         st.totals["label_requests"] += 1
         st.note_request(parse_event_id(event_id))
@@ -331,11 +337,12 @@ class Applier:
         """An unlabelled single event read by the fast path: predict, maybe ask for its label."""
         st = self.state
         x = np.frombuffer(x32, _F4)
-        s = self.learner.decision_one(x, t)
+        s, p, asked = self._decide(x, t)
         st.single["events"][t] += 1
         st.single["predictions"][t] += 1
         eid = eid_b.decode()
-        self._request(eid, t, x, s, ref)
+        if asked:
+            self._emit_request(eid, t, s, ref, p)
         st.remember(eid, (t, x))
         return 1
 
@@ -509,7 +516,7 @@ class Applier:
             s = learner.decision_views(round_views, t)
             st.single["events"][t] += 1
             st.single["predictions"][t] += 1
-            self._request(ev.id, t, round_views, s, ev.ref, views=True)
+            self._request_round(ev.id, t, round_views, s, ev.ref)
             st.remember(ev.id, _Round(t, views))
             return
         self._count_arrived_labelled(t, learner.score_and_learn_views(round_views, ev.y, t), ev.y)
@@ -523,10 +530,11 @@ class Applier:
         if ev.y is None:
             # Validated once here: the score, the query decision and a later label reuse it.
             v = as_vector(x, self.learner.n_features)
-            s = self.learner.decision_one(v, t)
+            s, p, asked = self._decide(v, t)
             st.single["events"][t] += 1
             st.single["predictions"][t] += 1
-            self._request(ev.id, t, v, s, ev.ref)
+            if asked:
+                self._emit_request(ev.id, t, s, ev.ref, p)
             st.remember(ev.id, (t, v))
             return
         self._count_arrived_labelled(t, self._score_and_learn(x, ev.y, t), ev.y)
@@ -583,12 +591,13 @@ class Applier:
             for i in range(a, e):
                 t = int(tasks[i])
                 x = as_vector(X[i], learner.n_features)  # a copy, validated once
-                s = learner.decision_one(x, t)
+                s, p, asked = self._decide(x, t)
                 st.single["events"][t] += 1
                 st.single["predictions"][t] += 1
                 ref = b.refs[i] if b.refs is not None else None
                 row_id = f"{b.id}/{i}"
-                self._request(row_id, t, x, s, ref)
+                if asked:
+                    self._emit_request(row_id, t, s, ref, p)
                 st.remember(row_id, (t, x))
         return n
 
