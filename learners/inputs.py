@@ -121,6 +121,10 @@ class Vec:
         return Vec(idx, val, self.dim + 1)
 
 
+#: The element types of a dense 1-D row that :func:`as_vector` checks first.
+_DENSE_TYPES = (np.dtype(np.float64), np.dtype(np.float32))
+
+
 def _appended(a: np.ndarray, value: float) -> np.ndarray:
     """A new 1-D array: ``a``, then ``value`` (``np.append`` takes twice as long)."""
     out = np.empty(a.shape[0] + 1, dtype=a.dtype)
@@ -216,16 +220,18 @@ def as_vector(x: Any, dim: int) -> Vec:
         On a wrong dimension, NaN or infinite values, out-of-range indices, or an
         unsupported type.
     """
-    if type(x) is np.ndarray and x.dtype == np.float64 and x.ndim == 1:
-        # the common case first, without the conversions and type tests below
+    if type(x) is np.ndarray and x.ndim == 1 and x.dtype in _DENSE_TYPES:
+        # the common cases first (float64, and the float32 rows of binary log entries),
+        # without the conversions and type tests below
         if x.shape[0] != dim:
             raise ValueError(f"x has dimension {x.shape[0]}, expected {dim}")
-        if not (dim <= 4096 and math.isfinite(x.dot(x))):  # see _check_finite
-            _check_finite(x)
-        if np.count_nonzero(x) == dim:
-            return Vec(None, x.copy(), dim)
-        idx = np.flatnonzero(x)
-        return Vec(idx, x[idx], dim)
+        arr = x if x.dtype == np.float64 else x.astype(np.float64)
+        if not (dim <= 4096 and math.isfinite(arr.dot(arr))):  # see _check_finite
+            _check_finite(arr)
+        if np.count_nonzero(arr) == dim:
+            return Vec(None, arr.copy() if arr is x else arr, dim)
+        idx = np.flatnonzero(arr)
+        return Vec(idx, arr[idx], dim)
     if isinstance(x, Vec):
         if x.dim != dim:
             raise ValueError(f"x has dimension {x.dim}, expected {dim}")
