@@ -223,15 +223,7 @@ def as_vector(x: Any, dim: int) -> Vec:
     if type(x) is np.ndarray and x.ndim == 1 and x.dtype in _DENSE_TYPES:
         # the common cases first (float64, and the float32 rows of binary log entries),
         # without the conversions and type tests below
-        if x.shape[0] != dim:
-            raise ValueError(f"x has dimension {x.shape[0]}, expected {dim}")
-        arr = x if x.dtype == np.float64 else x.astype(np.float64)
-        if not (dim <= 4096 and math.isfinite(arr.dot(arr))):  # see _check_finite
-            _check_finite(arr)
-        if np.count_nonzero(arr) == dim:
-            return Vec(None, arr.copy() if arr is x else arr, dim)
-        idx = np.flatnonzero(arr)
-        return Vec(idx, arr[idx], dim)
+        return _from_dense(x if x.dtype == np.float64 else x.astype(np.float64), x, dim)
     if isinstance(x, Vec):
         if x.dim != dim:
             raise ValueError(f"x has dimension {x.dim}, expected {dim}")
@@ -252,9 +244,17 @@ def as_vector(x: Any, dim: int) -> Vec:
         raise ValueError(f"x must be numeric: {exc}") from None
     if arr.ndim != 1:
         raise ValueError(f"dense x must be 1-D, got shape {arr.shape}")
+    return _from_dense(arr, x, dim)
+
+
+def _from_dense(arr: FloatArray, x: Any, dim: int) -> Vec:
+    """The canonical vector of the 1-D float64 ``arr`` converted from the caller's ``x``
+    (copied when it is ``x`` itself): checked for its dimension and finiteness, dense
+    without zeros, else its non-zero entries."""
     if arr.shape[0] != dim:
         raise ValueError(f"x has dimension {arr.shape[0]}, expected {dim}")
-    _check_finite(arr)
+    if not (dim <= 4096 and math.isfinite(arr.dot(arr))):  # the quick test of _check_finite
+        _check_finite(arr)
     if np.count_nonzero(arr) == dim:
         return Vec(None, arr.copy() if arr is x else arr, dim)
     idx = np.flatnonzero(arr)

@@ -48,7 +48,7 @@ import numpy as np
 from learners.active.kernels import B_FAMILY, MATRIX, ROWS, KernelPass, selective_pass
 from learners.active.rounds import ActiveLearner
 from learners.base import APPEND_BIAS, BUDGET, L2_NORMALIZE, LOG_SCALE, Learner, Param
-from learners.inputs import Batch, Vec, check_task
+from learners.inputs import Batch, Vec, as_vector, check_task
 from learners.params import boolean, positive
 from learners.registry import from_state_dict, get, make, register
 
@@ -327,8 +327,9 @@ class SelectiveSampling(ActiveLearner):
         subclass with another draw (PEER's two) takes the three calls."""
         if not (type(self)._shared_probability() and self.is_active):
             return super().decide_and_query(x, task, probability=probability)
-        score = self.decision_one(x, task)
-        p = self._query_probability(self._prepare(x), check_task(task, self.n_tasks))
+        v = as_vector(x, self.n_features)  # validated once: both calls start with this
+        score = self.decision_one(v, task)
+        p = self._query_probability(self._prepare(v), check_task(task, self.n_tasks))
         asked = False
         if self._budget is None or self.n_queries_ < self._budget:
             asked = bool(self.rng.random() < p)  # what _query draws with the same p
