@@ -45,6 +45,7 @@ import numpy as np
 
 from learners.active.adaptive_kernels import BaseArrays, committee_pass, peer_rule_pass
 from learners.active.kernels import KernelPass
+from learners.active.rounds import ActiveLearner
 from learners.active.selective import (
     BASE,
     BASE_PARAMS,
@@ -63,7 +64,7 @@ from learners.amlc.committee import (
 )
 from learners.amlc.common import XU2018, hinge_losses, query_probability, sgn
 from learners.base import APPEND_BIAS, BUDGET, L2_NORMALIZE, LOG_SCALE, Learner, Param
-from learners.inputs import Batch, Vec
+from learners.inputs import Batch, Vec, as_vector, check_task
 from learners.kernels import kernel_array
 from learners.params import non_negative, positive
 from learners.registry import register
@@ -131,6 +132,11 @@ class _MarginRule(SelectiveSampling):
     params: ClassVar[tuple[Param, ...]] = ()
     state_fields: ClassVar[tuple[str, ...]] = ("n_updates_", "radius2_", "tau_")
     reports_query_probability = True
+    # learn_one and score_and_learn_one run the pass on one row (one call for the
+    # base's update, tau and the shared labels); scores stay on the numpy margins,
+    # which decide_and_query then reads once for the score and the query rule
+    per_event_kernel = True
+    kernel_decisions = False
 
     def _init_state(self) -> None:
         super()._init_state()
@@ -237,6 +243,8 @@ class AdaptiveCommittee(_MarginRule):
         {"base": "adaptive", "base_params": {"etas": "1.0", "couplings": "0.5,2"}, "C": 0.0},
     )
 
+    margin_is_decision = True
+
     def _initial_weights(self, n_tasks: int) -> np.ndarray:
         return uniform_committee(n_tasks)
 
@@ -332,6 +340,30 @@ class AdaptivePeer(_MarginRule):
             return True
         self.base_._learn(x, sgn(peer), task)
         return False
+
+    def decide_and_query(
+        self, x: Any, task: int, *, probability: bool = False
+    ) -> tuple[float, float | None, bool]:
+        """``decision_one``, ``query_probability`` and ``query_one`` (:meth:`_query`'s two
+        draws, the peers' answer learned on the second) with x validated and prepared
+        once and the K margins read once: the same numbers, draws and state."""
+        if type(self).decision_one is not ActiveLearner.decision_one or self.kernel_decisions:
+            return Learner.decide_and_query(self, x, task, probability=probability)
+        v = self._prepare(as_vector(x, self.n_features))
+        t = check_task(task, self.n_tasks)
+        score = float(self._decision(v, t))
+        margins = task_margins(self.base_, v)
+        own = query_probability(float(self.hyper["b"]), float(margins[t]))
+        peer = float(self.tau_[t] @ margins)
+        ask_peers = query_probability(float(self.hyper["bq"]), peer)
+        asked = False
+        if (self._budget is None or self.n_queries_ < self._budget) and self.rng.random() < own:
+            asked = bool(self.rng.random() < ask_peers)
+            if asked:
+                self.n_queries_ += 1
+            else:
+                self.base_._learn(v, sgn(peer), t)
+        return score, (own * ask_peers if probability else None), asked
 
     def _learn(self, x: Vec, y: float, task: int) -> None:
         margins = task_margins(self.base_, x)

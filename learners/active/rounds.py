@@ -14,7 +14,8 @@ With a compiled pass and :attr:`ActiveLearner.per_event_kernel`, the per-event
 calls ``decision_one``, ``predict_one``, ``learn_one`` and ``score_and_learn_one``
 validate x once and run the kernel on a batch of one row (the preprocessing
 included); ``query_one`` keeps the numpy ``_query`` (one or two draws from the
-generator).
+generator). A learner that sets :attr:`ActiveLearner.kernel_decisions` off keeps
+its scores on the numpy ``_decision`` and learns through the kernel.
 """
 
 from __future__ import annotations
@@ -48,6 +49,11 @@ class ActiveLearner(Learner):
     #: update costs more than a kernel call (AMLC, PEER: K margins and a tau row);
     #: a per-task Perceptron step is cheaper in numpy.
     per_event_kernel: ClassVar[bool] = False
+    #: With :attr:`per_event_kernel`: whether ``decision_one`` (and the score that
+    #: ``score_and_learn_one`` returns) comes from the kernel too, or from the numpy
+    #: ``_decision`` (where that is cheaper than a kernel call and lets
+    #: :meth:`~learners.base.Learner.decide_and_query` reuse the margins it reads).
+    kernel_decisions: ClassVar[bool] = True
 
     def query_and_learn_many(self, X: Any, y: Any, task: Any) -> tuple[np.ndarray, np.ndarray]:
         """Active rounds over a batch; returns each row's score and query decision.
@@ -78,7 +84,7 @@ class ActiveLearner(Learner):
 
     # ------------------------------------------------------------ per-event paths
     def decision_one(self, x: Any, task: int) -> float:
-        if not (self.per_event_kernel and self._compiled()):
+        if not (self.per_event_kernel and self.kernel_decisions and self._compiled()):
             return super().decision_one(x, task)
         return self._one_row(x, 0.0, check_task(task, self._n_tasks), learn=False)
 
@@ -96,6 +102,11 @@ class ActiveLearner(Learner):
             v = self._prepare(x)
             score = float(self._decision(v, t))
             self._learn(v, label, t)
+            return score
+        if not self.kernel_decisions:
+            row = as_vector(x, self._n_features)
+            score = float(self._decision(self._prepare(row), t))
+            self._one_row(row, label, t, learn=True)
             return score
         return self._one_row(x, label, t, learn=True)
 

@@ -144,6 +144,12 @@ def _check_base_class(cls: type[Learner]) -> None:
         raise ValueError(f"base learner {cls.name!r} is a regression learner, not a classifier")
 
 
+def _probability(b: float, margin: float) -> float:
+    """The query probability ``b / (b + |margin|)`` (1 where the denominator is not positive)."""
+    denominator = b + abs(margin)
+    return 1.0 if denominator <= 0.0 else b / denominator
+
+
 def _is_mistake(score: float, y: float) -> bool:
     return (score >= 0.0) != (y > 0.0)
 
@@ -250,6 +256,9 @@ class SelectiveSampling(ActiveLearner):
         {"base": "pa-individual", "base_params": '{"variant": "pa2"}'},
     )
     state_fields: ClassVar[tuple[str, ...]] = ("n_updates_", "radius2_")
+    #: Whether a subclass's ``_margin`` is its ``_decision``, the same number
+    #: (:meth:`decide_and_query` then reads the margin once).
+    margin_is_decision: ClassVar[bool] = False
 
     base_: Learner
 
@@ -328,14 +337,37 @@ class SelectiveSampling(ActiveLearner):
         if not (type(self)._shared_probability() and self.is_active):
             return super().decide_and_query(x, task, probability=probability)
         v = as_vector(x, self.n_features)  # validated once: both calls start with this
-        score = self.decision_one(v, task)
-        p = self._query_probability(self._prepare(v), check_task(task, self.n_tasks))
+        t = check_task(task, self.n_tasks)
+        prepared = self._prepare(v)
+        if self._score_is_margin():  # one margin: the score is the rule's margin
+            score = float(self._decision(prepared, t))
+            p = _probability(self._threshold(prepared, t), score)
+        else:
+            score = self.decision_one(v, t)
+            p = self._query_probability(prepared, t)
         asked = False
         if self._budget is None or self.n_queries_ < self._budget:
             asked = bool(self.rng.random() < p)  # what _query draws with the same p
             if asked:
                 self.n_queries_ += 1
         return score, (p if probability else None), asked
+
+    def _score_is_margin(self) -> bool:
+        """Whether ``decision_one`` returns the numpy ``_decision`` and that number is
+        the rule's ``_margin``, computed the same way (:attr:`margin_is_decision`, or
+        neither hook overridden), so that the query probability may be taken from it."""
+        cls = type(self)
+        same = cls.margin_is_decision or (
+            cls._margin is SelectiveSampling._margin
+            and cls._decision is SelectiveSampling._decision
+        )
+        kernel_scores = self.per_event_kernel and self.kernel_decisions and self._compiled()
+        return (
+            same
+            and not kernel_scores
+            and cls.decision_one is ActiveLearner.decision_one
+            and cls._query_probability is SelectiveSampling._query_probability
+        )
 
     @classmethod
     def _shared_probability(cls) -> bool:
@@ -367,9 +399,7 @@ class SelectiveSampling(ActiveLearner):
         self.radius2_ = np.zeros(self.n_tasks)
 
     def _query_probability(self, x: Vec, task: int) -> float:
-        b = self._threshold(x, task)
-        denominator = b + abs(self._margin(x, task))
-        return 1.0 if denominator <= 0.0 else b / denominator
+        return _probability(self._threshold(x, task), self._margin(x, task))
 
     def _query(self, x: Vec, task: int) -> bool:
         p = self._query_probability(x, task)

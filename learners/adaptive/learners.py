@@ -149,6 +149,8 @@ class AdaptiveLearner(Learner):
     # ------------------------------------------------------------ public extras
     def leader(self) -> int:
         """Index of the configuration the learner predicts with now."""
+        if self.mistakes_.shape[0] == 1:  # a member: its one configuration
+            return 0
         return int(np.argmin(self.mistakes_))
 
     def configuration_names(self) -> list[str]:

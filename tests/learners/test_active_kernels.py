@@ -203,6 +203,32 @@ def test_subclass_with_its_own_rule_keeps_the_numpy_path() -> None:
     assert_same_learner(a, b)
 
 
+def test_decide_and_query_reads_the_margin_a_subclass_gives() -> None:
+    """A subclass whose ``_margin`` is not its score: decide_and_query's probability and
+    draws follow that margin (as query_probability and query_one do), not the score."""
+
+    class Halved(SelectiveSampling):
+        def _margin(self, x: Any, task: int) -> float:
+            return 0.5 * super()._margin(x, task)
+
+    a = Halved(n_features=D, n_tasks=K, seed=6, b=0.3)
+    b = Halved(n_features=D, n_tasks=K, seed=6, b=0.3)
+    plain = SelectiveSampling(n_features=D, n_tasks=K, seed=6, b=0.3)
+    assert plain._score_is_margin() and not a._score_is_margin()
+    X, y, tasks = stream(12)
+    for i in range(200):
+        x, t = X[i], int(tasks[i])
+        score, p, asked = a.decide_and_query(x, t, probability=True)
+        assert score == b.decision_one(x, t)
+        assert p == b.query_probability(x, t) == 0.3 / (0.3 + abs(0.5 * score))
+        assert asked == b.query_one(x, t)
+        if asked:
+            a.learn_one(x, float(y[i]), t)
+            b.learn_one(x, float(y[i]), t)
+    assert 0 < a.n_queries_ < 200
+    assert_same_learner(a, b)
+
+
 def test_budget_running_out_inside_a_batch_leaves_the_generator_exact() -> None:
     """PEER draws one or two uniforms per round and none once the budget is spent."""
     X, y, tasks = stream(11)

@@ -136,6 +136,45 @@ def test_batch_paths_equal_the_numpy_rounds(
         assert learned > fast.n_queries_  # the peers answered some rounds (or labels shared)
 
 
+def per_event(
+    model: ActiveLearner, X: np.ndarray, y: np.ndarray, tasks: np.ndarray, active: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """The public per-event calls: ``decision_one`` (and ``predict_one``), then
+    ``query_one`` when active, ``learn_one`` when asked; labelled rounds alternate
+    ``score_and_learn_one`` with ``decision_one`` + ``learn_one``."""
+    scores, asked = np.empty(len(y)), np.ones(len(y), dtype=bool)
+    for i in range(len(y)):
+        x, t, label = X[i], int(tasks[i]), float(y[i])
+        if not active and i % 2:
+            scores[i] = model.score_and_learn_one(x, label, t)
+            continue
+        scores[i] = model.decision_one(x, t)
+        assert model.predict_one(x, t) == (1 if scores[i] >= 0.0 else -1)
+        if active:
+            asked[i] = model.query_one(x, t)
+        if asked[i]:
+            model.learn_one(x, label, t)
+    return scores, asked
+
+
+@pytest.mark.parametrize("active", [False, True], ids=["labelled", "active"])
+@pytest.mark.parametrize(("name", "params"), CASES, ids=IDS)
+def test_per_event_calls_equal_the_numpy_rounds(
+    name: str, params: dict[str, Any], active: bool
+) -> None:
+    """``decision_one``, ``learn_one`` and ``score_and_learn_one`` run the compiled pass on
+    one row (``per_event_kernel``); ``query_one`` keeps its numpy draw."""
+    seed = 31 + CASES.index((name, params))
+    X, y, tasks = stream(seed)
+    fast, ref = make(name, params, seed), make(name, params, seed)
+    assert type(fast).per_event_kernel and fast._compiled()
+    scores, asked = per_event(fast, X, y, tasks, active)
+    ref_scores, ref_asked = numpy_reference(ref, X, y, tasks, active)
+    assert_same_rounds(fast, ref, scores, asked, ref_scores, ref_asked)
+    if name != "peer-adaptive" and not active:
+        assert float(fast.base_.stats_[1]) > N  # type: ignore[attr-defined]  # labels shared
+
+
 @pytest.mark.parametrize(("name", "params"), CASES, ids=IDS)
 def test_prepared_batches_equal_the_reference_methods(name: str, params: dict[str, Any]) -> None:
     """``_score_and_learn_batch`` / ``_query_and_learn_batch`` on a preprocessed batch
@@ -156,8 +195,8 @@ def test_prepared_batches_equal_the_reference_methods(name: str, params: dict[st
 
 @pytest.mark.parametrize("name", ["amlc-adaptive", "peer-adaptive", "peer-share-adaptive"])
 def test_batches_mixed_with_per_event_calls_and_a_new_task(name: str) -> None:
-    """Per-event calls (numpy), batches (kernel) and ``add_task`` in between: the weights
-    and the base grow, and the kernel carries on from the per-event state."""
+    """Per-event calls, batches and ``add_task`` in between: the weights and the base
+    grow, and the batch pass carries on from the per-event state."""
     X, y, tasks = stream(8)
     fast, ref = make(name, {"b": 1.5}, 2), make(name, {"b": 1.5}, 2)
     for model in (fast, ref):
