@@ -15,13 +15,13 @@ from the learner's seeded generator. This module holds what they share:
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
 from learners.active.rounds import ActiveLearner
 from learners.base import APPEND_BIAS, L2_NORMALIZE, Param
-from learners.inputs import Vec
+from learners.inputs import Vec, check_task
 
 __all__ = [
     "APPEND_BIAS_ON",
@@ -83,6 +83,29 @@ class PerTaskPerceptrons(ActiveLearner):
 
     def _compiled(self) -> bool:
         return True
+
+    def decide_and_query(
+        self, x: Any, task: int, *, probability: bool = False
+    ) -> tuple[float, float | None, bool]:
+        """``decision_one`` then ``query_one`` (these rules report no probability) with x
+        validated and preprocessed once, where the score is the numpy ``_decision`` (no
+        per-event kernel: ``random-query``): the same score, draws and state."""
+        kernel_scores = self.per_event_kernel and self.kernel_decisions
+        if (
+            kernel_scores
+            or self.reports_query_probability
+            or type(self).decision_one is not ActiveLearner.decision_one
+        ):
+            return super().decide_and_query(x, task, probability=probability)
+        t = check_task(task, self.n_tasks)
+        v = self._prepare(x)
+        score = float(self._decision(v, t))
+        asked = False
+        if self._budget is None or self.n_queries_ < self._budget:
+            asked = bool(self._query(v, t))
+            if asked:
+                self.n_queries_ += 1
+        return score, None, asked
 
     def _margins(self, x: Vec) -> np.ndarray:
         """``<x, w_m>`` for every task m at once: O(K nnz(x))."""
