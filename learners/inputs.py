@@ -108,7 +108,7 @@ class Vec:
         """This vector divided by its Euclidean norm (itself when the norm is 0): the
         ``l2_normalize`` preprocessing of a single row."""
         n2 = self.sqnorm()
-        return self.scaled(1.0 / np.sqrt(n2)) if n2 > 0.0 else self
+        return self.scaled(1.0 / math.sqrt(n2)) if n2 > 0.0 else self
 
     def with_bias(self) -> Vec:
         """A new vector of dimension ``d + 1`` whose last coordinate is 1."""

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from learners.active.kernels import KernelPass
+from learners.active.rounds import ActiveLearner
 from learners.amlc.committee import committee_update, grow_committee, uniform_committee
 from learners.amlc.common import (
     APPEND_BIAS_ON,
@@ -20,7 +21,7 @@ from learners.amlc.common import (
 )
 from learners.amlc.kernels import amlc_pass
 from learners.base import BUDGET, Param
-from learners.inputs import Vec
+from learners.inputs import Vec, check_task
 from learners.params import interval, non_negative, one_of, positive
 from learners.perceptron.multitask import rank_one_update
 from learners.registry import register
@@ -176,6 +177,36 @@ class ActiveMultitaskCommittees(PerTaskPerceptrons):
     def _query(self, x: Vec, task: int) -> bool:
         p = self._decision(x, task)
         return bool(self.rng.random() < query_probability(self.hyper["b"], p))
+
+    # ------------------------------------------------------------ per-event queries
+    def query_one(self, x: Any, task: int) -> bool:
+        """Line 8 against the committee score that ``decision_one`` returns: the
+        compiled pass's on one row, as the batch paths draw against theirs (the numpy
+        ``_query`` stays the reference; the two scores agree to rounding)."""
+        if not self.kernel_decisions:
+            return super().query_one(x, task)
+        t = check_task(task, self.n_tasks)
+        return self._ask(self._one_row(x, 0.0, t, learn=False))
+
+    def decide_and_query(
+        self, x: Any, task: int, *, probability: bool = False
+    ) -> tuple[float, float | None, bool]:
+        """``decision_one`` then ``query_one`` with the committee score computed once
+        (both read it from the pass on one row): the same score, draw and state."""
+        if not self.kernel_decisions or type(self).decision_one is not ActiveLearner.decision_one:
+            return super().decide_and_query(x, task, probability=probability)
+        score = self._one_row(x, 0.0, check_task(task, self.n_tasks), learn=False)
+        return score, None, self._ask(score)
+
+    def _ask(self, score: float) -> bool:
+        """The budget, then a draw with probability ``b / (b + |score|)``; a True
+        answer counts one query."""
+        if self._budget is not None and self.n_queries_ >= self._budget:
+            return False
+        asked = bool(self.rng.random() < query_probability(self.hyper["b"], score))
+        if asked:
+            self.n_queries_ += 1
+        return asked
 
     def _learn(self, x: Vec, y: float, task: int) -> None:
         margins = self._margins(x)

@@ -56,3 +56,24 @@ def assert_same_learner(fast: learners.Learner, ref: learners.Learner) -> None:
             np.testing.assert_array_equal(a[key], value, err_msg=key)
         else:
             assert a[key] == value, key
+
+
+def per_event(
+    model: learners.Learner, X: np.ndarray, y: np.ndarray, tasks: np.ndarray, active: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """The public per-event calls: ``decision_one`` (and ``predict_one``), then
+    ``query_one`` when active, ``learn_one`` when asked; labelled rounds alternate
+    ``score_and_learn_one`` with ``decision_one`` + ``learn_one``."""
+    scores, asked = np.empty(len(y)), np.ones(len(y), dtype=bool)
+    for i in range(len(y)):
+        x, t, label = X[i], int(tasks[i]), float(y[i])
+        if not active and i % 2:
+            scores[i] = model.score_and_learn_one(x, label, t)
+            continue
+        scores[i] = model.decision_one(x, t)
+        assert model.predict_one(x, t) == (1 if scores[i] >= 0.0 else -1)
+        if active:
+            asked[i] = model.query_one(x, t)
+        if asked[i]:
+            model.learn_one(x, label, t)
+    return scores, asked

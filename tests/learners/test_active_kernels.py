@@ -23,7 +23,12 @@ from learners.active.draws import Uniforms
 from learners.active.rounds import ActiveLearner
 from learners.active.selective import SelectiveSampling
 from learners.inputs import Batch
-from tests.learners.batch_checks import assert_same_learner, learn_in_blocks, random_blocks
+from tests.learners.batch_checks import (
+    assert_same_learner,
+    learn_in_blocks,
+    per_event,
+    random_blocks,
+)
 
 K, D, N = 4, 9, 360
 
@@ -86,26 +91,6 @@ def numpy_reference(
     if active:
         return model._query_and_learn_reference(batch, y, tasks)
     return model._score_and_learn_reference(batch, y, tasks), np.ones(N, dtype=bool)
-
-
-def per_event(
-    model: learners.Learner, X: np.ndarray, y: np.ndarray, tasks: np.ndarray, active: bool
-) -> tuple[np.ndarray, np.ndarray]:
-    """The public per-event calls: decision_one, query_one (active), learn_one;
-    labelled rounds alternate score_and_learn_one with decision_one + learn_one."""
-    scores, asked = np.empty(N), np.ones(N, dtype=bool)
-    for i in range(N):
-        x, t, label = X[i], int(tasks[i]), float(y[i])
-        if not active and i % 2:
-            scores[i] = model.score_and_learn_one(x, label, t)
-            continue
-        scores[i] = model.decision_one(x, t)
-        assert model.predict_one(x, t) == (1 if scores[i] >= 0.0 else -1)
-        if active:
-            asked[i] = model.query_one(x, t)
-        if asked[i]:
-            model.learn_one(x, label, t)
-    return scores, asked
 
 
 def in_blocks(

@@ -22,7 +22,12 @@ import learners
 from learners.active.adaptive_kernels import warm
 from learners.active.rounds import ActiveLearner
 from learners.inputs import Batch
-from tests.learners.batch_checks import assert_same_learner, learn_in_blocks, random_blocks
+from tests.learners.batch_checks import (
+    assert_same_learner,
+    learn_in_blocks,
+    per_event,
+    random_blocks,
+)
 
 K, D, N = 4, 9, 600
 
@@ -134,27 +139,6 @@ def test_batch_paths_equal_the_numpy_rounds(
         assert learned > N  # labels were shared with peers
     if name != "amlc-adaptive" and active:
         assert learned > fast.n_queries_  # the peers answered some rounds (or labels shared)
-
-
-def per_event(
-    model: ActiveLearner, X: np.ndarray, y: np.ndarray, tasks: np.ndarray, active: bool
-) -> tuple[np.ndarray, np.ndarray]:
-    """The public per-event calls: ``decision_one`` (and ``predict_one``), then
-    ``query_one`` when active, ``learn_one`` when asked; labelled rounds alternate
-    ``score_and_learn_one`` with ``decision_one`` + ``learn_one``."""
-    scores, asked = np.empty(len(y)), np.ones(len(y), dtype=bool)
-    for i in range(len(y)):
-        x, t, label = X[i], int(tasks[i]), float(y[i])
-        if not active and i % 2:
-            scores[i] = model.score_and_learn_one(x, label, t)
-            continue
-        scores[i] = model.decision_one(x, t)
-        assert model.predict_one(x, t) == (1 if scores[i] >= 0.0 else -1)
-        if active:
-            asked[i] = model.query_one(x, t)
-        if asked[i]:
-            model.learn_one(x, label, t)
-    return scores, asked
 
 
 @pytest.mark.parametrize("active", [False, True], ids=["labelled", "active"])
