@@ -17,7 +17,9 @@ and the committee update read them all): O(nnz(x)) per run of bit-equal rows of 
 per updated or shared row. PEER: O(nnz(x)) for the task's own margin; the other
 K - 1 margins only on the rounds that read them: a mistake (the peer-weight
 update), an active round whose first draw asks (the peers' score) and every
-PEER+Share round (the sharing test). Every margin is the same dot whenever it is
+PEER+Share round that learns a label (the sharing test); a round that only scores
+(an active round with no query left, as ``decision_one`` runs it) reads the task's
+own margin alone. Every margin is the same dot whenever it is
 computed (W does not change in between), so the results are those of computing
 all K every round.
 
@@ -58,7 +60,6 @@ from learners.active.kernels import (
     row_axpy,
     row_buffers,
     row_dot,
-    row_margins,
     warm_call,
     warm_rows,
 )
@@ -445,12 +446,8 @@ def peer_pass(
     for i in range(call.y.shape[0]):
         nx = load_row(call, i, W.shape[1], idx, val)
         k = call.tasks[i]
-        peers_known = shares  # PEER+Share reads every margin on every round
-        if peers_known:
-            _class_margins(W, same, f, dense, idx, val, nx)
-            fk = f[k]
-        else:
-            fk = row_dot(W[k], dense, idx, val, nx)
+        peers_known = False  # the other margins: read below where a round needs them
+        fk = row_dot(W[k], dense, idx, val, nx)
         call.scores[i] = fk
         if call.active:
             if remaining <= 0:
@@ -459,9 +456,8 @@ def peer_pass(
             drawn += 1
             if draw >= b / (b + abs(fk)):
                 continue
-            if not peers_known:
-                row_margins(W, f, dense, idx, val, nx)
-                peers_known = True
+            _class_margins(W, same, f, dense, idx, val, nx)
+            peers_known = True
             peer = 0.0
             for m in range(K):
                 peer += tau[k, m] * f[m]
@@ -479,8 +475,8 @@ def peer_pass(
             call.queried[i] = True
         label = call.y[i]
         mistake = (fk >= 0.0) != (label > 0.0)
-        if not peers_known and mistake and K > 1:
-            row_margins(W, f, dense, idx, val, nx)
+        if not peers_known and (shares or (mistake and K > 1)):
+            _class_margins(W, same, f, dense, idx, val, nx)
         if mistake:
             row_axpy(W[k], label, dense, idx, val, nx)
             if K > 1:
