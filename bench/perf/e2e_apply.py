@@ -10,6 +10,11 @@ fast reading, task mapping, merged
 learner calls, counters; no Redis round trip. It isolates what
 ``python -m bench.e2e``'s drain adds on top of the transport
 (docs/architecture.md, "Applying log entries").
+
+It then times entries of 100 *unlabelled* events for the active learners of
+:data:`ACTIVE` (each event scored, a query decision drawn, a label request written
+where the learner asks), beside a loop of the learner's own ``decide_and_query`` over
+the same rows, so that the worker's share of an unlabelled event shows.
 """
 
 from __future__ import annotations
@@ -38,8 +43,24 @@ def _flat(fields: dict[str, bytes | str]) -> list[bytes]:
     return out
 
 
-def measure(n_events: int, per_entry: int, reps: int = 3) -> float:
-    """Median events per CPU second of ``Applier.apply`` over the whole stream."""
+#: Active learners whose unlabelled events :func:`main` also times (defaults otherwise).
+ACTIVE = (
+    "selective-sampling:adaptive-logistic",
+    "amlc",
+    "peer-share",
+    "amlc-adaptive",
+    "peer-share-adaptive",
+)
+
+
+def measure(
+    n_events: int, per_entry: int, reps: int = 3, learner: str = "cmtl", labelled: bool = True
+) -> float:
+    """Median events per CPU second of ``Applier.apply`` over the whole stream.
+
+    ``labelled=False``: the same rows without labels (each one a prediction and a
+    query decision, and a label request where the learner asks).
+    """
     stream = throughput_streams.make_stream(K, D, n_events, seed=0)
     names = [f"t{k}" for k in stream.task]
     entries: list[list[Any]] = [
@@ -49,7 +70,7 @@ def measure(n_events: int, per_entry: int, reps: int = 3) -> float:
                 encode_batch(
                     names[a : a + per_entry],
                     stream.X[a : a + per_entry],
-                    stream.y[a : a + per_entry],
+                    stream.y[a : a + per_entry] if labelled else [None] * per_entry,
                 )
             ),
         ]
@@ -57,7 +78,7 @@ def measure(n_events: int, per_entry: int, reps: int = 3) -> float:
     ]
     entry_bytes = sum(map(len, entries[0][1]))
     read = max(1, min(READ_COUNT, READ_EVENTS // per_entry, READ_BYTES // entry_bytes))
-    config = ModelConfig(learner="cmtl", n_features=D, tasks=[f"t{k}" for k in range(K)])
+    config = _config(learner)
     rates = []
     for _ in range(reps + 1):  # the first run warms caches and is not kept
         state = ModelState("m", initial_snapshot("m", config))
@@ -71,14 +92,44 @@ def measure(n_events: int, per_entry: int, reps: int = 3) -> float:
     return kept[len(kept) // 2]
 
 
+def _config(spec: str) -> ModelConfig:
+    """``name`` or ``selective-sampling:<base>`` on K tasks of d features."""
+    name, _, base = spec.partition(":")
+    params = {"base": base} if base else {}
+    return ModelConfig(learner=name, params=params, n_features=D, tasks=[f"t{k}" for k in range(K)])
+
+
+def decide_loop(spec: str, n_events: int) -> float:
+    """Events per CPU second of the learner's own ``decide_and_query`` over the same
+    rows (float32, as the worker reads them): what the worker's apply adds to is this."""
+    stream = throughput_streams.make_stream(K, D, n_events, seed=0)
+    config = _config(spec)
+    learner = ModelState("m", initial_snapshot("m", config)).learner
+    rows = list(stream.X.astype("float32"))
+    tasks = stream.task.tolist()
+    started = time.thread_time()
+    for x, t in zip(rows, tasks, strict=True):
+        learner.decide_and_query(x, t, probability=True)
+    return n_events / (time.thread_time() - started)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print events per CPU second for entries of 100 and of 10,000 events."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=200_000)
+    parser.add_argument("--unlabelled", type=int, default=20_000, help="events per active model")
     args = parser.parse_args(argv)
     for per_entry in (100, 10_000):
         rate = measure(args.events, per_entry)
         print(f"{per_entry:>6} events per entry: {rate / 1e6:.2f} M events per CPU second")
+    n = min(args.events, args.unlabelled)
+    print(f"unlabelled events, entries of 100, K = {K}, d = {D} (events per CPU second):")
+    for spec in ACTIVE:
+        rate = measure(n, 100, learner=spec, labelled=False)
+        alone = decide_loop(spec, n)
+        print(
+            f"  {spec:<38} apply {rate / 1e3:7.1f} k   decide_and_query alone {alone / 1e3:7.1f} k"
+        )
     return 0
 
 

@@ -187,8 +187,9 @@ class Applier:
         st = self.state
         st.single["queries"][t] += 1
         st.totals["label_requests"] += 1
-        st.note_request(parse_event_id(event_id))
-        if self._replaying_queries and parse_event_id(event_id) <= st.queries_done_upto:
+        key = parse_event_id(event_id)
+        st.note_request(key)
+        if self._replaying_queries and key <= st.queries_done_upto:
             return
         self._replaying_queries = False
         if isinstance(ref, bytes):
@@ -588,16 +589,16 @@ class Applier:
                 scores = learner.score_and_learn_many(X[a:e], ty, tt)
                 self._count_labelled(scores, ty, tt)
                 continue
-            for i in range(a, e):
-                t = int(tasks[i])
-                x = as_vector(X[i], learner.n_features)  # a copy, validated once
-                s, p, asked = self._decide(x, t)
-                st.single["events"][t] += 1
-                st.single["predictions"][t] += 1
-                ref = b.refs[i] if b.refs is not None else None
+            events, predictions = st.single["events"], st.single["predictions"]
+            decide, dim, refs = self._decide, learner.n_features, b.refs
+            for i, t in enumerate(tasks[a:e].tolist(), start=a):
+                x = as_vector(X[i], dim)  # a copy, validated once
+                s, p, asked = decide(x, t)
+                events[t] += 1
+                predictions[t] += 1
                 row_id = f"{b.id}/{i}"
                 if asked:
-                    self._emit_request(row_id, t, s, ref, p)
+                    self._emit_request(row_id, t, s, None if refs is None else refs[i], p)
                 st.remember(row_id, (t, x))
         return n
 
