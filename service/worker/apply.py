@@ -182,12 +182,22 @@ class Applier:
             return
         self._emit_request(event_id, t, score, ref, "")
 
-    def _emit_request(self, event_id: str, t: int, score: float, ref: Any, p: str) -> None:
-        """Count a label request and emit it (unless a replay already did)."""
+    def _emit_request(
+        self,
+        event_id: str,
+        t: int,
+        score: float,
+        ref: Any,
+        p: str,
+        key: tuple[int, int, int] | None = None,
+    ) -> None:
+        """Count a label request and emit it (unless a replay already did); ``key`` is
+        ``parse_event_id(event_id)`` where the caller has it."""
         st = self.state
         st.single["queries"][t] += 1
         st.totals["label_requests"] += 1
-        key = parse_event_id(event_id)
+        if key is None:
+            key = parse_event_id(event_id)
         st.note_request(key)
         if self._replaying_queries and key <= st.queries_done_upto:
             return
@@ -591,6 +601,7 @@ class Applier:
                 continue
             events, predictions = st.single["events"], st.single["predictions"]
             decide, dim, refs = self._decide, learner.n_features, b.refs
+            ms, seq = entry_id_tuple(b.id)  # row i is event "<b.id>/<i>", key (ms, seq, i)
             for i, t in enumerate(tasks[a:e].tolist(), start=a):
                 x = as_vector(X[i], dim)  # a copy, validated once
                 s, p, asked = decide(x, t)
@@ -598,7 +609,8 @@ class Applier:
                 predictions[t] += 1
                 row_id = f"{b.id}/{i}"
                 if asked:
-                    self._emit_request(row_id, t, s, None if refs is None else refs[i], p)
+                    ref = None if refs is None else refs[i]
+                    self._emit_request(row_id, t, s, ref, p, (ms, seq, i))
                 st.remember(row_id, (t, x))
         return n
 
