@@ -347,7 +347,13 @@ class AdaptivePeer(_MarginRule):
         """``decision_one``, ``query_probability`` and ``query_one`` (:meth:`_query`'s two
         draws, the peers' answer learned on the second) with x validated and prepared
         once and the K margins read once: the same numbers, draws and state."""
-        if type(self).decision_one is not ActiveLearner.decision_one or self.kernel_decisions:
+        cls = type(self)
+        if (
+            self.kernel_decisions
+            or cls.decision_one is not ActiveLearner.decision_one
+            or cls._query is not AdaptivePeer._query
+            or cls._query_probability is not AdaptivePeer._query_probability
+        ):
             return Learner.decide_and_query(self, x, task, probability=probability)
         v = self._prepare(as_vector(x, self.n_features))
         t = check_task(task, self.n_tasks)

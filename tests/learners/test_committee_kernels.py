@@ -20,6 +20,7 @@ import scipy.sparse as sp
 
 import learners
 from learners.active.adaptive_kernels import warm
+from learners.active.committees import AdaptivePeer
 from learners.active.rounds import ActiveLearner
 from learners.inputs import Batch
 from tests.learners.batch_checks import (
@@ -157,6 +158,27 @@ def test_per_event_calls_equal_the_numpy_rounds(
     assert_same_rounds(fast, ref, scores, asked, ref_scores, ref_asked)
     if name != "peer-adaptive" and not active:
         assert float(fast.base_.stats_[1]) > N  # type: ignore[attr-defined]  # labels shared
+
+
+def test_decide_and_query_follows_a_subclass_query_rule() -> None:
+    """A PEER subclass with its own ``_query`` (ask always, no draw): decide_and_query
+    takes the three calls, not PEER's margins-once path, and answers as they do."""
+
+    class Eager(AdaptivePeer):
+        def _query(self, x: Any, task: int) -> bool:
+            return True
+
+    a = Eager(n_features=D, n_tasks=K, seed=3)
+    b = Eager(n_features=D, n_tasks=K, seed=3)
+    X, y, tasks = stream(5)
+    for i in range(120):
+        x, t = X[i], int(tasks[i])
+        expected = (a.decision_one(x, t), a.query_probability(x, t), a.query_one(x, t))
+        assert b.decide_and_query(x, t, probability=True) == expected
+        a.learn_one(x, float(y[i]), t)
+        b.learn_one(x, float(y[i]), t)
+    assert a.n_queries_ == b.n_queries_ == 120
+    assert_same_learner(a, b)
 
 
 @pytest.mark.parametrize(("name", "params"), CASES, ids=IDS)
