@@ -680,17 +680,31 @@ def warm_every_learner() -> None:
             model.score_and_learn_one(row, label, task)
 
 
-def warm_kernels() -> dict[str, float]:
+def warm_kernels(part: tuple[int, int] | None = None) -> dict[str, float]:
     """Compile (or load from the cache) every learner kernel; returns seconds per family.
 
     Call once at process start-up: afterwards no learner call compiles. The first
     call on a machine compiles and fills numba's cache; later processes load it.
+
+    ``part=(i, n)`` runs only every n-th family warm-up from the i-th, in the order the
+    families register (``learners.registry.discover`` imports them in a fixed order),
+    and not :func:`warm_every_learner`: n processes started side by side with
+    ``i = 0 .. n - 1`` compile the families into one cache on n cores (numba replaces
+    its cache files atomically; a signature that two processes both compile is
+    written twice, the same machine code). A full call afterwards then loads every
+    kernel and compiles whatever a share left out (the Makefile's ``warm``).
     """
     from learners.registry import discover
 
     discover()
+    fns: list[Callable[[], object]] = [*_WARMUPS, warm_every_learner]
+    if part is not None:
+        i, n = part
+        if not 0 <= i < n:
+            raise ValueError(f"part must be (i, n) with 0 <= i < n, got {part}")
+        fns = _WARMUPS[i::n]
     seconds: dict[str, float] = {}
-    for fn in (*_WARMUPS, warm_every_learner):
+    for fn in fns:
         start = time.perf_counter()
         fn()
         seconds[f"{fn.__module__}.{fn.__qualname__}"] = time.perf_counter() - start

@@ -129,6 +129,19 @@ KERNELS = [
 ]
 
 
+def test_warm_up_shares_partition_the_families_and_leave_out_the_learner_sweep():
+    """``part=(i, n)``: n processes side by side warm every family exactly once between
+    them (``make warm``); the sweep over every learner is the full call's."""
+    full = learners.warm_kernels()
+    shares = [set(learners.warm_kernels(part=(i, 3))) for i in range(3)]
+    assert set.union(*shares) == set(full) - {"learners.kernels.warm_every_learner"}
+    assert sum(len(share) for share in shares) == len(full) - 1
+    assert all(shares)
+    for bad in ((2, 2), (-1, 2), (0, 0)):
+        with pytest.raises(ValueError, match="part must be"):
+            learners.warm_kernels(part=bad)
+
+
 def test_kernels_are_cached_and_warm_up_covers_every_public_path():
     seconds = learners.warm_kernels()
     assert {
