@@ -356,12 +356,18 @@ class Learner:
         v = self._prepare(x)
         if not self.is_active:
             return True
+        return self._spend_query(lambda: self._query(v, t))
+
+    def _spend_query(self, ask: Callable[[], bool]) -> bool:
+        """:meth:`query_one`'s accounting around a rule's draw ``ask``: False once the
+        budget is spent (nothing drawn), else ``ask()``, a True answer counted as one
+        query. The overrides of :meth:`decide_and_query` go through it too."""
         if self._budget is not None and self.n_queries_ >= self._budget:
             return False
-        decision = bool(self._query(v, t))
-        if decision:
+        asked = bool(ask())
+        if asked:
             self.n_queries_ += 1
-        return decision
+        return asked
 
     def decide_and_query(
         self, x: Any, task: int, *, probability: bool = False

@@ -333,9 +333,14 @@ class AdaptivePeer(_MarginRule):
 
     def _query(self, x: Vec, task: int) -> bool:
         margins = task_margins(self.base_, x)
-        if self.rng.random() >= query_probability(float(self.hyper["b"]), float(margins[task])):
+        own = query_probability(float(self.hyper["b"]), float(margins[task]))
+        return self._draws(x, task, own, float(self.tau_[task] @ margins))
+
+    def _draws(self, x: Vec, task: int, own: float, peer: float) -> bool:
+        """PEER's round: ask the task with probability ``own``, then the oracle with
+        ``bq / (bq + |peer|)``; when the peers answer, the base learns ``SGN(peer)``."""
+        if self.rng.random() >= own:
             return False
-        peer = float(self.tau_[task] @ margins)
         if self.rng.random() < query_probability(float(self.hyper["bq"]), peer):
             return True
         self.base_._learn(x, sgn(peer), task)
@@ -349,7 +354,7 @@ class AdaptivePeer(_MarginRule):
         once and the K margins read once: the same numbers, draws and state."""
         cls = type(self)
         if (
-            self.kernel_decisions
+            self._kernel_scores()
             or cls.decision_one is not ActiveLearner.decision_one
             or cls._query is not AdaptivePeer._query
             or cls._query_probability is not AdaptivePeer._query_probability
@@ -361,15 +366,10 @@ class AdaptivePeer(_MarginRule):
         margins = task_margins(self.base_, v)
         own = query_probability(float(self.hyper["b"]), float(margins[t]))
         peer = float(self.tau_[t] @ margins)
-        ask_peers = query_probability(float(self.hyper["bq"]), peer)
-        asked = False
-        if (self._budget is None or self.n_queries_ < self._budget) and self.rng.random() < own:
-            asked = bool(self.rng.random() < ask_peers)
-            if asked:
-                self.n_queries_ += 1
-            else:
-                self.base_._learn(v, sgn(peer), t)
-        return score, (own * ask_peers if probability else None), asked
+        asked = self._spend_query(lambda: self._draws(v, t, own, peer))
+        if not probability:
+            return score, None, asked
+        return score, own * query_probability(float(self.hyper["bq"]), peer), asked
 
     def _learn(self, x: Vec, y: float, task: int) -> None:
         margins = task_margins(self.base_, x)

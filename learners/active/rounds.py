@@ -83,8 +83,13 @@ class ActiveLearner(Learner):
         return self._kernel_pass(batch, labels, tasks, active=False, preprocess=True)[0]
 
     # ------------------------------------------------------------ per-event paths
+    def _kernel_scores(self) -> bool:
+        """Whether ``decision_one`` is the compiled pass on one row (:attr:`per_event_kernel`
+        with :attr:`kernel_decisions`), not the numpy ``_decision``."""
+        return self.per_event_kernel and self.kernel_decisions and self._compiled()
+
     def decision_one(self, x: Any, task: int) -> float:
-        if not (self.per_event_kernel and self.kernel_decisions and self._compiled()):
+        if not self._kernel_scores():
             return super().decision_one(x, task)
         return self._one_row(x, 0.0, check_task(task, self._n_tasks), learn=False)
 

@@ -345,11 +345,7 @@ class SelectiveSampling(ActiveLearner):
         else:
             score = self.decision_one(v, t)
             p = self._query_probability(prepared, t)
-        asked = False
-        if self._budget is None or self.n_queries_ < self._budget:
-            asked = bool(self.rng.random() < p)  # what _query draws with the same p
-            if asked:
-                self.n_queries_ += 1
+        asked = self._spend_query(lambda: self.rng.random() < p)  # _query's draw with this p
         return score, (p if probability else None), asked
 
     def _score_is_margin(self) -> bool:
@@ -361,10 +357,9 @@ class SelectiveSampling(ActiveLearner):
             cls._margin is SelectiveSampling._margin
             and cls._decision is SelectiveSampling._decision
         )
-        kernel_scores = self.per_event_kernel and self.kernel_decisions and self._compiled()
         return (
             same
-            and not kernel_scores
+            and not self._kernel_scores()
             and cls.decision_one is ActiveLearner.decision_one
             and cls._query_probability is SelectiveSampling._query_probability
         )

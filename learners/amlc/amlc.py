@@ -183,7 +183,7 @@ class ActiveMultitaskCommittees(PerTaskPerceptrons):
         """Line 8 against the committee score that ``decision_one`` returns: the
         compiled pass's on one row, as the batch paths draw against theirs (the numpy
         ``_query`` stays the reference; the two scores agree to rounding)."""
-        if not self.kernel_decisions:
+        if not self._kernel_scores():
             return super().query_one(x, task)
         t = check_task(task, self.n_tasks)
         return self._ask(self._one_row(x, 0.0, t, learn=False))
@@ -193,20 +193,16 @@ class ActiveMultitaskCommittees(PerTaskPerceptrons):
     ) -> tuple[float, float | None, bool]:
         """``decision_one`` then ``query_one`` with the committee score computed once
         (both read it from the pass on one row): the same score, draw and state."""
-        if not self.kernel_decisions or type(self).decision_one is not ActiveLearner.decision_one:
+        if not self._kernel_scores() or type(self).decision_one is not ActiveLearner.decision_one:
             return super().decide_and_query(x, task, probability=probability)
         score = self._one_row(x, 0.0, check_task(task, self.n_tasks), learn=False)
         return score, None, self._ask(score)
 
     def _ask(self, score: float) -> bool:
-        """The budget, then a draw with probability ``b / (b + |score|)``; a True
-        answer counts one query."""
-        if self._budget is not None and self.n_queries_ >= self._budget:
-            return False
-        asked = bool(self.rng.random() < query_probability(self.hyper["b"], score))
-        if asked:
-            self.n_queries_ += 1
-        return asked
+        """The budget, then a draw with probability ``b / (b + |score|)``."""
+        return self._spend_query(
+            lambda: self.rng.random() < query_probability(self.hyper["b"], score)
+        )
 
     def _learn(self, x: Vec, y: float, task: int) -> None:
         margins = self._margins(x)

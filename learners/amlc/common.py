@@ -90,9 +90,8 @@ class PerTaskPerceptrons(ActiveLearner):
         """``decision_one`` then ``query_one`` (these rules report no probability) with x
         validated and preprocessed once, where the score is the numpy ``_decision`` (no
         per-event kernel: ``random-query``): the same score, draws and state."""
-        kernel_scores = self.per_event_kernel and self.kernel_decisions
         if (
-            kernel_scores
+            self._kernel_scores()
             or self.reports_query_probability
             or type(self).decision_one is not ActiveLearner.decision_one
         ):
@@ -100,12 +99,7 @@ class PerTaskPerceptrons(ActiveLearner):
         t = check_task(task, self.n_tasks)
         v = self._prepare(x)
         score = float(self._decision(v, t))
-        asked = False
-        if self._budget is None or self.n_queries_ < self._budget:
-            asked = bool(self._query(v, t))
-            if asked:
-                self.n_queries_ += 1
-        return score, None, asked
+        return score, None, self._spend_query(lambda: self._query(v, t))
 
     def _margins(self, x: Vec) -> np.ndarray:
         """``<x, w_m>`` for every task m at once: O(K nnz(x))."""
