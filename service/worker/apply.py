@@ -173,6 +173,19 @@ class Applier:
         score, p, asked = self.learner.decide_and_query(x, t, probability=self.reports_probability)
         return score, ("" if p is None else repr(float(p))), asked
 
+    def _unlabelled_event(
+        self, event_id: str, t: int, x: Any, ref: Any, key: tuple[int, int, int] | None = None
+    ) -> None:
+        """An unlabelled event (``x`` validated): score it, count the prediction, emit a
+        label request where the learner asks, remember ``x`` for its label."""
+        st = self.state
+        s, p, asked = self._decide(x, t)
+        st.single["events"][t] += 1
+        st.single["predictions"][t] += 1
+        if asked:
+            self._emit_request(event_id, t, s, ref, p, key)
+        st.remember(event_id, (t, x))
+
     def _request_round(
         self, event_id: str, t: int, round_views: Any, score: float, ref: Any
     ) -> None:
@@ -346,15 +359,7 @@ class Applier:
 
     def _unlabelled(self, eid_b: bytes, t: int, x32: bytes, ref: bytes | None) -> int:
         """An unlabelled single event read by the fast path: predict, maybe ask for its label."""
-        st = self.state
-        x = np.frombuffer(x32, _F4)
-        s, p, asked = self._decide(x, t)
-        st.single["events"][t] += 1
-        st.single["predictions"][t] += 1
-        eid = eid_b.decode()
-        if asked:
-            self._emit_request(eid, t, s, ref, p)
-        st.remember(eid, (t, x))
+        self._unlabelled_event(eid_b.decode(), t, np.frombuffer(x32, _F4), ref)
         return 1
 
     def _apply_group(self, group: list[_Grouped]) -> int:
@@ -540,13 +545,7 @@ class Applier:
         x = ev.x
         if ev.y is None:
             # Validated once here: the score, the query decision and a later label reuse it.
-            v = as_vector(x, self.learner.n_features)
-            s, p, asked = self._decide(v, t)
-            st.single["events"][t] += 1
-            st.single["predictions"][t] += 1
-            if asked:
-                self._emit_request(ev.id, t, s, ev.ref, p)
-            st.remember(ev.id, (t, v))
+            self._unlabelled_event(ev.id, t, as_vector(x, self.learner.n_features), ev.ref)
             return
         self._count_arrived_labelled(t, self._score_and_learn(x, ev.y, t), ev.y)
 
@@ -599,19 +598,12 @@ class Applier:
                 scores = learner.score_and_learn_many(X[a:e], ty, tt)
                 self._count_labelled(scores, ty, tt)
                 continue
-            events, predictions = st.single["events"], st.single["predictions"]
-            decide, dim, refs = self._decide, learner.n_features, b.refs
+            refs = b.refs
             ms, seq = entry_id_tuple(b.id)  # row i is event "<b.id>/<i>", key (ms, seq, i)
             for i, t in enumerate(tasks[a:e].tolist(), start=a):
-                x = as_vector(X[i], dim)  # a copy, validated once
-                s, p, asked = decide(x, t)
-                events[t] += 1
-                predictions[t] += 1
-                row_id = f"{b.id}/{i}"
-                if asked:
-                    ref = None if refs is None else refs[i]
-                    self._emit_request(row_id, t, s, ref, p, (ms, seq, i))
-                st.remember(row_id, (t, x))
+                x = as_vector(X[i], learner.n_features)  # a copy, validated once
+                ref = None if refs is None else refs[i]
+                self._unlabelled_event(f"{b.id}/{i}", t, x, ref, (ms, seq, i))
         return n
 
     def _label(self, lab: Label) -> None:
