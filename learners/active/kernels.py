@@ -28,11 +28,11 @@ learner's preprocessing applied (:func:`load_row`), and the small row helpers
 here, shared with :mod:`learners.amlc.kernels`, work on that buffer. The uniforms are drawn ahead by
 :class:`learners.active.draws.Uniforms`. :func:`warm` compiles everything on
 tiny inputs (``cache=True`` keeps the machine code on disk across processes).
-numba checks a cached kernel against its own source file only: the kernels of
-:mod:`learners.amlc.kernels` (and :mod:`learners.adaptive.kernels`, through
-:func:`load_row`) carry the helpers of this module inlined, so after a change here
-their cache files (``learners/amlc/__pycache__/*.nbi``, ``*.nbc``) must be
-deleted, or they keep running the old helpers.
+The kernels of :mod:`learners.amlc.kernels` (and :mod:`learners.adaptive.kernels`,
+through :func:`load_row`) carry the helpers of this module inlined; numba checks a
+cached kernel against its own source file only, so the cache lives in a directory
+keyed by the source of every compiled module (:mod:`learners.compile_cache`), and a
+change here compiles them afresh.
 
 The row helpers, called once or K times per row, are compiled without reference
 counting (:data:`learners.kernels.ROW_HELPER`); counted, a :func:`load_row` call

@@ -15,10 +15,10 @@ rate with one division for both parts; both parts' weight updates (AROW: its
 variances, then both parts' updates). Helpers whose loops divide are compiled with
 numpy's error model (no zero-division check), without which they do not
 vectorise. :func:`warm` compiles it on tiny inputs (``cache=True`` keeps
-the machine code on disk). numba checks a cached kernel against its own source
-file only: after a change of :mod:`learners.adaptive.steps` or of the row
-helpers of :mod:`learners.active.kernels`, delete this package's
-``__pycache__/*.nbi`` / ``*.nbc`` files.
+the machine code on disk, in a directory keyed by the source of every compiled
+module, :mod:`learners.compile_cache`: a change of :mod:`learners.adaptive.steps` or
+of the row helpers of :mod:`learners.active.kernels`, which these kernels inline,
+compiles them afresh).
 """
 
 from __future__ import annotations
