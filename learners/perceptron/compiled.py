@@ -124,6 +124,13 @@ class CompiledLinear(Learner):
         cls._mistake_driven = cls._updated is CompiledLinear._updated
 
     @property
+    def reads_readonly_rows(self) -> bool:
+        """Whether a batch of read-only float32 rows (e.g. a view of the bytes a log entry
+        arrived in) is read in place, without a copy: where :attr:`float32_rows`,
+        :func:`~learners.perceptron.kernels.learn_dense_checked` is compiled for it too."""
+        return self.float32_rows
+
+    @property
     def exact_batch_merge(self) -> bool:
         """Whether ``score_and_learn_many`` gives bit-identical results however a stream
         is cut into batches, so that a caller may merge consecutive batches into one
@@ -260,9 +267,9 @@ class CompiledLinear(Learner):
     def _lean_batch(self, X: Any, y: Any, tasks: Any) -> bool:
         """Whether a batch has exactly the array types the kernel is compiled for: a
         writable C-contiguous float64 ``X`` (or float32 where :attr:`float32_rows`: read
-        exactly, without a float64 copy) of the right width, C-contiguous writable
-        float64 labels and int64 task indices, one per row. Values are checked by
-        the kernel."""
+        exactly, without a float64 copy, and writable or not) of the right width,
+        C-contiguous writable float64 labels and int64 task indices, one per row. Values
+        are checked by the kernel."""
         if not (
             type(X) is np.ndarray
             and type(y) is np.ndarray
@@ -278,7 +285,7 @@ class CompiledLinear(Learner):
         fx, fy, ft = X.flags, y.flags, tasks.flags
         return (
             fx.c_contiguous
-            and fx.writeable
+            and (fx.writeable or X.dtype is _F32)
             and fy.c_contiguous
             and fy.writeable
             and ft.c_contiguous

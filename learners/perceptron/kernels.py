@@ -323,7 +323,9 @@ def warm_linear_kernels() -> None:
     learn_dense(MATRIX, S, A, X, y, tasks, 0.0, 0.0, np.empty(2))
     # float32 rows (the worker's batches, read without a float64 copy)
     learn_dense(MATRIX, S, A, X.astype(np.float32), y, tasks, 0.0, 0.0, np.empty(2))
-    for rows in (X, X.astype(np.float32)):
+    read_only = X.astype(np.float32)
+    read_only.flags.writeable = False  # rows read in place from the bytes of a log entry
+    for rows in (X, X.astype(np.float32), read_only):
         learn_dense_checked(MATRIX, S, A, rows, y, tasks, 2, True, 0.0, 0.0, np.empty(2))
     for index in (np.int64, np.int32):
         indptr, indices = np.array([0, 2, 4], dtype=index), np.array([0, 2, 1, 3], dtype=index)

@@ -129,6 +129,9 @@ class Applier:
         self.merge_batches = self.classification and bool(
             getattr(learner, "exact_batch_merge", False)
         )
+        # A run of one entry is read in place from the entry's bytes where the learner
+        # reads read-only float32 rows without a copy (see :meth:`_apply_run`).
+        self.rows_in_place = bool(getattr(learner, "reads_readonly_rows", False))
         # A single labelled event is learned as a one-row batch unless the learner's
         # per-event call is bit for bit its batch path: a group of such events (one batch
         # call) and the same events alone then give the same state, whatever the reads
@@ -429,11 +432,11 @@ class Applier:
         label takes the full decode in its place (:meth:`_split_run`).
         """
         y = np.frombuffer(b"".join([r[4] for r in run]), _F4).astype(np.float64)
-        if self.merge_batches:
-            if not (np.abs(y) == 1.0).all():
-                return self._split_run(run)
+        if self.merge_batches and not (np.abs(y) == 1.0).all():
+            return self._split_run(run)
+        if self.merge_batches and not (len(run) == 1 and self.rows_in_place):
             X = self._rows_in_buffer(run, x_bytes)
-        else:  # one entry, read in place (a learner may keep rows of it)
+        else:  # one entry, read in place from its bytes (a learner may keep rows of it)
             X = np.frombuffer(run[0][3], _F4).reshape(-1, self.d)
         tasks = run[0][2] if len(run) == 1 else np.concatenate([r[2] for r in run])
         try:

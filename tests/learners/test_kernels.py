@@ -251,6 +251,10 @@ def test_after_warm_up_no_learner_call_compiles():
         model = learners.make(info.name, n_features=5, n_tasks=3)
         model.score_and_learn_many(X, y, tasks)
         model.score_and_learn_many(sp.csr_matrix(X), y, tasks)
+        # the worker's rows: float32, read-only where read in place from a log entry
+        model.score_and_learn_many(
+            np.frombuffer(X.astype(np.float32).tobytes(), np.float32).reshape(X.shape), y, tasks
+        )
         for x, label, t in zip(X[:4], y.tolist(), tasks.tolist(), strict=False):
             model.predict_one(x, t)
             model.learn_one(sp.csr_matrix(x), label, t)

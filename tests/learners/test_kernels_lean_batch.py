@@ -46,6 +46,34 @@ def test_a_float32_batch_gives_the_numbers_of_its_float64_copy(name: str) -> Non
     assert getattr(a, counter) == getattr(b, counter) > 0
 
 
+@pytest.mark.parametrize("name", LINEAR)
+def test_read_only_float32_rows_are_read_in_place_with_the_same_numbers(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows viewed from the bytes of a log entry (read-only float32, as the worker reads a
+    one-entry run): where the learner says it reads them in place, they take the kernel
+    without a copy and give the numbers of a writable copy, bit for bit."""
+    X, y, tasks = _batch(seed=2 + len(name))
+    in_place = make(name, n_features=X.shape[1], n_tasks=5)
+    copied = make(name, n_features=X.shape[1], n_tasks=5)
+    if in_place.reads_readonly_rows:
+
+        def general_path(*args: object) -> None:
+            raise AssertionError("the rows took the general validation (a copy)")
+
+        monkeypatch.setattr(in_place, "_score_and_learn_general", general_path)
+    for part in np.array_split(np.arange(X.shape[0]), 3):
+        rows = np.frombuffer(X[part].tobytes(), np.float32).reshape(len(part), X.shape[1])
+        assert not rows.flags.writeable
+        s_in_place = in_place.score_and_learn_many(rows, y[part], tasks[part])
+        s_copied = copied.score_and_learn_many(X[part].copy(), y[part], tasks[part])
+        assert np.array_equal(s_in_place, s_copied)
+    wa, wb = in_place.task_weights(), copied.task_weights()
+    assert wa is not None and wb is not None
+    assert np.array_equal(wa, wb) and np.abs(wa).sum() > 0.0
+    assert in_place.reads_readonly_rows == (not name.startswith("pa"))
+
+
 @pytest.mark.parametrize("name", ["cmtl", "ipl"])
 def test_a_float32_batch_with_nan_changes_nothing(name: str) -> None:
     X, y, tasks = _batch(seed=1)

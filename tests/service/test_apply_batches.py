@@ -174,3 +174,28 @@ def test_learners_with_batch_wide_preprocessing_apply_entry_by_entry() -> None:
     applier.apply(entries, horizon_ms=None)
     assert len(counting.calls) == len(entries)
     assert state.totals["events"] == sum(int(e[1][3]) for e in entries)
+
+
+@pytest.mark.parametrize("name", ["cmtl", "pa-individual"])
+def test_a_run_of_one_entry_is_read_from_its_bytes_where_the_learner_can(name: str) -> None:
+    """A learner that reads read-only float32 rows in place (``reads_readonly_rows``) learns
+    a one-entry run straight from the entry's bytes; a merged run, or another learner,
+    goes through the reused row buffer. The state is the same either way (the tests above)."""
+    entries, _ = _stream(seed=9, n_entries=5)
+    state, applier = _applier(_config(name))
+    seen: list[bool] = []
+    inner = state.learner.score_and_learn_many
+
+    def recording(X: Any, y: Any, task: Any) -> np.ndarray:
+        seen.append(bool(X.flags.writeable))
+        result: np.ndarray = inner(X, y, task)
+        return result
+
+    state.learner.score_and_learn_many = recording  # type: ignore[method-assign]
+    for entry in entries[:3]:
+        assert applier.apply([entry], horizon_ms=None) == []
+    assert applier.apply(entries[3:], horizon_ms=None) == []  # two entries: one merged call
+    in_place = state.learner.reads_readonly_rows
+    assert in_place == (name == "cmtl")
+    assert seen == [not in_place] * 3 + [True]
+    assert state.totals["entries"] == 5
