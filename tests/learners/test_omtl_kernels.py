@@ -259,7 +259,11 @@ def test_kernel_equals_the_numpy_rounds_on_rows_of_few_features(name: str) -> No
     )  # fmt: skip
     want, _ = feed_reference(slow, X, y, tasks, seed=0, batch=False)
     np.testing.assert_array_equal(got >= 0.0, want >= 0.0)
-    assert relative_deviation(got, want) <= 1e-12
+    # Over 500 eigendecompositions the reference itself moves by about 1e-12 when only its
+    # summation order changes (von Neumann, 1.06e-12 on a machine with 4-lane sums), so
+    # the bound is that of compare(): 100 times that movement, at least RTOL.
+    score_spread, _ = reference_spread(name, params, (X, y, tasks), 0, False)
+    assert relative_deviation(got, want) <= max(RTOL, 100.0 * score_spread)
     assert fast.n_a_updates_ == slow.n_a_updates_ > 500
 
 
