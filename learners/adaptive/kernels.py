@@ -14,11 +14,13 @@ the copy, both scores and the normaliser's inverse; each part's accumulator and
 rate with one division for both parts; both parts' weight updates (AROW: its
 variances, then both parts' updates). Helpers whose loops divide are compiled with
 numpy's error model (no zero-division check), without which they do not
-vectorise. :func:`warm` compiles it on tiny inputs (``cache=True`` keeps
-the machine code on disk, in a directory keyed by the source of every compiled
-module, :mod:`learners.compile_cache`: a change of :mod:`learners.adaptive.steps` or
-of the row helpers of :mod:`learners.active.kernels`, which these kernels inline,
-compiles them afresh).
+vectorise. The row loops and every per-row helper are compiled without reference
+counting (:data:`learners.kernels.ROW_HELPER`: they allocate nothing; the two
+entry points allocate the row buffers and hand them down). :func:`warm` compiles
+it on tiny inputs (``cache=True`` keeps the machine code on disk, in a directory
+keyed by the source of every compiled module, :mod:`learners.compile_cache`: a
+change of :mod:`learners.adaptive.steps` or of the row helpers of
+:mod:`learners.active.kernels`, which these kernels inline, compiles them afresh).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from numba.extending import intrinsic
 from learners.active.kernels import KernelPass, load_row, warm_call, warm_rows
 from learners.adaptive.reference import FOLD_BELOW
 from learners.adaptive.steps import AROW, invariant_step_compiled, loss_slope_compiled
-from learners.kernels import register_warmup
+from learners.kernels import ROW_HELPER, register_warmup
 
 #: The outlier parts ``(gammas, Q, Qs, Qn)`` (docs/algorithms.md Sec. 11.7): zhang2018's
 #: group-lasso weight per configuration and ``q_k = Qs[m, k] Q[m, k]`` with ``Qn = ||q_k||^2``;
@@ -68,7 +70,7 @@ __all__ = [
 ]
 
 
-@njit(cache=True)
+@njit(**ROW_HELPER)
 def leader(mistakes: np.ndarray) -> int:  # pragma: no cover - compiled
     """The configuration with the fewest mistakes (the first on ties)."""
     best = 0
@@ -89,7 +91,7 @@ def _at(idx: np.ndarray | None, p: int) -> int:  # pragma: no cover - compiled
     return idx[p]
 
 
-@njit(cache=True, fastmath=_SUMS)
+@njit(fastmath=_SUMS, **ROW_HELPER)
 def _dot(
     w: np.ndarray, idx: np.ndarray | None, val: np.ndarray, n: int
 ) -> float:  # pragma: no cover
@@ -99,7 +101,7 @@ def _dot(
     return s
 
 
-@njit(cache=True, fastmath=_SUMS)
+@njit(fastmath=_SUMS, **ROW_HELPER)
 def _weighted_sqnorm(val: np.ndarray, weights: np.ndarray, n: int) -> float:  # pragma: no cover
     """``sum_p val_p^2 weights_p`` over the first n entries."""
     s = 0.0
@@ -108,7 +110,7 @@ def _weighted_sqnorm(val: np.ndarray, weights: np.ndarray, n: int) -> float:  # 
     return s
 
 
-@njit(cache=True, fastmath=_SUMS)
+@njit(fastmath=_SUMS, **ROW_HELPER)
 def _scaled_sqnorm(val: np.ndarray, q: np.ndarray, n: int) -> float:  # pragma: no cover
     """``sum_p (val_p q_p)^2``: with ``q_p = 1 / s_j`` the row's ``sum_j (x_j / s_j)^2``."""
     s = 0.0
@@ -118,7 +120,7 @@ def _scaled_sqnorm(val: np.ndarray, q: np.ndarray, n: int) -> float:  # pragma: 
     return s
 
 
-@njit(cache=True)
+@njit(**ROW_HELPER)
 def _axpy(
     w: np.ndarray, a: float, coef: np.ndarray, idx: np.ndarray | None, val: np.ndarray, n: int
 ) -> None:  # pragma: no cover - compiled
@@ -127,7 +129,7 @@ def _axpy(
         w[_at(idx, p)] += (a * coef[p]) * val[p]
 
 
-@njit(cache=True)
+@njit(**ROW_HELPER)
 def _nonzeros(dense: bool, idx: np.ndarray, val: np.ndarray, n: int) -> int:  # pragma: no cover
     """Keep the non-zero entries of a loaded row, with their feature indices (the
     canonical form the reference works on); returns their number."""
@@ -141,7 +143,7 @@ def _nonzeros(dense: bool, idx: np.ndarray, val: np.ndarray, n: int) -> int:  # 
     return c
 
 
-@njit(cache=True)
+@njit(**ROW_HELPER)
 def _all_nonzero(val: np.ndarray, n: int) -> bool:  # pragma: no cover - compiled
     zeros = 0
     for p in range(n):
@@ -171,7 +173,7 @@ def _prefetch_write(typingctx: Any, arr: Any, i: Any) -> Any:  # pragma: no cove
     return sig, codegen
 
 
-@njit(cache=True)
+@njit(**ROW_HELPER)
 def _prefetch_rescaled(
     S: np.ndarray,
     idx: np.ndarray,
@@ -195,7 +197,7 @@ def _prefetch_rescaled(
                         _prefetch_write(U[m, k], j)
 
 
-@njit(cache=True)
+@njit(**ROW_HELPER)
 def _normalise(
     S: np.ndarray,
     q: np.ndarray,
@@ -223,7 +225,7 @@ def _normalise(
         q[p] = 1.0 / S[j]
 
 
-@njit(cache=True)
+@njit(**ROW_HELPER)
 def _rescale(
     U0: np.ndarray, U: np.ndarray, losses: np.ndarray, j: int, ratio: float, outlier: OutlierArrays
 ) -> None:  # pragma: no cover - compiled
@@ -241,7 +243,7 @@ def _rescale(
                 Q[m, k, j] *= ratio
 
 
-@njit(cache=True, error_model="numpy")
+@njit(error_model="numpy", **ROW_HELPER)
 def _arow_part(
     u: np.ndarray,
     sigma: np.ndarray,
@@ -261,7 +263,7 @@ def _arow_part(
         sigma[j] = (s * r) / (r + (x * x) * s)
 
 
-@njit(cache=True)
+@njit(**ROW_HELPER)
 def _adagrad_rates(
     acc: np.ndarray,
     q: np.ndarray,
@@ -289,7 +291,7 @@ def _adagrad_rates(
     return _weighted_sqnorm(val, rates, n)
 
 
-@njit(cache=True)
+@njit(**ROW_HELPER)
 def _outlier_step(
     Q: np.ndarray,
     Qs: np.ndarray,
@@ -327,7 +329,7 @@ def _outlier_step(
         Qs[m, k] = 1.0
 
 
-@njit(cache=True)
+@njit(**ROW_HELPER)
 def _gradient_step(
     loss: int,
     eta: float,
@@ -381,7 +383,7 @@ StateArrays = tuple[
 ]
 
 
-@njit(cache=True)
+@njit(**ROW_HELPER)
 def _learn_row(
     idx: np.ndarray | None,
     val: np.ndarray,
@@ -466,7 +468,7 @@ def _learn_row(
     return out
 
 
-@njit(cache=True, fastmath=_SUMS)
+@njit(fastmath=_SUMS, **ROW_HELPER)
 def _dot_touch(
     u0: np.ndarray,
     uk: np.ndarray,
@@ -493,7 +495,7 @@ def _dot_touch(
     return s0 + sk
 
 
-@njit(cache=True, fastmath=_SUMS)
+@njit(fastmath=_SUMS, **ROW_HELPER)
 def _dot2(
     u0: np.ndarray, uk: np.ndarray, idx: np.ndarray | None, val: np.ndarray, n: int
 ) -> float:  # pragma: no cover - compiled
@@ -508,7 +510,7 @@ def _dot2(
     return s0 + sk
 
 
-@njit(cache=True, fastmath=_SUMS, error_model="numpy")
+@njit(fastmath=_SUMS, error_model="numpy", **ROW_HELPER)
 def _inverse(
     S: np.ndarray, idx: np.ndarray | None, val: np.ndarray, q: np.ndarray, n: int
 ) -> float:  # pragma: no cover - compiled
@@ -527,7 +529,7 @@ def _inverse(
     return -1.0 if grows > 0 else total
 
 
-@njit(cache=True, fastmath=_SUMS)
+@njit(fastmath=_SUMS, **ROW_HELPER)
 def _arow_variance(
     g0: np.ndarray, gk: np.ndarray, idx: np.ndarray | None, val: np.ndarray, n: int, both: bool
 ) -> float:  # pragma: no cover - compiled
@@ -548,7 +550,7 @@ def _arow_variance(
     return v0
 
 
-@njit(cache=True, fastmath=_SUMS, error_model="numpy")
+@njit(fastmath=_SUMS, error_model="numpy", **ROW_HELPER)
 def _fused_rates(
     acc: np.ndarray,
     q: np.ndarray,
@@ -575,7 +577,7 @@ def _fused_rates(
     return h
 
 
-@njit(cache=True, fastmath=_SUMS, error_model="numpy")
+@njit(fastmath=_SUMS, error_model="numpy", **ROW_HELPER)
 def _fused_rates2(
     acc0: np.ndarray,
     acck: np.ndarray,
@@ -630,7 +632,7 @@ def _usable(h: float) -> bool:  # pragma: no cover - compiled
     return 0.0 < h < math.inf
 
 
-@njit(cache=True, fastmath=_SUMS, error_model="numpy")
+@njit(fastmath=_SUMS, error_model="numpy", **ROW_HELPER)
 def _exact_rates(
     acc: np.ndarray,
     q: np.ndarray,
@@ -652,7 +654,7 @@ def _exact_rates(
     return h
 
 
-@njit(cache=True, error_model="numpy")
+@njit(error_model="numpy", **ROW_HELPER)
 def _axpy2(
     u0: np.ndarray,
     a0: float,
@@ -674,7 +676,7 @@ def _axpy2(
         uk[j] += (ak * rk[p]) * x
 
 
-@njit(cache=True, fastmath=_SUMS, error_model="numpy")
+@njit(fastmath=_SUMS, error_model="numpy", **ROW_HELPER)
 def _dense_scan(
     src: np.ndarray,
     bias: bool,
@@ -716,7 +718,7 @@ def _dense_scan(
     return s0 + sk, norm, flags
 
 
-@njit(cache=True)
+@njit(**ROW_HELPER)
 def _member_row(
     idx: np.ndarray | None,
     val: np.ndarray,
@@ -786,7 +788,7 @@ def learn_row(
     return _learn_row(idx, val, n, k, y, configs, state, outlier, scores, buffers)
 
 
-@njit(cache=True)
+@njit(**ROW_HELPER)
 def _dense_member_row(
     x: np.ndarray,
     bias: bool,
@@ -826,7 +828,7 @@ def _dense_member_row(
     return score
 
 
-@njit(cache=True)
+@njit(**ROW_HELPER)
 def _arow_fused(
     u0: np.ndarray,
     g0: np.ndarray,
@@ -851,7 +853,7 @@ def _arow_fused(
         _arow_part(u0, g0, ay, r, idx, val, n)
 
 
-@njit(cache=True, error_model="numpy")
+@njit(error_model="numpy", **ROW_HELPER)
 def _arow_parts(
     u0: np.ndarray,
     g0: np.ndarray,
@@ -878,7 +880,7 @@ def _arow_parts(
         gk[j] = (sk * r) / (r + x2 * sk)
 
 
-@njit(cache=True)
+@njit(**ROW_HELPER)
 def _first_order_step(
     loss: int,
     eta: float,
@@ -917,7 +919,7 @@ def _first_order_step(
         _axpy(u0, a, rates[0], idx, val, n)
 
 
-@njit(cache=True)
+@njit(**ROW_HELPER)
 def row_width(call: KernelPass, dim: int) -> int:  # pragma: no cover - compiled
     """The longest loaded row of ``call`` (the size of the row buffers)."""
     if call.dense:
@@ -937,17 +939,36 @@ def adaptive_pass(
     ``configs``, ``state`` and ``outlier`` are the arrays of :data:`ConfigArrays`,
     :data:`StateArrays` and :data:`OutlierArrays`, updated in place. One configuration
     without an outlier part runs :func:`_member_row`, anything else :func:`_learn_row`.
-    The row buffers are as long as the longest row of the call, not D.
+    The row buffers are as long as the longest row of the call, not D; they are
+    allocated here (not by a helper that returns them: with such a helper a member's
+    pass ran 25% slower) and handed to :func:`_pass_rows`, the loop over the rows.
     """
     M, dim = state[0].shape
-    dense = call.dense
-    # allocated here, not by a helper that returns them: with such a helper a member's
-    # pass ran 25% slower (2.0 -> 1.5 M events/s at K = 10, d = 100)
     width = max(row_width(call, dim), 1)
     idx = np.empty(width, dtype=np.int64)
     val = np.empty(width)
     buffers = np.empty((3, width))
     scores = np.empty(M)
+    _pass_rows(call, configs, state, outlier, idx, val, buffers, scores)
+
+
+@njit(**ROW_HELPER)
+def _pass_rows(
+    call: KernelPass,
+    configs: ConfigArrays,
+    state: StateArrays,
+    outlier: OutlierArrays,
+    idx: np.ndarray,
+    val: np.ndarray,
+    buffers: np.ndarray,
+    scores: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """The row loop of :func:`adaptive_pass` on its buffers. Compiled without reference
+    counting, as every per-row helper here (:data:`learners.kernels.ROW_HELPER`): with
+    it, each row's views and calls counted references to the arrays they touch, two
+    atomic operations per array, 20-25% of a member's time at d = 100."""
+    M, dim = state[0].shape
+    dense = call.dense
     member = M == 1 and outlier[0][0] == 0.0
     fast = dense and member and not call.normalize
     losses, etas, couplings, ridges = configs
@@ -988,7 +1009,7 @@ def adaptive_pass(
                 )
 
 
-@njit(cache=True)
+@njit(**ROW_HELPER)
 def _row_score(
     idx: np.ndarray | None,
     val: np.ndarray,
@@ -1029,14 +1050,31 @@ def adaptive_scores(
     learning: each row is read and summed exactly as :func:`adaptive_pass` reads and sums
     it before learning it, so the score equals the one that pass returns for the same
     state, bit for bit (``decision_one`` and ``score_and_learn_one`` agree). Nothing of
-    ``state`` changes."""
+    ``state`` changes. Buffers as in :func:`adaptive_pass`; the loop is
+    :func:`_score_rows`."""
     M, dim = state[0].shape
-    dense = call.dense
-    width = max(row_width(call, dim), 1)  # as in adaptive_pass (allocated here, see there)
+    width = max(row_width(call, dim), 1)
     idx = np.empty(width, dtype=np.int64)
     val = np.empty(width)
     buffers = np.empty((3, width))
     scores = np.empty(M)
+    _score_rows(call, state, outlier, idx, val, buffers, scores)
+
+
+@njit(**ROW_HELPER)
+def _score_rows(
+    call: KernelPass,
+    state: StateArrays,
+    outlier: OutlierArrays,
+    idx: np.ndarray,
+    val: np.ndarray,
+    buffers: np.ndarray,
+    scores: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """The row loop of :func:`adaptive_scores` on its buffers (no reference counting, as
+    :func:`_pass_rows`)."""
+    M, dim = state[0].shape
+    dense = call.dense
     member = M == 1 and outlier[0][0] == 0.0
     fast = dense and member and not call.normalize
     U0, U, S = state[0], state[1], state[4]
