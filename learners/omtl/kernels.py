@@ -34,13 +34,20 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from learners.kernels import KernelRows, register_warmup, row_axpy, row_dot, warm_learners
+from learners.kernels import (
+    ROW_HELPER,
+    KernelRows,
+    register_warmup,
+    row_axpy,
+    row_dot,
+    warm_learners,
+)
 from learners.omtl.a_kernels import a_update_into, workspace
 
 __all__ = ["warm", "weight_pass"]
 
 
-@njit(cache=True)
+@njit(**ROW_HELPER)
 def _track_gram(
     G: np.ndarray, colsum: np.ndarray, u: np.ndarray, c: np.ndarray, xx: float, xsum: float
 ) -> None:
@@ -52,7 +59,7 @@ def _track_gram(
         colsum[a] = colsum[a] + c[a] * xsum
 
 
-@njit(cache=True)
+@njit(**ROW_HELPER)
 def _scores4(idx: Any, val: np.ndarray, W: np.ndarray, k0: int, u: np.ndarray) -> None:
     """``u[k] = <W[k], x>`` for the rows ``k0..k0+3`` (those that exist), side by side.
 
@@ -82,7 +89,7 @@ def _scores4(idx: Any, val: np.ndarray, W: np.ndarray, k0: int, u: np.ndarray) -
     u[k0 + 3] = s3
 
 
-@njit(cache=True)
+@njit(**ROW_HELPER)
 def _step_and_track(
     idx: Any,
     val: np.ndarray,
@@ -113,7 +120,14 @@ def _step_and_track(
     return xx, xsum
 
 
-@njit(cache=True)
+#: What a round leaves to :func:`_weight_pass`: nothing, or the A update of its
+#: mistake, before (``'pre'``) or after (``'post'``) the weight step and its tracking.
+_NO_UPDATE = 0
+_PRE_UPDATE = 1
+_POST_UPDATE = 2
+
+
+@njit(**ROW_HELPER)
 def _round(
     idx: Any,
     val: np.ndarray,
@@ -127,39 +141,91 @@ def _round(
     round_step: int,
     a_from: int,
     track_at_stop: bool,
-    kind: int,
-    hp: np.ndarray,
-    A: np.ndarray,
-    L: np.ndarray,
     c: np.ndarray,
     u: np.ndarray,
-    ws: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
-) -> tuple[float, bool]:
-    """One round (Algorithm 1 lines 4-16) of row ``x`` (``idx`` None: dense); ``(score, stop)``.
-
-    ``stop`` is True when the round ended at a mistake whose A update is left to
-    the learner (no compiled update, or a matrix that is not finite).
-    """
+) -> tuple[float, int]:
+    """One round (Algorithm 1 lines 4-16) of row ``x`` (``idx`` None: dense) up to its A
+    update; ``(score, update)`` with ``update`` one of :data:`_NO_UPDATE`,
+    :data:`_PRE_UPDATE` (A from the Gram matrix before the mistake: the weight step and
+    its tracking are left to :func:`_finish_pre` after the update) and
+    :data:`_POST_UPDATE` (the step and tracking done, the A update due)."""
     s = row_dot(idx, val, W[t])
     counters[0] += round_step
     if (s >= 0.0) == (label > 0.0):
-        return s, False
+        return s, _NO_UPDATE
     for k in range(W.shape[0]):
         c[k] = label * Ainv[k, t]
     counters[1] += 1
-    # 'pre' (A from the Gram matrix before the mistake, then its tracking) or 'post'
-    pre = counters[0] >= a_from and not track_at_stop
-    if pre and not a_update_into(kind, hp, A, Ainv, L, G, colsum, *ws):
-        _step_and_track(idx, val, W, c, u, False)  # the learner then runs the reference tail
-        return s, True
+    if counters[0] >= a_from and not track_at_stop:
+        return s, _PRE_UPDATE
     xx, xsum = _step_and_track(idx, val, W, c, u, True)
     _track_gram(G, colsum, u, c, xx, xsum)
     if counters[0] < a_from:
-        return s, False
-    if not pre and not a_update_into(kind, hp, A, Ainv, L, G, colsum, *ws):
-        return s, True
-    counters[3] += 1
-    return s, False
+        return s, _NO_UPDATE
+    return s, _POST_UPDATE
+
+
+@njit(**ROW_HELPER)
+def _finish_pre(
+    idx: Any,
+    val: np.ndarray,
+    W: np.ndarray,
+    G: np.ndarray,
+    colsum: np.ndarray,
+    c: np.ndarray,
+    u: np.ndarray,
+    updated: bool,
+) -> None:
+    """The weight step of a ``'pre'`` round after its A update: with its Gram tracking when
+    the update was done, without it when the update is left to the learner (whose
+    reference tail then updates A from the Gram matrix before the mistake and tracks)."""
+    if not updated:
+        _step_and_track(idx, val, W, c, u, False)
+        return
+    xx, xsum = _step_and_track(idx, val, W, c, u, True)
+    _track_gram(G, colsum, u, c, xx, xsum)
+
+
+@njit(**ROW_HELPER)
+def _rows(
+    X: np.ndarray,
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    data: np.ndarray,
+    y: np.ndarray,
+    tasks: np.ndarray,
+    begin: int,
+    scores: np.ndarray,
+    W: np.ndarray,
+    Ainv: np.ndarray,
+    G: np.ndarray,
+    colsum: np.ndarray,
+    counters: np.ndarray,
+    round_step: int,
+    a_from: int,
+    track_at_stop: bool,
+    c: np.ndarray,
+    u: np.ndarray,
+) -> tuple[int, int]:
+    """Rounds from row ``begin`` (CSR when ``indptr`` is not empty, else the rows of ``X``)
+    until one leaves an A update: ``(row, update)``, or ``(n, _NO_UPDATE)`` at the end.
+    Compiled without reference counting (:data:`learners.kernels.ROW_HELPER`), as the
+    helpers of a round: it counted references to a round's dozen arrays on every row."""
+    for i in range(begin, y.shape[0]):
+        if indptr.shape[0] > 0:
+            lo, hi = indptr[i], indptr[i + 1]
+            scores[i], update = _round(
+                indices[lo:hi], data[lo:hi], y[i], tasks[i], W, Ainv, G, colsum, counters,
+                round_step, a_from, track_at_stop, c, u,
+            )  # fmt: skip
+        else:
+            scores[i], update = _round(
+                None, X[i], y[i], tasks[i], W, Ainv, G, colsum, counters, round_step, a_from,
+                track_at_stop, c, u,
+            )  # fmt: skip
+        if update != _NO_UPDATE:
+            return i, update
+    return y.shape[0], _NO_UPDATE
 
 
 @njit(cache=True)
@@ -187,25 +253,34 @@ def _weight_pass(
 ) -> int:
     """Rows ``begin..`` (CSR when ``indptr`` is not empty, else the rows of ``X``).
 
-    Returns the next row: ``n`` when done, or the row after a mistake whose A
-    update is left to the learner (then ``counters[2] = 1``; see the module docstring).
+    The rounds run in :func:`_rows`; each A update a round leaves runs here (it may
+    call LAPACK, which allocates). Returns the next row: ``n`` when done, or the row
+    after a mistake whose A update is left to the learner (then ``counters[2] = 1``;
+    see the module docstring).
     """
     c = np.empty(W.shape[0])
     u = np.empty(W.shape[0])
     ws = workspace(W.shape[0])
-    state = (
-        W, Ainv, G, colsum, counters, round_step, a_from, track_at_stop, kind, hp, A, L, c, u, ws
-    )  # fmt: skip
-    for i in range(begin, y.shape[0]):
-        if indptr.shape[0] > 0:
-            lo, hi = indptr[i], indptr[i + 1]
-            scores[i], stop = _round(indices[lo:hi], data[lo:hi], y[i], tasks[i], *state)
-        else:
-            scores[i], stop = _round(None, X[i], y[i], tasks[i], *state)
-        if stop:
+    i = begin
+    while True:
+        i, update = _rows(
+            X, indptr, indices, data, y, tasks, i, scores, W, Ainv, G, colsum, counters,
+            round_step, a_from, track_at_stop, c, u,
+        )  # fmt: skip
+        if update == _NO_UPDATE:
+            return y.shape[0]
+        updated = a_update_into(kind, hp, A, Ainv, L, G, colsum, *ws)
+        if update == _PRE_UPDATE:
+            if indptr.shape[0] > 0:
+                lo, hi = indptr[i], indptr[i + 1]
+                _finish_pre(indices[lo:hi], data[lo:hi], W, G, colsum, c, u, updated)
+            else:
+                _finish_pre(None, X[i], W, G, colsum, c, u, updated)
+        if not updated:
             counters[2] = 1
             return i + 1
-    return y.shape[0]
+        counters[3] += 1
+        i += 1
 
 
 @register_warmup
