@@ -7,6 +7,9 @@ is absent), and computes exactly what the learner's numpy round does
 (:mod:`learners.rom.scaled`): O(nnz) per event for ROM, O(K nnz) for COML's
 global step. Scores are the decisions before each row is learned. Scalars of
 the state travel in small arrays (``scal``, ``counts``) updated in place.
+The row loops and their helpers allocate nothing and are compiled without
+reference counting (:data:`learners.kernels.ROW_HELPER`); COML's entry point
+allocates its scratch row of coefficients, then runs its loop.
 """
 
 from __future__ import annotations
@@ -16,14 +19,14 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from learners.kernels import KernelRows, register_warmup, row_axpy, warm_learners
+from learners.kernels import ROW_HELPER, KernelRows, register_warmup, row_axpy, warm_learners
 from learners.rom.prox import SQNORM_RECOMPUTE_BELOW
 from learners.rom.scaled import RENORMALISE_BELOW
 
 __all__ = ["clear_row", "coml_pass", "note_support", "pgd_pass", "rda_pass", "warm"]
 
 
-@njit(cache=True)
+@njit(**ROW_HELPER)
 def _rescale(stored: np.ndarray, scale: float, factor: float) -> float:
     """:func:`learners.rom.scaled.rescale`: the new scale, folded into ``stored`` when tiny."""
     scale *= factor
@@ -34,7 +37,7 @@ def _rescale(stored: np.ndarray, scale: float, factor: float) -> float:
     return scale
 
 
-@njit(cache=True)
+@njit(**ROW_HELPER)
 def _shrink_factor(norm: float, threshold: float) -> float:
     """:func:`learners.rom.prox.shrink_factor`: ``max(0, 1 - threshold / norm)``."""
     if norm <= threshold or norm <= 0.0:
@@ -42,7 +45,7 @@ def _shrink_factor(norm: float, threshold: float) -> float:
     return 1.0 - threshold / norm
 
 
-@njit(cache=True)
+@njit(**ROW_HELPER)
 def _dots_sq(idx: Any, val: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> Any:
     """``(<x, a>, <x, b>, <x, c>, ||x||^2)`` in one pass, each summed in index order."""
     sa = sb = sc = sq = 0.0
@@ -63,7 +66,7 @@ def _dots_sq(idx: Any, val: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndar
     return sa, sb, sc, sq
 
 
-@njit(cache=True)
+@njit(**ROW_HELPER)
 def _axpy3(
     idx: Any,
     val: np.ndarray,
@@ -94,7 +97,7 @@ def _axpy3(
 
 
 # ------------------------------------------------------------------ ROM-PGD
-@njit(cache=True)
+@njit(**ROW_HELPER)
 def note_support(idx: Any, nnz: int, t: int, sup_idx: np.ndarray, sup_n: np.ndarray) -> None:
     """Remember the entries of ``Q[t]`` written by this row while fewer than the buffer holds."""
     n = sup_n[t]
@@ -108,7 +111,7 @@ def note_support(idx: Any, nnz: int, t: int, sup_idx: np.ndarray, sup_n: np.ndar
     sup_n[t] = n + nnz
 
 
-@njit(cache=True)
+@njit(**ROW_HELPER)
 def _scaled_sqnorm(v: np.ndarray, scale: float) -> float:
     """``||scale v||^2``, summed in index order (O(d))."""
     s = 0.0
@@ -118,7 +121,7 @@ def _scaled_sqnorm(v: np.ndarray, scale: float) -> float:
     return s
 
 
-@njit(cache=True)
+@njit(**ROW_HELPER)
 def clear_row(Q: np.ndarray, t: int, sup_idx: np.ndarray, sup_n: np.ndarray) -> None:
     """``Q[t] = 0``: the remembered entries only, or the whole row when they are unknown."""
     n = sup_n[t]
@@ -131,7 +134,7 @@ def clear_row(Q: np.ndarray, t: int, sup_idx: np.ndarray, sup_n: np.ndarray) -> 
     sup_n[t] = 0
 
 
-@njit(cache=True)
+@njit(**ROW_HELPER)
 def _pgd_row(
     idx: Any,
     val: np.ndarray,
@@ -190,7 +193,7 @@ def _pgd_row(
     return score
 
 
-@njit(cache=True)
+@njit(**ROW_HELPER)
 def _pgd_rows(
     X: np.ndarray,
     indptr: np.ndarray,
@@ -232,7 +235,7 @@ def pgd_pass(rows: KernelRows, y: np.ndarray, tasks: np.ndarray, *state: Any) ->
 
 
 # ------------------------------------------------------------------ ROM-RDA
-@njit(cache=True)
+@njit(**ROW_HELPER)
 def _sqnorm(v: np.ndarray) -> float:  # pragma: no cover - compiled
     """``||v||^2``, summed in index order."""
     s = 0.0
@@ -241,7 +244,7 @@ def _sqnorm(v: np.ndarray) -> float:  # pragma: no cover - compiled
     return s
 
 
-@njit(cache=True)
+@njit(**ROW_HELPER)
 def _rda_row(
     idx: Any,
     val: np.ndarray,
@@ -277,7 +280,7 @@ def _rda_row(
     return score
 
 
-@njit(cache=True)
+@njit(**ROW_HELPER)
 def _rda_rows(
     X: np.ndarray,
     indptr: np.ndarray,
@@ -310,7 +313,7 @@ def rda_pass(rows: KernelRows, y: np.ndarray, tasks: np.ndarray, *state: Any) ->
 
 
 # --------------------------------------------------------------------- COML
-@njit(cache=True)
+@njit(**ROW_HELPER)
 def _global_step(
     idx: Any,
     val: np.ndarray,
@@ -329,7 +332,7 @@ def _global_step(
             row_axpy(idx, val, V[k], coef[k])
 
 
-@njit(cache=True)
+@njit(**ROW_HELPER)
 def _coml_row(
     idx: Any,
     val: np.ndarray,
@@ -382,6 +385,27 @@ def _coml_rows(
     scores: np.ndarray,
 ) -> None:
     coef = np.empty(V.shape[0])
+    _coml_loop(X, indptr, indices, data, y, tasks, u, V, v_scale, b, C, nu, scores, coef)
+
+
+@njit(**ROW_HELPER)
+def _coml_loop(
+    X: np.ndarray,
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    data: np.ndarray,
+    y: np.ndarray,
+    tasks: np.ndarray,
+    u: np.ndarray,
+    V: np.ndarray,
+    v_scale: np.ndarray,
+    b: np.ndarray,
+    C: float,
+    nu: float,
+    scores: np.ndarray,
+    coef: np.ndarray,
+) -> None:
+    """The row loop of :func:`_coml_rows` on its scratch ``coef``."""
     if indptr.shape[0] > 0:  # CSR rows (X is a placeholder)
         for i in range(y.shape[0]):
             lo, hi = indptr[i], indptr[i + 1]
