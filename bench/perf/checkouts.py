@@ -1,0 +1,139 @@
+"""Two checkouts of the learners, side by side: events per CPU second of each on the same streams.
+
+A change to a kernel is judged against the code before it, measured in the same run:
+single figures move by up to 2x between runs on a shared host, while two versions
+measured in alternation move together. This runs ``score_and_learn_many`` on blocks of
+10,000 (the compiled table's call, ``bench/perf/throughput_compiled.py``) over the
+throughput streams (``bench/perf/throughput_streams.py``) for each checkout in turn, each
+in a fresh process that imports that checkout's ``learners`` and loads its kernels first
+(:func:`learners.warm_kernels`, outside the timing), ``--rounds`` times, alternating, and
+reports each checkout's best figure and their ratio.
+
+A checkout is any directory holding a ``learners`` package, e.g. a worktree of an
+earlier commit: ``git worktree add /tmp/before HEAD~3``.
+
+Usage::
+
+    python -m bench.perf.checkouts /tmp/before . --learners adaptive-logistic,cmtl
+    python -m bench.perf.checkouts /tmp/before . --learners omtl-logdet \\
+        --params epoch_rounds=1000 --streams K=10,K=100
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+#: The streams, as in the compiled table: (label, K, d, sparse, events).
+STREAMS = {
+    "K=10": (10, 100, False, 60_000),
+    "K=10 d=1000": (10, 1000, False, 20_000),
+    "sparse": (10, 100_000, True, 20_000),
+    "K=100": (100, 100, False, 20_000),
+}
+BLOCK = 10_000
+#: Rows learned before the timing (first touch of the state, the kernels' first call).
+LEAD = 200
+
+
+def measure(names: list[str], params: dict[str, Any], streams: list[str], reps: int) -> dict:
+    """Events per CPU second of each learner on each stream, best of ``reps`` (this process's
+    ``learners``)."""
+    import learners  # the checkout's (see _child)
+    from bench.perf.throughput_streams import make_stream
+
+    learners.warm_kernels()
+    out: dict[str, float] = {}
+    for label in streams:
+        K, d, sparse, n = STREAMS[label]
+        stream = make_stream(K, d, n, sparse=sparse, seed=1)
+        X, y, tasks = stream.X, stream.y, stream.task
+        for name in names:
+            accepted = {p.name for p in learners.get(name).params}
+            kwargs = {k: v for k, v in params.items() if k in accepted}
+            best = float("inf")
+            for _ in range(reps):
+                model = learners.make(name, n_features=d, n_tasks=K, **kwargs)
+                model.score_and_learn_many(X[:LEAD], y[:LEAD], tasks[:LEAD])
+                start = time.thread_time()
+                for a in range(LEAD, n, BLOCK):
+                    model.score_and_learn_many(
+                        X[a : a + BLOCK], y[a : a + BLOCK], tasks[a : a + BLOCK]
+                    )
+                best = min(best, time.thread_time() - start)
+            out[f"{name} on {label}"] = (n - LEAD) / best
+    return out
+
+
+def _child(checkout: Path, args: argparse.Namespace) -> dict[str, float]:
+    """``measure`` in a fresh interpreter whose ``learners`` is the checkout's."""
+    code = (
+        "import json, sys; "
+        "from bench.perf import checkouts, throughput_streams; "  # this tree's benchmark
+        "sys.path.insert(0, sys.argv[1]); "  # the checkout's learners
+        "print(json.dumps(checkouts.measure(*json.loads(sys.argv[2]))))"
+    )
+    spec = json.dumps(
+        [args.learners.split(","), _params(args.params), args.streams.split(","), args.reps]
+    )
+    bench_root = str(Path(__file__).resolve().parents[2])
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(checkout.resolve()), spec],
+        capture_output=True,
+        text=True,
+        cwd=bench_root,
+        env={**_environment(), "PYTHONPATH": bench_root},
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"{checkout}: the measurement failed:\n{done.stderr}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _environment() -> dict[str, str]:
+    import os
+
+    return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+
+def _params(text: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in filter(None, text.split(",")):
+        key, _, value = item.partition("=")
+        out[key] = json.loads(value)
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("before", type=Path, help="checkout measured first in each round")
+    parser.add_argument("after", type=Path, help="checkout measured second in each round")
+    parser.add_argument("--learners", required=True, help="comma-separated learner names")
+    parser.add_argument(
+        "--params", default="", help="k=v,... given to every learner that has the parameter"
+    )
+    parser.add_argument(
+        "--streams", default="K=10", help=f"comma-separated, among: {', '.join(STREAMS)}"
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="alternations of the checkouts")
+    parser.add_argument("--reps", type=int, default=3, help="repetitions per process (best kept)")
+    args = parser.parse_args(argv)
+    runs: dict[str, dict[str, list[float]]] = {}
+    for _ in range(args.rounds):
+        for side, checkout in (("before", args.before), ("after", args.after)):
+            for key, rate in _child(checkout, args).items():
+                runs.setdefault(key, {}).setdefault(side, []).append(rate)
+    print(f"before: {args.before}\nafter: {args.after}\n")
+    print("| learner and stream | before, events/CPU s | after | after / before |")
+    print("|---|---:|---:|---:|")
+    for key, sides in runs.items():
+        before, after = max(sides["before"]), max(sides["after"])
+        print(f"| {key} | {before / 1e3:,.1f} k | {after / 1e3:,.1f} k | {after / before:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
