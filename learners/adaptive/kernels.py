@@ -966,7 +966,7 @@ def _pass_rows(
     """The row loop of :func:`adaptive_pass` on its buffers. Compiled without reference
     counting, as every per-row helper here (:data:`learners.kernels.ROW_HELPER`): with
     it, each row's views and calls counted references to the arrays they touch, two
-    atomic operations per array, 20-25% of a member's time at d = 100."""
+    atomic operations per array and call (docs/algorithms.md Sec. 11.5)."""
     M, dim = state[0].shape
     dense = call.dense
     member = M == 1 and outlier[0][0] == 0.0

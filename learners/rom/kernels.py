@@ -8,8 +8,8 @@ is absent), and computes exactly what the learner's numpy round does
 global step. Scores are the decisions before each row is learned. Scalars of
 the state travel in small arrays (``scal``, ``counts``) updated in place.
 The row loops and their helpers allocate nothing and are compiled without
-reference counting (:data:`learners.kernels.ROW_HELPER`); COML's entry point
-allocates its scratch row of coefficients, then runs its loop.
+reference counting (:data:`learners.kernels.ROW_HELPER`); COML's scratch row of
+coefficients is allocated by :func:`coml_pass`.
 """
 
 from __future__ import annotations
@@ -368,28 +368,8 @@ def _coml_row(
     return score
 
 
-@njit(cache=True)
-def _coml_rows(
-    X: np.ndarray,
-    indptr: np.ndarray,
-    indices: np.ndarray,
-    data: np.ndarray,
-    y: np.ndarray,
-    tasks: np.ndarray,
-    u: np.ndarray,
-    V: np.ndarray,
-    v_scale: np.ndarray,
-    b: np.ndarray,
-    C: float,
-    nu: float,
-    scores: np.ndarray,
-) -> None:
-    coef = np.empty(V.shape[0])
-    _coml_loop(X, indptr, indices, data, y, tasks, u, V, v_scale, b, C, nu, scores, coef)
-
-
 @njit(**ROW_HELPER)
-def _coml_loop(
+def _coml_rows(
     X: np.ndarray,
     indptr: np.ndarray,
     indices: np.ndarray,
@@ -405,7 +385,7 @@ def _coml_loop(
     scores: np.ndarray,
     coef: np.ndarray,
 ) -> None:
-    """The row loop of :func:`_coml_rows` on its scratch ``coef``."""
+    """COML over the rows; ``coef`` is scratch space of length K (:func:`coml_pass`)."""
     if indptr.shape[0] > 0:  # CSR rows (X is a placeholder)
         for i in range(y.shape[0]):
             lo, hi = indptr[i], indptr[i + 1]
@@ -418,8 +398,9 @@ def _coml_loop(
 
 
 def coml_pass(rows: KernelRows, y: np.ndarray, tasks: np.ndarray, *state: Any) -> None:
-    """COML over ``rows``; ``state`` as :func:`_coml_rows` takes it after ``tasks``."""
-    _coml_rows(*rows.kernel_arrays(), y, tasks, *state)
+    """COML over ``rows``; ``state`` as :func:`_coml_rows` takes it after ``tasks``, without
+    the scratch ``coef``, allocated here (``state[1]`` is V, K x D)."""
+    _coml_rows(*rows.kernel_arrays(), y, tasks, *state, np.empty(state[1].shape[0]))
 
 
 @register_warmup
