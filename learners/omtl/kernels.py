@@ -196,33 +196,19 @@ def _rows(
     tasks: np.ndarray,
     begin: int,
     scores: np.ndarray,
-    W: np.ndarray,
-    Ainv: np.ndarray,
-    G: np.ndarray,
-    colsum: np.ndarray,
-    counters: np.ndarray,
-    round_step: int,
-    a_from: int,
-    track_at_stop: bool,
-    c: np.ndarray,
-    u: np.ndarray,
+    state: Any,
 ) -> tuple[int, int]:
     """Rounds from row ``begin`` (CSR when ``indptr`` is not empty, else the rows of ``X``)
     until one leaves an A update: ``(row, update)``, or ``(n, _NO_UPDATE)`` at the end.
+    ``state``: what :func:`_round` takes after the row, label and task.
     Compiled without reference counting (:data:`learners.kernels.ROW_HELPER`), as the
     helpers of a round: it counted references to a round's dozen arrays on every row."""
     for i in range(begin, y.shape[0]):
         if indptr.shape[0] > 0:
             lo, hi = indptr[i], indptr[i + 1]
-            scores[i], update = _round(
-                indices[lo:hi], data[lo:hi], y[i], tasks[i], W, Ainv, G, colsum, counters,
-                round_step, a_from, track_at_stop, c, u,
-            )  # fmt: skip
+            scores[i], update = _round(indices[lo:hi], data[lo:hi], y[i], tasks[i], *state)
         else:
-            scores[i], update = _round(
-                None, X[i], y[i], tasks[i], W, Ainv, G, colsum, counters, round_step, a_from,
-                track_at_stop, c, u,
-            )  # fmt: skip
+            scores[i], update = _round(None, X[i], y[i], tasks[i], *state)
         if update != _NO_UPDATE:
             return i, update
     return y.shape[0], _NO_UPDATE
@@ -261,12 +247,10 @@ def _weight_pass(
     c = np.empty(W.shape[0])
     u = np.empty(W.shape[0])
     ws = workspace(W.shape[0])
+    state = (W, Ainv, G, colsum, counters, round_step, a_from, track_at_stop, c, u)
     i = begin
     while True:
-        i, update = _rows(
-            X, indptr, indices, data, y, tasks, i, scores, W, Ainv, G, colsum, counters,
-            round_step, a_from, track_at_stop, c, u,
-        )  # fmt: skip
+        i, update = _rows(X, indptr, indices, data, y, tasks, i, scores, state)
         if update == _NO_UPDATE:
             return y.shape[0]
         updated = a_update_into(kind, hp, A, Ainv, L, G, colsum, *ws)
