@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -87,17 +88,11 @@ def _child(checkout: Path, args: argparse.Namespace) -> dict[str, float]:
         capture_output=True,
         text=True,
         cwd=bench_root,
-        env={**_environment(), "PYTHONPATH": bench_root},
+        env={**os.environ, "PYTHONPATH": bench_root},
     )
     if done.returncode != 0:
         raise SystemExit(f"{checkout}: the measurement failed:\n{done.stderr}")
     return json.loads(done.stdout.strip().splitlines()[-1])
-
-
-def _environment() -> dict[str, str]:
-    import os
-
-    return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
 
 
 def _params(text: str) -> dict[str, Any]:
