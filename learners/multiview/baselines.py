@@ -12,6 +12,13 @@
 
 Both accept tasks of different dimensions (``task_dims``). docs/algorithms.md
 Secs. 1.5-1.6.
+
+An interleaved event ``(x, task)`` is the round whose other views are zero
+(:mod:`learners.multiview.contract`); both baselines learn it in O(nnz(x)),
+touching only the task's block of ``w``, and a batch of such events in one
+compiled pass (:func:`learners.multiview.kernels.lone_view_pass`). Every margin is
+a view's block summed in feature order (:func:`learners.multiview.kernels.block_dot`),
+so an event gives the numbers of that round, bit for bit.
 """
 
 from __future__ import annotations
@@ -21,12 +28,19 @@ from typing import Any, ClassVar
 import numpy as np
 
 from learners.base import APPEND_BIAS, L2_NORMALIZE, Param
+from learners.inputs import Batch, Vec, check_label, check_task
+from learners.kernels import csr_arrays, kernel_array
 from learners.multiview.contract import TASK_DIMS, MultiviewLearner
+from learners.multiview.kernels import block_axpy, block_dot, lone_view_pass
 from learners.params import one_of
 from learners.perceptron.multitask import CAVALLANTI2010, is_mistake
 from learners.registry import register
 
 __all__ = ["ConcatenatedPerceptron", "IndependentViewPerceptrons"]
+
+_NO_INT = np.zeros(0, dtype=np.int64)
+_NO_FLOAT = np.zeros(0)
+_NO_ROWS = np.zeros((0, 0))
 
 
 class _ConcatenatedWeights(MultiviewLearner):
@@ -48,6 +62,73 @@ class _ConcatenatedWeights(MultiviewLearner):
         if not self.uniform_dims:
             return None
         return self.w_.reshape(self._n_tasks, self.dim).copy()
+
+    def _zero_views_err(self) -> bool:
+        """Whether the K - 1 zero views of an interleaved event each count a mistake on a
+        negative label (their margin 0 predicts +1): when every view learns the round's
+        label (multiview-independent with shared labels)."""
+        return False
+
+    # ------------------------------------------------------------ the views' margins
+    def _margin(self, phi: np.ndarray, j: int) -> float:
+        """View j's margin ``w_j^T phi_j`` of a concatenated round."""
+        lo, hi = int(self._offsets[j]), int(self._offsets[j + 1])
+        return float(block_dot(self.w_, lo, None, phi[lo:hi]))
+
+    def _round_score(self, phi: np.ndarray) -> float:
+        """``w^T phi`` as the sum of the views' margins, in view order."""
+        return sum((self._margin(phi, j) for j in range(self._n_tasks)), 0.0)
+
+    def _update_view(self, phi: np.ndarray, j: int, y: float) -> None:
+        lo, hi = int(self._offsets[j]), int(self._offsets[j + 1])
+        block_axpy(self.w_, lo, y, None, phi[lo:hi])
+
+    # ------------------------------------------------------------ interleaved events
+    def decision_one(self, x: Any, task: int) -> float:
+        t = check_task(task, self._n_tasks)
+        return self._decision(self._prepare_vec(x, t), t)
+
+    def learn_one(self, x: Any, y: float, task: int) -> None:
+        t = check_task(task, self._n_tasks)
+        label = check_label(y, self.label_kind)
+        self._learn(self._prepare_vec(x, t), label, t)
+
+    def query_one(self, x: Any, task: int) -> bool:
+        self._prepare_vec(x, check_task(task, self._n_tasks))
+        return True
+
+    def _decision(self, x: Vec, task: int) -> float:
+        return float(block_dot(self.w_, int(self._offsets[task]), x.idx, x.val))
+
+    def _learn(self, x: Vec, y: float, task: int) -> None:
+        if self._zero_views_err() and not y > 0.0:
+            self.n_mistakes_ += self._n_tasks - 1
+        lo = int(self._offsets[task])
+        if is_mistake(float(block_dot(self.w_, lo, x.idx, x.val)), y):
+            block_axpy(self.w_, lo, y, x.idx, x.val)
+            self.n_mistakes_ += 1
+
+    def _score_and_learn_batch(self, batch: Batch, y: np.ndarray, tasks: np.ndarray) -> np.ndarray:
+        if batch.dense is not None:
+            X = kernel_array(batch.dense, np.float64)
+            indptr, indices, data = _NO_INT, _NO_INT, _NO_FLOAT
+        else:
+            X = _NO_ROWS
+            indptr, indices, data = csr_arrays(batch)
+        scores, mistakes = lone_view_pass(
+            batch.dense is not None,
+            X,
+            indptr,
+            indices,
+            data,
+            kernel_array(y, np.float64),
+            kernel_array(tasks, np.int64),
+            self._offsets,
+            self.w_,
+            self._zero_views_err(),
+        )
+        self.n_mistakes_ += int(mistakes)
+        return scores
 
 
 @register
@@ -79,18 +160,19 @@ class IndependentViewPerceptrons(_ConcatenatedWeights):
         {"labels": "per_task", "append_bias": True, "l2_normalize": True},
     )
 
+    def _zero_views_err(self) -> bool:
+        return bool(self.hyper["labels"] == "shared")
+
     def _decision_views(self, phi: np.ndarray, task: int) -> float:
         if self.hyper["labels"] == "per_task":
-            block = self.view_slice(task)
-            return float(self.w_[block] @ phi[block])
-        return float(self.w_ @ phi)
+            return self._margin(phi, task)
+        return self._round_score(phi)
 
     def _learn_views(self, phi: np.ndarray, y: float, task: int) -> None:
         views = [task] if self.hyper["labels"] == "per_task" else range(self._n_tasks)
         for j in views:
-            block = self.view_slice(j)
-            if is_mistake(float(self.w_[block] @ phi[block]), y):
-                self.w_[block] += y * phi[block]
+            if is_mistake(self._margin(phi, j), y):
+                self._update_view(phi, j, y)
                 self.n_mistakes_ += 1
 
 
@@ -112,9 +194,10 @@ class ConcatenatedPerceptron(_ConcatenatedWeights):
     )
 
     def _decision_views(self, phi: np.ndarray, task: int) -> float:
-        return float(self.w_ @ phi)
+        return self._round_score(phi)
 
     def _learn_views(self, phi: np.ndarray, y: float, task: int) -> None:
-        if is_mistake(float(self.w_ @ phi), y):
-            self.w_ += y * phi
+        if is_mistake(self._round_score(phi), y):
+            for j in range(self._n_tasks):
+                self._update_view(phi, j, y)
             self.n_mistakes_ += 1

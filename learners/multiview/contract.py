@@ -140,8 +140,8 @@ class MultiviewLearner(Learner):
         self._refresh_offsets()
 
     # ------------------------------------------------------------ input
-    def _prepare_view(self, x: Any, task: int) -> np.ndarray:
-        """Validate view ``task`` and return it preprocessed, dense."""
+    def _prepare_vec(self, x: Any, task: int) -> Vec:
+        """Validate view ``task`` and return it preprocessed (dense or sparse, as given)."""
         v = as_vector(x, int(self.dims_[task]))
         if self._bias:
             v = v.with_bias()
@@ -149,7 +149,11 @@ class MultiviewLearner(Learner):
             n2 = v.sqnorm()
             if n2 > 0.0:
                 v = v.scaled(1.0 / np.sqrt(n2))
-        return v.dense()
+        return v
+
+    def _prepare_view(self, x: Any, task: int) -> np.ndarray:
+        """Validate view ``task`` and return it preprocessed, dense."""
+        return self._prepare_vec(x, task).dense()
 
     def _prepare_views(self, views: Any) -> np.ndarray:
         """Validate the K views of a round and return the concatenated ``phi``."""
