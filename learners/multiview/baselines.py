@@ -17,7 +17,7 @@ An interleaved event ``(x, task)`` is the round whose other views are zero
 (:mod:`learners.multiview.contract`); both baselines learn it in O(nnz(x)),
 touching only the task's block of ``w``, and a batch of such events in one
 compiled pass (:func:`learners.multiview.kernels.lone_view_pass`). Every margin is
-a view's block summed in feature order (:func:`learners.multiview.kernels.block_dot`),
+a view's block summed in feature order (:func:`learners.kernels.row_dot`),
 so an event gives the numbers of that round, bit for bit.
 """
 
@@ -27,20 +27,17 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from learners.active.kernels import kernel_rows
 from learners.base import APPEND_BIAS, L2_NORMALIZE, Param
 from learners.inputs import Batch, Vec, check_label, check_task
-from learners.kernels import csr_arrays, kernel_array
+from learners.kernels import kernel_array, row_axpy, row_dot
 from learners.multiview.contract import TASK_DIMS, MultiviewLearner
-from learners.multiview.kernels import block_axpy, block_dot, lone_view_pass
+from learners.multiview.kernels import lone_view_pass
 from learners.params import one_of
 from learners.perceptron.multitask import CAVALLANTI2010, is_mistake
 from learners.registry import register
 
 __all__ = ["ConcatenatedPerceptron", "IndependentViewPerceptrons"]
-
-_NO_INT = np.zeros(0, dtype=np.int64)
-_NO_FLOAT = np.zeros(0)
-_NO_ROWS = np.zeros((0, 0))
 
 
 class _ConcatenatedWeights(MultiviewLearner):
@@ -70,10 +67,14 @@ class _ConcatenatedWeights(MultiviewLearner):
         return False
 
     # ------------------------------------------------------------ the views' margins
+    def _block(self, j: int) -> np.ndarray:
+        """View j's block of ``w`` (a view)."""
+        return self.w_[int(self._offsets[j]) : int(self._offsets[j + 1])]
+
     def _margin(self, phi: np.ndarray, j: int) -> float:
         """View j's margin ``w_j^T phi_j`` of a concatenated round."""
         lo, hi = int(self._offsets[j]), int(self._offsets[j + 1])
-        return float(block_dot(self.w_, lo, None, phi[lo:hi]))
+        return float(row_dot(None, phi[lo:hi], self._block(j)))
 
     def _round_score(self, phi: np.ndarray) -> float:
         """``w^T phi`` as the sum of the views' margins, in view order."""
@@ -81,7 +82,7 @@ class _ConcatenatedWeights(MultiviewLearner):
 
     def _update_view(self, phi: np.ndarray, j: int, y: float) -> None:
         lo, hi = int(self._offsets[j]), int(self._offsets[j + 1])
-        block_axpy(self.w_, lo, y, None, phi[lo:hi])
+        row_axpy(None, phi[lo:hi], self._block(j), y)
 
     # ------------------------------------------------------------ interleaved events
     def decision_one(self, x: Any, task: int) -> float:
@@ -98,29 +99,19 @@ class _ConcatenatedWeights(MultiviewLearner):
         return True
 
     def _decision(self, x: Vec, task: int) -> float:
-        return float(block_dot(self.w_, int(self._offsets[task]), x.idx, x.val))
+        return float(row_dot(x.idx, x.val, self._block(task)))
 
     def _learn(self, x: Vec, y: float, task: int) -> None:
         if self._zero_views_err() and not y > 0.0:
             self.n_mistakes_ += self._n_tasks - 1
-        lo = int(self._offsets[task])
-        if is_mistake(float(block_dot(self.w_, lo, x.idx, x.val)), y):
-            block_axpy(self.w_, lo, y, x.idx, x.val)
+        block = self._block(task)
+        if is_mistake(float(row_dot(x.idx, x.val, block)), y):
+            row_axpy(x.idx, x.val, block, y)
             self.n_mistakes_ += 1
 
     def _score_and_learn_batch(self, batch: Batch, y: np.ndarray, tasks: np.ndarray) -> np.ndarray:
-        if batch.dense is not None:
-            X = kernel_array(batch.dense, np.float64)
-            indptr, indices, data = _NO_INT, _NO_INT, _NO_FLOAT
-        else:
-            X = _NO_ROWS
-            indptr, indices, data = csr_arrays(batch)
         scores, mistakes = lone_view_pass(
-            batch.dense is not None,
-            X,
-            indptr,
-            indices,
-            data,
+            kernel_rows(batch),
             kernel_array(y, np.float64),
             kernel_array(tasks, np.int64),
             self._offsets,

@@ -17,14 +17,10 @@ import math
 import numba
 import numpy as np
 
-__all__ = [
-    "block_axpy",
-    "block_dot",
-    "lone_view_pass",
-    "matrix_pnorm_pass",
-    "mmperc_dual_pass",
-    "mmperc_primal_pass",
-]
+from learners.active.kernels import KernelRows
+from learners.kernels import row_axpy, row_dot
+
+__all__ = ["lone_view_pass", "matrix_pnorm_pass", "mmperc_dual_pass", "mmperc_primal_pass"]
 
 
 @numba.njit(cache=True)
@@ -256,45 +252,13 @@ def matrix_pnorm_pass(Phi, y, tasks, p, per_task, V, B):  # type: ignore[no-unty
 
 # The two baselines (multiview-concat, multiview-independent) on the views of their
 # weight vector ``w``: view j is the block ``w[offsets[j]:offsets[j + 1]]``. A view's
-# margin is summed in feature order, one term after the other (no reassociation), so a
-# dense view, the same view as its non-zeros and a zero view (margin exactly 0) give the
-# same sums wherever they are computed: an interleaved event equals the round whose
-# other views are zero, bit for bit (learners.checks.multiview).
-@numba.njit(cache=True)
-def block_dot(
-    w: np.ndarray, lo: int, idx: np.ndarray | None, val: np.ndarray
-) -> float:  # pragma: no cover - compiled
-    """``sum_p val_p w[lo + j_p]`` in order (``j_p = p`` for a dense view, ``idx[p]`` else)."""
-    s = 0.0
-    if idx is None:
-        for p in range(val.shape[0]):
-            s += val[p] * w[lo + p]
-    else:
-        for p in range(val.shape[0]):
-            s += val[p] * w[lo + idx[p]]
-    return s
-
-
-@numba.njit(cache=True)
-def block_axpy(
-    w: np.ndarray, lo: int, a: float, idx: np.ndarray | None, val: np.ndarray
-) -> None:  # pragma: no cover - compiled
-    """``w[lo + j_p] += a val_p`` (indices as in :func:`block_dot`)."""
-    if idx is None:
-        for p in range(val.shape[0]):
-            w[lo + p] += a * val[p]
-    else:
-        for p in range(val.shape[0]):
-            w[lo + idx[p]] += a * val[p]
-
-
+# margin is summed in feature order, one term after the other (``learners.kernels.row_dot``,
+# no reassociation), so a dense view, the same view as its non-zeros and a zero view
+# (margin exactly 0) give the same sums wherever they are computed: an interleaved event
+# equals the round whose other views are zero, bit for bit (learners.checks.multiview).
 @numba.njit(cache=True)
 def lone_view_pass(
-    dense: bool,
-    X: np.ndarray,
-    indptr: np.ndarray,
-    indices: np.ndarray,
-    data: np.ndarray,
+    rows: KernelRows,
     y: np.ndarray,
     tasks: np.ndarray,
     offsets: np.ndarray,
@@ -302,32 +266,33 @@ def lone_view_pass(
     zero_views_err: bool,
 ) -> tuple[np.ndarray, int]:  # pragma: no cover - compiled
     """Test-then-train over interleaved events, each the round in which only view
-    ``tasks[r]`` (row r of the preprocessed batch, dense ``X`` or CSR) was observed:
+    ``tasks[r]`` (row r of the preprocessed batch ``rows``, dense or CSR) was observed:
     the score is that view's margin; a mistake adds ``y x`` to its block. With
     ``zero_views_err`` (multiview-independent with shared labels) each of the other
     K - 1 views, whose margin is exactly 0 and predicts +1, also counts a mistake on a
     negative label (its update adds zeros). O(nnz) per event; returns the scores and the
     mistakes counted."""
+    dense, X, indptr, indices, data = rows[0], rows[1], rows[2], rows[3], rows[4]
     n = y.shape[0]
     K = offsets.shape[0] - 1
     scores = np.empty(n)
     mistakes = 0
     for r in range(n):
-        lo = offsets[tasks[r]]
+        block = w[offsets[tasks[r]] : offsets[tasks[r] + 1]]
         label = y[r]
+        if zero_views_err and not label > 0.0:
+            mistakes += K - 1
         if dense:
-            s = block_dot(w, lo, None, X[r])
+            s = row_dot(None, X[r], block)
+            if _mistake(s, label):
+                row_axpy(None, X[r], block, label)
+                mistakes += 1
         else:
             cols = indices[indptr[r] : indptr[r + 1]]
             vals = data[indptr[r] : indptr[r + 1]]
-            s = block_dot(w, lo, cols, vals)
+            s = row_dot(cols, vals, block)
+            if _mistake(s, label):
+                row_axpy(cols, vals, block, label)
+                mistakes += 1
         scores[r] = s
-        if zero_views_err and not label > 0.0:
-            mistakes += K - 1
-        if _mistake(s, label):
-            if dense:
-                block_axpy(w, lo, label, None, X[r])
-            else:
-                block_axpy(w, lo, label, cols, vals)
-            mistakes += 1
     return scores, mistakes
