@@ -35,8 +35,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from learners.active.kernels import kernel_rows
 from learners.base import APPEND_BIAS, L2_NORMALIZE, Param
-from learners.inputs import check_label
+from learners.inputs import Batch, check_label
+from learners.kernels import kernel_array
 from learners.multiview.contract import MultiviewLearner
 from learners.params import one_of, optional, positive_int
 from learners.perceptron.multitask import CAVALLANTI2010, is_mistake
@@ -194,6 +196,24 @@ class MatrixPNormPerceptron(MultiviewLearner):
     def _task_weights(self) -> np.ndarray:
         c, P = schatten_link(self.B_, self.p_)
         return c * (P @ self.V_)
+
+    def _score_and_learn_batch(self, batch: Batch, y: np.ndarray, tasks: np.ndarray) -> np.ndarray:
+        """Interleaved events in one compiled pass, O(K nnz + K^2) each: the numbers of
+        :meth:`_score_and_learn_rounds` on the rounds whose other views are zero, bit for
+        bit (:func:`learners.multiview.kernels.matrix_pnorm_lone_pass`)."""
+        from learners.multiview import kernels
+
+        scores, mistakes = kernels.matrix_pnorm_lone_pass(
+            kernel_rows(batch),
+            kernel_array(y, np.float64),
+            kernel_array(tasks, np.int64),
+            self.p_,
+            self.hyper["labels"] == "per_task",
+            self.V_,
+            self.B_,
+        )
+        self.n_mistakes_ += int(mistakes)
+        return scores
 
     def _score_and_learn_rounds(
         self, Phi: np.ndarray, y: np.ndarray, tasks: np.ndarray

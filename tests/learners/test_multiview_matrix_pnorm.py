@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 import learners
 from learners.checks.multiview import related_views
@@ -103,6 +104,41 @@ def test_compiled_pass_equals_numpy_rounds(p, labels):
     np.testing.assert_allclose(fast.V_, ref.V_, atol=1e-12)
     np.testing.assert_allclose(fast.B_, ref.B_, rtol=1e-10, atol=1e-9)
     assert fast.n_mistakes_ == ref.n_mistakes_
+
+
+@pytest.mark.parametrize(
+    ("p", "labels", "normalize"),
+    [(1, "shared", False), (2, "shared", True), (3, "shared", False), (2, "per_task", False)],
+)
+@pytest.mark.parametrize("sparse", [False, True])
+def test_interleaved_batch_equals_the_rounds_of_zero_views(p, labels, normalize, sparse):
+    """A batch of interleaved events (the O(K nnz) pass) gives the compiled rounds pass's
+    scores and state on the rounds whose other views are zero, bit for bit."""
+    K, d, n = 5, 7, 1500
+    rng = np.random.default_rng(31)
+    X = rng.normal(size=(n, d)) * (rng.random((n, d)) < 0.6)
+    U = rng.normal(size=d) + 0.5 * rng.normal(size=(K, d))
+    tasks = rng.integers(0, K, size=n)
+    y = np.where(np.einsum("ij,ij->i", X, U[tasks]) >= 0, 1.0, -1.0)
+    y[rng.random(n) < 0.1] *= -1
+    params = {"p": p, "labels": labels, "l2_normalize": normalize}
+    events = learners.make("matrix-pnorm", n_features=d, n_tasks=K, **params)
+    rounds = learners.make("matrix-pnorm", n_features=d, n_tasks=K, **params)
+    rows = sp.csr_matrix(X) if sparse else X
+    got = np.concatenate(
+        [
+            events.score_and_learn_many(rows[a : a + 200], y[a : a + 200], tasks[a : a + 200])
+            for a in range(0, n, 200)
+        ]
+    )
+    views = [np.where((tasks == j)[:, None], X, 0.0) for j in range(K)]
+    if sparse:  # the same input form: a row's unit-length scaling sums what the form holds
+        views = [sp.csr_matrix(v) for v in views]
+    expected = rounds.score_and_learn_views_many(views, y, tasks)
+    assert np.array_equal(got, expected)
+    assert np.array_equal(events.V_, rounds.V_)
+    assert np.array_equal(events.B_, rounds.B_)
+    assert events.n_mistakes_ == rounds.n_mistakes_ > 100
 
 
 def test_default_p_is_logarithmic_in_min_d_k():
