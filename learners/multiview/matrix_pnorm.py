@@ -83,8 +83,9 @@ class MatrixPNormPerceptron(MultiviewLearner):
     regularisation of ``U = [u_1, ..., u_K]``, which pays when the views' reference
     vectors span a low-dimensional subspace. ``p = 1`` is one Perceptron on the
     concatenated instance. ``labels="per_task"`` is the JMLR K-task form, a
-    reconstruction [R] (module docstring). O(dK^2 + K^3) per round
-    (docs/algorithms.md Sec. 1.6).
+    reconstruction [R] (module docstring). O(dK^2 + K^3) per round; an interleaved
+    event (the round whose other views are zero) O(K nnz + K^2), plus O(K^3 p) after
+    a mistake (docs/algorithms.md Sec. 1.6).
 
     :meth:`task_weights` returns the rows of ``W^T`` (row i predicts view/task i).
     """
