@@ -46,22 +46,25 @@ def _shrink_factor(norm: float, threshold: float) -> float:
 
 
 @njit(**ROW_HELPER)
-def _dots_sq(idx: Any, val: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> Any:
-    """``(<x, a>, <x, b>, <x, c>, ||x||^2)`` in one pass, each summed in index order."""
+def _dots_sq(idx: Any, val: np.ndarray, a: np.ndarray, b: np.ndarray, c: Any) -> Any:
+    """``(<x, a>, <x, b>, <x, c>, ||x||^2)`` in one pass, each summed in index order
+    (``c`` None: no third vector, 0 in its place; numba compiles that case without it)."""
     sa = sb = sc = sq = 0.0
     if idx is None:
         for f in range(val.shape[0]):
             v = val[f]
             sa += v * a[f]
             sb += v * b[f]
-            sc += v * c[f]
+            if c is not None:
+                sc += v * c[f]
             sq += v * v
     else:
         for p in range(val.shape[0]):
             v, f = val[p], idx[p]
             sa += v * a[f]
             sb += v * b[f]
-            sc += v * c[f]
+            if c is not None:
+                sc += v * c[f]
             sq += v * v
     return sa, sb, sc, sq
 
@@ -266,7 +269,7 @@ def _rda_row(
         a_u = 1.0 / (now * alpha + theta)  # Eq. 20
         a_p = 1.0 / (now * beta + theta)  # Eq. 21
         a_q = _shrink_factor(np.sqrt(G_sqnorm[t]), gamma * now) / theta  # Eq. 22
-    gu, gx, _, sq_x = _dots_sq(idx, val, Gu, G[t], Gu)
+    gu, gx, _, sq_x = _dots_sq(idx, val, Gu, G[t], None)
     score = -(a_u * gu + (a_p + a_q) * gx)
     if 1.0 - y * score > 0.0:
         old = G_sqnorm[t]
@@ -350,7 +353,7 @@ def _coml_row(
 
     ``coef`` is scratch space of length K.
     """
-    du, dv, _, sq = _dots_sq(idx, val, u, V[t], u)
+    du, dv, _, sq = _dots_sq(idx, val, u, V[t], None)
     score = b[t] * du + v_scale[t] * dv
     if sq == 0.0:
         return score
@@ -360,7 +363,7 @@ def _coml_row(
         _global_step(idx, val, u, step, V, b, v_scale, coef)
     b[t] = (b[t] + nu) / (1.0 + nu)
     v_scale[t] = _rescale(V[t], v_scale[t], 1.0 / (1.0 + nu))
-    du, dv, _, _ = _dots_sq(idx, val, u, V[t], u)
+    du, dv, _, _ = _dots_sq(idx, val, u, V[t], None)
     loss_c = 1.0 - y * (b[t] * du + v_scale[t] * dv)
     if loss_c > 0.0:
         tau = min(C, (1.0 + nu) * loss_c / sq)
