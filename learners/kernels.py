@@ -658,8 +658,10 @@ def register_warmup(fn: _Warmup) -> _Warmup:
 def warm_every_learner() -> None:
     """Run every registered learner with its default parameters on tiny inputs.
 
-    A dense batch, the same batch as CSR, and the per-event calls: whatever a
-    family's own warm-up leaves out, a default model's first request finds compiled.
+    A dense batch, the same batch as CSR, and the per-event calls, dense and CSR (the
+    latter also on fresh models, whose first negative label is a mistake, so that the
+    update paths of a single event run too): whatever a family's own warm-up leaves out,
+    a default model's first request finds compiled.
     """
     from learners.registry import available, make
 
@@ -678,6 +680,11 @@ def warm_every_learner() -> None:
             model.predict_one(row, task)
             model.learn_one(row, label, task)
             model.score_and_learn_one(row, label, task)
+        for event in (X[0], csr[0]):
+            fresh = make(info.name, n_features=3, n_tasks=2)
+            fresh.predict_one(event, 0)
+            fresh.learn_one(event, -1.0, 0)
+            fresh.score_and_learn_one(event, -1.0, 1)
 
 
 def warm_kernels(part: tuple[int, int] | None = None) -> dict[str, float]:
