@@ -21,12 +21,13 @@ gathers the row's entries of the state into a row buffer (updating the accumulat
 it goes), the second divides along the buffer, where it vectorises; the same arithmetic
 on the same numbers, so the same results, 1.0-1.4 times the events per second on
 sparse rows, the most when the state fits the cache (docs/algorithms.md Sec. 11.5).
-The row loops and every per-row helper are compiled without reference counting (:data:`learners.kernels.ROW_HELPER`: they allocate nothing; the two
-entry points allocate the row buffers and hand them down). :func:`warm` compiles
-it on tiny inputs (``cache=True`` keeps the machine code on disk, in a directory
-keyed by the source of every compiled module, :mod:`learners.compile_cache`: a
-change of :mod:`learners.adaptive.steps` or of the row helpers of
-:mod:`learners.active.kernels`, which these kernels inline, compiles them afresh).
+The row loops and every per-row helper are compiled without reference counting
+(:data:`learners.kernels.ROW_HELPER`: they allocate nothing; the two entry points
+allocate the row buffers and hand them down). :func:`warm` compiles it on tiny inputs
+(``cache=True`` keeps the machine code on disk, in a directory keyed by the source of
+every compiled module, :mod:`learners.compile_cache`: a change of
+:mod:`learners.adaptive.steps` or of the row helpers of :mod:`learners.active.kernels`,
+which these kernels inline, compiles them afresh).
 """
 
 from __future__ import annotations

@@ -69,20 +69,19 @@ class _ConcatenatedWeights(MultiviewLearner):
     # ------------------------------------------------------------ the views' margins
     def _block(self, j: int) -> np.ndarray:
         """View j's block of ``w`` (a view)."""
-        return self.w_[int(self._offsets[j]) : int(self._offsets[j + 1])]
+        return self.w_[self.view_slice(j)]
 
     def _margin(self, phi: np.ndarray, j: int) -> float:
         """View j's margin ``w_j^T phi_j`` of a concatenated round."""
-        lo, hi = int(self._offsets[j]), int(self._offsets[j + 1])
-        return float(row_dot(None, phi[lo:hi], self._block(j)))
+        return float(row_dot(None, phi[self.view_slice(j)], self._block(j)))
 
     def _round_score(self, phi: np.ndarray) -> float:
         """``w^T phi`` as the sum of the views' margins, in view order."""
         return sum((self._margin(phi, j) for j in range(self._n_tasks)), 0.0)
 
     def _update_view(self, phi: np.ndarray, j: int, y: float) -> None:
-        lo, hi = int(self._offsets[j]), int(self._offsets[j + 1])
-        row_axpy(None, phi[lo:hi], self._block(j), y)
+        """``w_j += y phi_j``."""
+        row_axpy(None, phi[self.view_slice(j)], self._block(j), y)
 
     # ------------------------------------------------------------ interleaved events
     def decision_one(self, x: Any, task: int) -> float:

@@ -328,7 +328,7 @@ def _pnorm_lone(
     score *= c
     if not _mistake(score, yr):
         return score
-    xx = _sqsum(vals)
+    xx = row_dot(None, vals, vals)  # ||x||^2 in order, as the rounds pass sums it
     if per_task:
         for i in range(K):
             B[i, t] += yr * Ct[i]
@@ -342,15 +342,6 @@ def _pnorm_lone(
         B[t, t] += yr * (Ct[t] + Ct[t]) + xx
     row_axpy(cols, vals, V[t], yr)
     return score
-
-
-@numba.njit(cache=True)
-def _sqsum(vals: np.ndarray) -> float:  # pragma: no cover - compiled
-    """``sum_p vals_p^2`` in order."""
-    s = 0.0
-    for p in range(vals.shape[0]):
-        s += vals[p] * vals[p]
-    return s
 
 
 # The two baselines (multiview-concat, multiview-independent) on the views of their
@@ -382,20 +373,24 @@ def lone_view_pass(
     mistakes = 0
     for r in range(n):
         block = w[offsets[tasks[r]] : offsets[tasks[r] + 1]]
-        label = y[r]
-        if zero_views_err and not label > 0.0:
-            mistakes += K - 1
         if dense:
-            s = row_dot(None, X[r], block)
-            if _mistake(s, label):
-                row_axpy(None, X[r], block, label)
-                mistakes += 1
+            scores[r] = _perceptron_event(None, X[r], block, y[r])
         else:
-            cols = indices[indptr[r] : indptr[r + 1]]
-            vals = data[indptr[r] : indptr[r + 1]]
-            s = row_dot(cols, vals, block)
-            if _mistake(s, label):
-                row_axpy(cols, vals, block, label)
-                mistakes += 1
-        scores[r] = s
+            lo, hi = indptr[r], indptr[r + 1]
+            scores[r] = _perceptron_event(indices[lo:hi], data[lo:hi], block, y[r])
+        mistakes += _mistake(scores[r], y[r])
+        if zero_views_err and not y[r] > 0.0:
+            mistakes += K - 1
     return scores, mistakes
+
+
+@numba.njit(cache=True, inline="always")
+def _perceptron_event(
+    idx: np.ndarray | None, val: np.ndarray, w: np.ndarray, label: float
+) -> float:  # pragma: no cover - compiled
+    """The margin ``<w, x>``, then ``w += label x`` on a mistake; returns the margin.
+    Inlined: called per event, a compiled call cost :func:`lone_view_pass` 15% at d = 100."""
+    s = row_dot(idx, val, w)
+    if _mistake(s, label):
+        row_axpy(idx, val, w, label)
+    return s
