@@ -187,22 +187,14 @@ def _finish_pre(
 
 
 @njit(**ROW_HELPER)
-def _rows(
-    X: np.ndarray,
-    indptr: np.ndarray,
-    indices: np.ndarray,
-    data: np.ndarray,
-    y: np.ndarray,
-    tasks: np.ndarray,
-    begin: int,
-    scores: np.ndarray,
-    state: Any,
-) -> tuple[int, int]:
-    """Rounds from row ``begin`` (CSR when ``indptr`` is not empty, else the rows of ``X``)
-    until one leaves an A update: ``(row, update)``, or ``(n, _NO_UPDATE)`` at the end.
-    ``state``: what :func:`_round` takes after the row, label and task.
-    Compiled without reference counting (:data:`learners.kernels.ROW_HELPER`), as the
-    helpers of a round: it counted references to a round's dozen arrays on every row."""
+def _rows(batch: Any, begin: int, scores: np.ndarray, state: Any) -> tuple[int, int]:
+    """Rounds from row ``begin`` of ``batch`` (the first six arguments of
+    :func:`_weight_pass`) until one leaves an A update: ``(row, update)``, or
+    ``(n, _NO_UPDATE)`` at the end. ``state``: what :func:`_round` takes after the row,
+    label and task. Compiled without reference counting
+    (:data:`learners.kernels.ROW_HELPER`), as the helpers of a round: it counted
+    references to a round's dozen arrays on every row."""
+    X, indptr, indices, data, y, tasks = batch
     for i in range(begin, y.shape[0]):
         if indptr.shape[0] > 0:
             lo, hi = indptr[i], indptr[i + 1]
@@ -248,9 +240,10 @@ def _weight_pass(
     u = np.empty(W.shape[0])
     ws = workspace(W.shape[0])
     state = (W, Ainv, G, colsum, counters, round_step, a_from, track_at_stop, c, u)
+    batch = (X, indptr, indices, data, y, tasks)
     i = begin
     while True:
-        i, update = _rows(X, indptr, indices, data, y, tasks, i, scores, state)
+        i, update = _rows(batch, i, scores, state)
         if update == _NO_UPDATE:
             return y.shape[0]
         updated = a_update_into(kind, hp, A, Ainv, L, G, colsum, *ws)
