@@ -980,17 +980,22 @@ def adaptive_pass(
     ``configs``, ``state`` and ``outlier`` are the arrays of :data:`ConfigArrays`,
     :data:`StateArrays` and :data:`OutlierArrays`, updated in place. One configuration
     without an outlier part runs :func:`_member_row`, anything else :func:`_learn_row`.
-    The row buffers are as long as the longest row of the call, not D; they are
-    allocated here (not by a helper that returns them: with such a helper a member's
-    pass ran 25% slower) and handed to :func:`_pass_rows`, the loop over the rows.
+    The row buffers (:func:`_row_buffers`) are handed to :func:`_pass_rows`, the loop
+    over the rows.
     """
+    _pass_rows(call, configs, state, outlier, *_row_buffers(call, state))
+
+
+@njit(cache=True, inline="always")
+def _row_buffers(
+    call: KernelPass, state: StateArrays
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover - compiled
+    """``(idx, val, buffers, scores)`` of a pass: the row buffers as long as the longest row
+    of the call, not D, and one score per configuration. Inlined into the two entry
+    points: a compiled call returning them made a member's pass 25% slower."""
     M, dim = state[0].shape
     width = max(row_width(call, dim), 1)
-    idx = np.empty(width, dtype=np.int64)
-    val = np.empty(width)
-    buffers = np.empty((3, width))
-    scores = np.empty(M)
-    _pass_rows(call, configs, state, outlier, idx, val, buffers, scores)
+    return np.empty(width, dtype=np.int64), np.empty(width), np.empty((3, width)), np.empty(M)
 
 
 @njit(**ROW_HELPER)
@@ -1093,13 +1098,7 @@ def adaptive_scores(
     state, bit for bit (``decision_one`` and ``score_and_learn_one`` agree). Nothing of
     ``state`` changes. Buffers as in :func:`adaptive_pass`; the loop is
     :func:`_score_rows`."""
-    M, dim = state[0].shape
-    width = max(row_width(call, dim), 1)
-    idx = np.empty(width, dtype=np.int64)
-    val = np.empty(width)
-    buffers = np.empty((3, width))
-    scores = np.empty(M)
-    _score_rows(call, state, outlier, idx, val, buffers, scores)
+    _score_rows(call, state, outlier, *_row_buffers(call, state))
 
 
 @njit(**ROW_HELPER)
