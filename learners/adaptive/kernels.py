@@ -382,6 +382,8 @@ def _gradient_step(
         _outlier_step(Q, Qs, Qn, m, k, a, ratek, idx, val, n, eta * gamma)
 
 
+#: A pass's scratch ``(idx, val, buffers, scores)`` (:func:`_row_buffers`).
+RowBuffers = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 #: The configuration arrays ``(losses, etas, couplings, ridges)``, shape (M,) each.
 ConfigArrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 #: The learned state ``(U0, U, G0, G, S, stats, mistakes)`` (``reference.AdaptiveState``).
@@ -983,13 +985,11 @@ def adaptive_pass(
     The row buffers (:func:`_row_buffers`) are handed to :func:`_pass_rows`, the loop
     over the rows.
     """
-    _pass_rows(call, configs, state, outlier, *_row_buffers(call, state))
+    _pass_rows(call, configs, state, outlier, _row_buffers(call, state))
 
 
 @njit(cache=True, inline="always")
-def _row_buffers(
-    call: KernelPass, state: StateArrays
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover - compiled
+def _row_buffers(call: KernelPass, state: StateArrays) -> RowBuffers:  # pragma: no cover
     """``(idx, val, buffers, scores)`` of a pass: the row buffers as long as the longest row
     of the call, not D, and one score per configuration. Inlined into the two entry
     points: a compiled call returning them made a member's pass 25% slower."""
@@ -1004,15 +1004,13 @@ def _pass_rows(
     configs: ConfigArrays,
     state: StateArrays,
     outlier: OutlierArrays,
-    idx: np.ndarray,
-    val: np.ndarray,
-    buffers: np.ndarray,
-    scores: np.ndarray,
+    row_buffers: RowBuffers,
 ) -> None:  # pragma: no cover - compiled
     """The row loop of :func:`adaptive_pass` on its buffers. Compiled without reference
     counting, as every per-row helper here (:data:`learners.kernels.ROW_HELPER`): with
     it, each row's views and calls counted references to the arrays they touch, two
     atomic operations per array and call (docs/algorithms.md Sec. 11.5)."""
+    idx, val, buffers, scores = row_buffers
     M, dim = state[0].shape
     dense = call.dense
     member = M == 1 and outlier[0][0] == 0.0
@@ -1098,7 +1096,7 @@ def adaptive_scores(
     state, bit for bit (``decision_one`` and ``score_and_learn_one`` agree). Nothing of
     ``state`` changes. Buffers as in :func:`adaptive_pass`; the loop is
     :func:`_score_rows`."""
-    _score_rows(call, state, outlier, *_row_buffers(call, state))
+    _score_rows(call, state, outlier, _row_buffers(call, state))
 
 
 @njit(**ROW_HELPER)
@@ -1106,13 +1104,11 @@ def _score_rows(
     call: KernelPass,
     state: StateArrays,
     outlier: OutlierArrays,
-    idx: np.ndarray,
-    val: np.ndarray,
-    buffers: np.ndarray,
-    scores: np.ndarray,
+    row_buffers: RowBuffers,
 ) -> None:  # pragma: no cover - compiled
     """The row loop of :func:`adaptive_scores` on its buffers (no reference counting, as
     :func:`_pass_rows`)."""
+    idx, val, buffers, scores = row_buffers
     M, dim = state[0].shape
     dense = call.dense
     member = M == 1 and outlier[0][0] == 0.0
