@@ -7,8 +7,10 @@ learner (``score_and_learn_many``, blocks of :data:`MAIN_BLOCK`); on K = 10
 d = 100 the block-size x label-noise grid and the Python loops of
 :data:`BLOCK_LEARNERS`. Each learner measurement is a forked child
 (:func:`~bench.perf.throughput_ours.call_isolated`) with a fresh learner on the
-start of the stream; the figure is the median of ``reps`` repetitions (one for a learner that
-used its whole allowance).
+start of the stream, after an untimed pass that settles the child
+(:func:`~bench.perf.throughput_compiled.settle_blocks`, at most
+:data:`SETTLE_SHARE` of the allowance); the figure is the median of ``reps``
+repetitions (one for a learner that used its whole allowance).
 """
 
 from __future__ import annotations
@@ -33,6 +35,9 @@ STREAMS = (
     ("sparse K=10 d=100,000", 10, 100_000, True, 40_000),
     ("K=100 d=100", 100, 100, False, 200_000),
 )
+#: The untimed pass that settles a forked child before a measurement may take at most
+#: this share of the measurement's CPU allowance (on top of it).
+SETTLE_SHARE = 0.25
 #: Rows per ``score_and_learn_many`` call in the per-stream table.
 MAIN_BLOCK = 10_000
 #: The learners of the block-size x noise grid and of the Python loops.
@@ -48,7 +53,7 @@ def _log(message: str) -> None:
 def _median_of(measure: Any, seconds: float, reps: int) -> dict[str, Any]:
     entries = []
     for _ in range(reps):
-        entry = call_isolated(measure, seconds, timeout=20 * seconds + 60)
+        entry = call_isolated(measure, (1.0 + SETTLE_SHARE) * seconds, timeout=20 * seconds + 60)
         if not entry.get("per_sec"):
             return entry  # failed, or not one event in the allowance: no point repeating
         entries.append(entry)
@@ -75,7 +80,9 @@ def _stream_row(
     ours = {}
     for name in names:
         ours[name] = _median_of(
-            lambda name=name: measure_blocks(name, stream, n, MAIN_BLOCK, seconds, ramp=True),
+            lambda name=name: measure_blocks(
+                name, stream, n, MAIN_BLOCK, seconds, ramp=True, settle=SETTLE_SHARE * seconds
+            ),
             seconds,
             reps,
         )
@@ -91,7 +98,13 @@ def _grid(stream_of: dict[float, BenchStream], seconds: float, reps: int) -> dic
                 key = f"{name}|{block}|{noise:g}"
                 grid[key] = _median_of(
                     lambda name=name, stream=stream, block=block: measure_blocks(
-                        name, stream, stream.n, block, seconds, ramp=False
+                        name,
+                        stream,
+                        stream.n,
+                        block,
+                        seconds,
+                        ramp=False,
+                        settle=SETTLE_SHARE * seconds,
                     ),
                     seconds,
                     reps,
@@ -108,7 +121,9 @@ def _loops(stream: BenchStream, seconds: float, reps: int) -> dict[str, Any]:
                 continue
             key = f"{name}|{loop}"
             loops[key] = _median_of(
-                lambda name=name, loop=loop: measure_loop(name, stream, stream.n, loop, seconds),
+                lambda name=name, loop=loop: measure_loop(
+                    name, stream, stream.n, loop, seconds, settle=SETTLE_SHARE * seconds
+                ),
                 seconds,
                 reps,
             )
