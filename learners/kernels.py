@@ -66,6 +66,8 @@ __all__ = [
     "csr_arrays",
     "kernel_array",
     "dot",
+    "prefetch",
+    "prefetch_columns",
     "dot2",
     "dot_sqnorm",
     "register_warmup",
@@ -208,6 +210,43 @@ def _lanes_codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
     mask = builder.bitcast(builder.load(zeros), ir.IntType(4))
     out.append(builder.icmp_unsigned("!=", mask, ir.Constant(ir.IntType(4), 0)))
     return context.make_tuple(builder, sig.return_type, out)
+
+
+@intrinsic
+def prefetch(typingctx: Any, arr: Any, i: Any) -> Any:  # pragma: no cover - compiled
+    """Ask the caches for the line of ``arr[i]`` (1-D ``arr``) with intent to write,
+    without waiting for it (LLVM's ``llvm.prefetch``; a no-op where the target has none).
+
+    A hint with no effect on any value: the row loops of the sparse kernels call it for
+    the state entries the next row will touch, so that the cache misses of a state much
+    larger than the caches overlap the arithmetic of the row before. ``i`` is not
+    checked (a prefetch of any address is harmless)."""
+    if not (isinstance(arr, types.Array) and arr.ndim == 1 and isinstance(i, types.Integer)):
+        return None
+    sig = types.void(arr, types.intp)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        aryty = signature.args[0]
+        ary = context.make_array(aryty)(context, builder, args[0])
+        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]], wraparound=False)
+        byte_ptr = ir.IntType(8).as_pointer()
+        i32 = ir.IntType(32)
+        fnty = ir.FunctionType(ir.VoidType(), [byte_ptr, i32, i32, i32])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
+        builder.call(fn, [builder.bitcast(ptr, byte_ptr), i32(1), i32(3), i32(1)])
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@njit(**ROW_HELPER)
+def prefetch_columns(
+    w: np.ndarray, indices: np.ndarray, a: int, b: int
+) -> None:  # pragma: no cover
+    """:func:`prefetch` ``w[indices[p]]`` for every ``p`` in ``[a, b)``: the entries of
+    ``w`` a CSR row with those columns reads, asked for while the row before is learned."""
+    for p in range(a, b):
+        prefetch(w, indices[p])  # type: ignore[call-arg]  # numba supplies typingctx
 
 
 def _simd_ok(*arrays: Any) -> bool:

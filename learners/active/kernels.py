@@ -48,7 +48,7 @@ import numpy as np
 from numba import njit
 
 from learners.inputs import Batch, Vec
-from learners.kernels import ROW_HELPER, kernel_array, register_warmup
+from learners.kernels import ROW_HELPER, kernel_array, prefetch_columns, register_warmup
 
 __all__ = [
     "B_FAMILY",
@@ -248,6 +248,20 @@ def row_buffers(W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # pragma: no c
 
 
 @njit(**ROW_HELPER)
+def prefetch_features(call: KernelPass, i: int, w: np.ndarray) -> None:  # pragma: no cover
+    """Prefetch ``w[j]`` for every feature j of CSR row ``i`` of the call: a sparse pass
+    calls it a row ahead (:func:`learners.kernels.prefetch_columns`)."""
+    prefetch_columns(w, call.indices, call.indptr[i], call.indptr[i + 1])
+
+
+@njit(**ROW_HELPER)
+def prefetch_all_features(call: KernelPass, i: int, W: np.ndarray) -> None:  # pragma: no cover
+    """:func:`prefetch_features` for every row of ``W``."""
+    for m in range(W.shape[0]):
+        prefetch_features(call, i, W[m])
+
+
+@njit(**ROW_HELPER)
 def row_dot(
     w: np.ndarray, dense: bool, idx: np.ndarray, val: np.ndarray, n: int
 ) -> float:  # pragma: no cover - compiled
@@ -321,7 +335,16 @@ def selective_pass(
     drawn = 0
     asked = 0
     mistakes = 0
-    for i in range(call.y.shape[0]):
+    rows = call.y.shape[0]
+    ahead = not dense and not pooled
+    for i in range(rows):
+        if ahead and i + 1 < rows:  # the next row's task weights (not a pooled vector,
+            if form == MATRIX:  # which stays in the cache)
+                prefetch_all_features(call, i + 1, W)
+            else:
+                prefetch_features(call, i + 1, W[call.tasks[i + 1]])
+                if form == B_FAMILY:
+                    prefetch_features(call, i + 1, s)
         nx = load_row(call, i, W.shape[1], idx, val)
         k = call.tasks[i]
         r = 0 if pooled else k

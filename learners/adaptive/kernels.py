@@ -33,18 +33,14 @@ which these kernels inline, compiles them afresh).
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
-from llvmlite import ir
-from numba import njit, types
-from numba.core import cgutils
-from numba.extending import intrinsic
+from numba import njit
 
 from learners.active.kernels import KernelPass, load_row, warm_call, warm_rows
 from learners.adaptive.reference import FOLD_BELOW
 from learners.adaptive.steps import AROW, invariant_step_compiled, loss_slope_compiled
-from learners.kernels import ROW_HELPER, register_warmup
+from learners.kernels import ROW_HELPER, prefetch, register_warmup
 
 #: The outlier parts ``(gammas, Q, Qs, Qn)`` (docs/algorithms.md Sec. 11.7): zhang2018's
 #: group-lasso weight per configuration and ``q_k = Qs[m, k] Q[m, k]`` with ``Qn = ||q_k||^2``;
@@ -158,28 +154,6 @@ def _all_nonzero(val: np.ndarray, n: int) -> bool:  # pragma: no cover - compile
     return zeros == 0
 
 
-@intrinsic
-def _prefetch_write(typingctx: Any, arr: Any, i: Any) -> Any:  # pragma: no cover - compiled
-    """Ask the caches for the line of ``arr[i]`` (1-D ``arr``) with intent to write,
-    without waiting for it (LLVM's ``llvm.prefetch``; a no-op where the target has none)."""
-    if not isinstance(arr, types.Array) or arr.ndim != 1:
-        return None
-    sig = types.void(arr, types.intp)
-
-    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-        aryty = signature.args[0]
-        ary = context.make_array(aryty)(context, builder, args[0])
-        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]], wraparound=False)
-        byte_ptr = ir.IntType(8).as_pointer()
-        i32 = ir.IntType(32)
-        fnty = ir.FunctionType(ir.VoidType(), [byte_ptr, i32, i32, i32])
-        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
-        builder.call(fn, [builder.bitcast(ptr, byte_ptr), i32(1), i32(3), i32(1)])
-        return context.get_dummy_value()
-
-    return sig, codegen
-
-
 @njit(**ROW_HELPER)
 def _prefetch_rescaled(
     S: np.ndarray,
@@ -199,9 +173,9 @@ def _prefetch_rescaled(
         if abs(val[p]) > S[j] > 0.0:
             for m in range(U0.shape[0]):
                 if losses[m] != AROW:
-                    _prefetch_write(U0[m], j)  # type: ignore[call-arg]  # numba supplies typingctx
+                    prefetch(U0[m], j)  # type: ignore[call-arg]  # numba supplies typingctx
                     for k in range(U.shape[1]):
-                        _prefetch_write(U[m, k], j)
+                        prefetch(U[m, k], j)
 
 
 @njit(**ROW_HELPER)
@@ -983,9 +957,13 @@ def adaptive_pass(
     :data:`StateArrays` and :data:`OutlierArrays`, updated in place. One configuration
     without an outlier part runs :func:`_member_row`, anything else :func:`_learn_row`.
     The row buffers (:func:`_row_buffers`) are handed to :func:`_pass_rows`, the loop
-    over the rows.
+    over the rows, with the state to prefetch for a CSR call (None for a dense one).
     """
-    _pass_rows(call, configs, state, outlier, _row_buffers(call, state))
+    buffers = _row_buffers(call, state)
+    if call.dense:
+        _pass_rows(call, configs, state, outlier, buffers, None)
+    else:
+        _pass_rows(call, configs, state, outlier, buffers, state)
 
 
 @njit(cache=True, inline="always")
@@ -1005,19 +983,25 @@ def _pass_rows(
     state: StateArrays,
     outlier: OutlierArrays,
     row_buffers: RowBuffers,
+    ahead: StateArrays | None,
 ) -> None:  # pragma: no cover - compiled
     """The row loop of :func:`adaptive_pass` on its buffers. Compiled without reference
     counting, as every per-row helper here (:data:`learners.kernels.ROW_HELPER`): with
     it, each row's views and calls counted references to the arrays they touch, two
-    atomic operations per array and call (docs/algorithms.md Sec. 11.5)."""
+    atomic operations per array and call (docs/algorithms.md Sec. 11.5). ``ahead``: the
+    state, for a CSR call, whose rows prefetch the next row's (:func:`_prefetch_row`);
+    None for a dense call, which then compiles without it."""
     idx, val, buffers, scores = row_buffers
     M, dim = state[0].shape
     dense = call.dense
     member = M == 1 and outlier[0][0] == 0.0
     fast = dense and member and not call.normalize
     losses, etas, couplings, ridges = configs
-    for i in range(call.y.shape[0]):
+    rows = call.y.shape[0]
+    for i in range(rows):
         k, y = call.tasks[i], call.y[i]
+        if ahead is not None and i + 1 < rows:
+            _prefetch_row(call, i + 1, ahead)
         if fast:
             score = _dense_member_row(
                 call.X[i],
@@ -1051,6 +1035,23 @@ def _pass_rows(
                 call.scores[i] = _learn_row(
                     idx, val, n, k, y, configs, state, outlier, scores, buffers
                 )
+
+
+@njit(**ROW_HELPER)
+def _prefetch_row(call: KernelPass, i: int, state: StateArrays) -> None:  # pragma: no cover
+    """Prefetch the state that CSR row ``i`` of the call will touch (every configuration's
+    shared and task-part weights and accumulators of its features, and their normaliser):
+    called a row ahead, on a state larger than the caches (:func:`learners.kernels.prefetch`)."""
+    U0, U, G0, G, S = state[0], state[1], state[2], state[3], state[4]
+    k = call.tasks[i]
+    for p in range(call.indptr[i], call.indptr[i + 1]):
+        j = call.indices[p]
+        prefetch(S, j)  # type: ignore[call-arg]  # numba supplies typingctx
+        for m in range(U0.shape[0]):
+            prefetch(U0[m], j)
+            prefetch(G0[m], j)
+            prefetch(U[m, k], j)
+            prefetch(G[m, k], j)
 
 
 @njit(**ROW_HELPER)

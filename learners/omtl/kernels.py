@@ -37,6 +37,7 @@ from numba import njit
 from learners.kernels import (
     ROW_HELPER,
     KernelRows,
+    prefetch_columns,
     register_warmup,
     row_axpy,
     row_dot,
@@ -195,9 +196,12 @@ def _rows(batch: Any, begin: int, scores: np.ndarray, state: Any) -> tuple[int, 
     (:data:`learners.kernels.ROW_HELPER`), as the helpers of a round: it counted
     references to a round's dozen arrays on every row."""
     X, indptr, indices, data, y, tasks = batch
+    W = state[0]
     for i in range(begin, y.shape[0]):
         if indptr.shape[0] > 0:
             lo, hi = indptr[i], indptr[i + 1]
+            if i + 1 < y.shape[0]:  # the weights the next row is scored with
+                prefetch_columns(W[tasks[i + 1]], indices, hi, indptr[i + 2])
             scores[i], update = _round(indices[lo:hi], data[lo:hi], y[i], tasks[i], *state)
         else:
             scores[i], update = _round(None, X[i], y[i], tasks[i], *state)

@@ -19,7 +19,14 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from learners.kernels import ROW_HELPER, KernelRows, register_warmup, row_axpy, warm_learners
+from learners.kernels import (
+    ROW_HELPER,
+    KernelRows,
+    prefetch_columns,
+    register_warmup,
+    row_axpy,
+    warm_learners,
+)
 from learners.rom.prox import SQNORM_RECOMPUTE_BELOW
 from learners.rom.scaled import RENORMALISE_BELOW
 
@@ -218,8 +225,12 @@ def _pgd_rows(
     scores: np.ndarray,
 ) -> None:
     if indptr.shape[0] > 0:  # CSR rows (X is a placeholder)
-        for i in range(y.shape[0]):
+        rows = y.shape[0]
+        for i in range(rows):
             lo, hi = indptr[i], indptr[i + 1]
+            if i + 1 < rows:  # the next row's task parts (prefetch_columns)
+                prefetch_columns(P[tasks[i + 1]], indices, hi, indptr[i + 2])
+                prefetch_columns(Q[tasks[i + 1]], indices, hi, indptr[i + 2])
             scores[i] = _pgd_row(
                 indices[lo:hi], data[lo:hi], y[i], tasks[i], u, P, Q, u_scale, p_scale,
                 q_scale, q_sqnorm, sup_idx, sup_n, hyper, counts,
@@ -300,8 +311,11 @@ def _rda_rows(
     scores: np.ndarray,
 ) -> None:
     if indptr.shape[0] > 0:  # CSR rows (X is a placeholder)
-        for i in range(y.shape[0]):
+        rows = y.shape[0]
+        for i in range(rows):
             lo, hi = indptr[i], indptr[i + 1]
+            if i + 1 < rows:  # the next row's task part (prefetch_columns)
+                prefetch_columns(G[tasks[i + 1]], indices, hi, indptr[i + 2])
             scores[i] = _rda_row(
                 indices[lo:hi], data[lo:hi], y[i], tasks[i], Gu, G, G_sqnorm, clock, hyper, counts
             )
