@@ -39,7 +39,7 @@ from numba import njit
 
 from learners.active.kernels import KernelPass, load_row, warm_call, warm_rows
 from learners.adaptive.reference import FOLD_BELOW
-from learners.adaptive.steps import AROW, invariant_step_compiled, loss_slope_compiled
+from learners.adaptive.steps import AROW, invariant_step_compiled, slope_terms_compiled
 from learners.kernels import ROW_HELPER, prefetch, register_warmup
 
 #: The outlier parts ``(gammas, Q, Qs, Qn)`` (docs/algorithms.md Sec. 11.7): zhang2018's
@@ -334,7 +334,7 @@ def _gradient_step(
     outlier: OutlierArrays,
 ) -> None:  # pragma: no cover - compiled
     """Adaptive, normalised, invariant step (reference: ``reference.learn``)."""
-    g = loss_slope_compiled(loss, z0)
+    g, ez0 = slope_terms_compiled(loss, z0)
     if g == 0.0:
         return
     gg = g * g
@@ -347,7 +347,7 @@ def _gradient_step(
     h *= scale
     if not h > 0.0:
         return
-    a = y * invariant_step_compiled(loss, z0, h) / h * scale
+    a = y * invariant_step_compiled(loss, z0, ez0, h) / h * scale
     _axpy(u0, a, rate0, idx, val, n)
     if b > 0.0:
         _axpy(uk, a * b, ratek, idx, val, n)
@@ -917,7 +917,7 @@ def _first_order_step(
 ) -> None:  # pragma: no cover - compiled
     """:func:`_gradient_step` without an outlier part, each part's accumulator, rate and
     share of h in one pass (:func:`_fused_rates`)."""
-    g = loss_slope_compiled(loss, z0)
+    g, ez0 = slope_terms_compiled(loss, z0)
     if g == 0.0:
         return
     gg = g * g
@@ -929,7 +929,7 @@ def _first_order_step(
         h = _fused_rates(g0, q, idx, val, n, gg, eta, rates[0]) * scale
     if not h > 0.0:
         return
-    a = y * invariant_step_compiled(loss, z0, h) / h * scale
+    a = y * invariant_step_compiled(loss, z0, ez0, h) / h * scale
     if b > 0.0:
         _axpy2(u0, a, uk, a * b, rates, idx, val, n)
     else:

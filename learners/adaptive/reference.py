@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from learners.adaptive.configs import Configs
-from learners.adaptive.steps import AROW, invariant_step, loss_slope
+from learners.adaptive.steps import AROW, invariant_step, slope_terms
 from learners.inputs import Vec
 
 __all__ = ["FOLD_BELOW", "AdaptiveState", "learn", "member_scores"]
@@ -93,7 +93,7 @@ def learn(state: AdaptiveState, configs: Configs, v: Vec, y: float, task: int) -
         if loss == AROW:
             _arow(state, m, task, j, val, x2, y, z0, b, float(configs.ridges[m]))
             continue
-        g = loss_slope(loss, z0)
+        g, ez0 = slope_terms(loss, z0)
         if g == 0.0:
             continue
         eta = float(configs.etas[m])
@@ -111,7 +111,7 @@ def learn(state: AdaptiveState, configs: Configs, v: Vec, y: float, task: int) -
         h *= scale
         if not h > 0.0:
             continue
-        a = y * invariant_step(loss, z0, h) / h * scale
+        a = y * invariant_step(loss, z0, ez0, h) / h * scale
         state.U0[m, j] += (a * rate0) * val
         if b > 0.0:
             state.U[m, task, j] += (a * ratek) * val
