@@ -15,13 +15,17 @@ measured on the same streams in the same run. Measured here:
   ``predict_one`` + ``learn_one``, or the plain numpy loop (predict, then
   ``W += y outer(A^{-1} e_t, x)`` on a mistake: the multitask Perceptron, Eq. 3.3).
 
-Both first settle the process they run in (``settle`` CPU seconds at most, untimed):
-a throwaway learner makes the same calls on the start of the stream
-(:func:`settle_blocks`, :func:`settle_loop`). A forked child's first writes to
+In the forked child, before either and before its CPU-time alarm is set, a
+throwaway learner makes the same calls on the start of the stream, untimed
+(:func:`settle_blocks`, :func:`settle_loop`): a forked child's first writes to
 memory it shares with its parent (the heap its batches are allocated from, the
 interpreter's objects) each copy a page, a cost of the fork, not of the learner,
 that neither a long-running worker nor the peers (measured in the parent) pay: on
 the 40,000 events of the sparse stream it took 20-30% off a learner's rate.
+
+A block that the alarm interrupts is not counted, but the CPU time it took is:
+a learner that cannot finish a block in its allowance is reported below, never
+above, its rate.
 
 Every rate is events per second of **CPU time** of the measuring thread
 (``time.thread_time``; the learners and the peers run on it, BLAS pinned to one
@@ -145,10 +149,8 @@ def measure_blocks(
     seconds: float,
     *,
     ramp: bool,
-    settle: float = 0.0,
 ) -> dict[str, Any]:
-    """``score_and_learn_many`` over the first ``n`` events in blocks of ``block`` rows,
-    after :func:`settle_blocks` (at most ``settle`` CPU seconds, untimed).
+    """``score_and_learn_many`` over the first ``n`` events in blocks of ``block`` rows.
 
     Stops at the end of the stream or once ``seconds`` of CPU time are spent. With
     ``ramp`` the first block has 8 rows and the size doubles up to ``block`` while
@@ -156,7 +158,6 @@ def measure_blocks(
     measured at all); without, every block has ``block`` rows. Slicing the stream
     is outside the timed calls.
     """
-    settle_blocks(name, stream, n, block, settle)
     model = _make(name, stream, n)
     spent_in = _time_methods(model)
     a_updates_before = int(getattr(model, "n_a_updates_", 0))
@@ -164,6 +165,7 @@ def measure_blocks(
     scores = np.empty(n)
     done, spent, size = 0, 0.0, (min(8, block) if ramp else block)
     started = time.thread_time()
+    t0: float | None = None  # the start of the block under way
     try:
         while done < n and spent < seconds:
             end = min(n, done + size)
@@ -171,6 +173,7 @@ def measure_blocks(
             t0 = time.thread_time()
             scores[done:end] = model.score_and_learn_many(Xb, yb, tb)
             took = time.thread_time() - t0
+            t0 = None
             spent += took
             if ramp:
                 rate = (end - done) / took if took > 0 else float("inf")
@@ -178,7 +181,8 @@ def measure_blocks(
                     size = min(block, 2 * size)
             done = end
     except TimeUp:
-        pass  # the block under way when the alarm rang is not counted
+        if t0 is not None:  # the block under way: its time counts, its events do not
+            spent += time.thread_time() - t0
     out: dict[str, Any] = {
         "events": done,
         "seconds": spent if done else time.thread_time() - started,
@@ -219,15 +223,13 @@ def _learner_step(model: Any, loop: str) -> Callable[[np.ndarray, float, int], f
 
 
 def measure_loop(
-    name: str, stream: BenchStream, n: int, loop: str, seconds: float, *, settle: float = 0.0
+    name: str, stream: BenchStream, n: int, loop: str, seconds: float
 ) -> dict[str, Any]:
-    """A Python loop over dense rows (one of :data:`LOOPS`) for learner ``name``, after
-    :func:`settle_loop` (at most ``settle`` CPU seconds, untimed).
+    """A Python loop over dense rows (one of :data:`LOOPS`) for learner ``name``.
 
     The ``numpy`` loop uses the learner's initial ``A^{-1}`` (``Ainv_``) if it has
     one, else the identity (independent Perceptrons).
     """
-    settle_loop(name, stream, n, loop, settle)
     model = _make(name, stream, n)
     if loop == "numpy":
         K, d = stream.n_tasks, stream.d
@@ -238,6 +240,7 @@ def measure_loop(
     X, labels, tasks = stream.X, stream.y.tolist(), stream.task.tolist()
     scores = np.empty(n)
     done, spent = 0, 0.0
+    t0: float | None = None  # the start of the chunk under way
     try:
         while done < n and spent < seconds:
             end = min(n, done + LOOP_CHUNK)
@@ -247,9 +250,11 @@ def measure_loop(
             for k, (x, label, t) in enumerate(zip(rows, labels[done:end], tasks[done:end])):
                 out[k] = step(x, label, t)
             spent += time.thread_time() - t0
+            t0 = None
             done = end
     except TimeUp:
-        pass
+        if t0 is not None:  # the chunk under way: its time counts, its events do not
+            spent += time.thread_time() - t0
     result: dict[str, Any] = {
         "events": done,
         "seconds": spent,

@@ -7,8 +7,8 @@ learner (``score_and_learn_many``, blocks of :data:`MAIN_BLOCK`); on K = 10
 d = 100 the block-size x label-noise grid and the Python loops of
 :data:`BLOCK_LEARNERS`. Each learner measurement is a forked child
 (:func:`~bench.perf.throughput_ours.call_isolated`) with a fresh learner on the
-start of the stream, after an untimed pass that settles the child
-(:func:`~bench.perf.throughput_compiled.settle_blocks`, at most
+start of the stream, after an untimed pass that settles the child before its alarm
+is set (:func:`~bench.perf.throughput_compiled.settle_blocks`, at most
 :data:`SETTLE_SHARE` of the allowance); the figure is the median of ``reps``
 repetitions (one for a learner that used its whole allowance).
 """
@@ -21,7 +21,13 @@ from typing import Any
 
 import learners
 from bench.perf.throughput_compile import compile_times, first_use
-from bench.perf.throughput_compiled import LOOPS, measure_blocks, measure_loop
+from bench.perf.throughput_compiled import (
+    LOOPS,
+    measure_blocks,
+    measure_loop,
+    settle_blocks,
+    settle_loop,
+)
 from bench.perf.throughput_ours import call_isolated
 from bench.perf.throughput_peers import measure_peer, median_entry, run_river, run_vw
 from bench.perf.throughput_streams import BenchStream, make_stream
@@ -35,8 +41,8 @@ STREAMS = (
     ("sparse K=10 d=100,000", 10, 100_000, True, 40_000),
     ("K=100 d=100", 100, 100, False, 200_000),
 )
-#: The untimed pass that settles a forked child before a measurement may take at most
-#: this share of the measurement's CPU allowance (on top of it).
+#: The untimed pass that settles a forked child before a measurement stops starting
+#: blocks once it has taken this share of the measurement's CPU allowance.
 SETTLE_SHARE = 0.25
 #: Rows per ``score_and_learn_many`` call in the per-stream table.
 MAIN_BLOCK = 10_000
@@ -50,10 +56,10 @@ def _log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def _median_of(measure: Any, seconds: float, reps: int) -> dict[str, Any]:
+def _median_of(measure: Any, seconds: float, reps: int, settle: Any) -> dict[str, Any]:
     entries = []
     for _ in range(reps):
-        entry = call_isolated(measure, (1.0 + SETTLE_SHARE) * seconds, timeout=20 * seconds + 60)
+        entry = call_isolated(measure, seconds, timeout=20 * seconds + 60, prepare=settle)
         if not entry.get("per_sec"):
             return entry  # failed, or not one event in the allowance: no point repeating
         entries.append(entry)
@@ -80,11 +86,10 @@ def _stream_row(
     ours = {}
     for name in names:
         ours[name] = _median_of(
-            lambda name=name: measure_blocks(
-                name, stream, n, MAIN_BLOCK, seconds, ramp=True, settle=SETTLE_SHARE * seconds
-            ),
+            lambda name=name: measure_blocks(name, stream, n, MAIN_BLOCK, seconds, ramp=True),
             seconds,
             reps,
+            lambda name=name: settle_blocks(name, stream, n, MAIN_BLOCK, SETTLE_SHARE * seconds),
         )
         _log(f"   {name}: {_shown(ours[name])}")
     return {"label": label, "n": n, "peers": peers, "ours": ours}
@@ -98,16 +103,13 @@ def _grid(stream_of: dict[float, BenchStream], seconds: float, reps: int) -> dic
                 key = f"{name}|{block}|{noise:g}"
                 grid[key] = _median_of(
                     lambda name=name, stream=stream, block=block: measure_blocks(
-                        name,
-                        stream,
-                        stream.n,
-                        block,
-                        seconds,
-                        ramp=False,
-                        settle=SETTLE_SHARE * seconds,
+                        name, stream, stream.n, block, seconds, ramp=False
                     ),
                     seconds,
                     reps,
+                    lambda name=name, stream=stream, block=block: settle_blocks(
+                        name, stream, stream.n, block, SETTLE_SHARE * seconds
+                    ),
                 )
                 _log(f"   {name} block {block} noise {noise:g}: {_shown(grid[key])}")
     return grid
@@ -121,11 +123,12 @@ def _loops(stream: BenchStream, seconds: float, reps: int) -> dict[str, Any]:
                 continue
             key = f"{name}|{loop}"
             loops[key] = _median_of(
-                lambda name=name, loop=loop: measure_loop(
-                    name, stream, stream.n, loop, seconds, settle=SETTLE_SHARE * seconds
-                ),
+                lambda name=name, loop=loop: measure_loop(name, stream, stream.n, loop, seconds),
                 seconds,
                 reps,
+                lambda name=name, loop=loop: settle_loop(
+                    name, stream, stream.n, loop, SETTLE_SHARE * seconds
+                ),
             )
             _log(f"   loop {key}: {_shown(loops[key])}")
     return loops

@@ -179,10 +179,15 @@ def run_isolated(
 
 
 def call_isolated(
-    measure: Callable[[], dict[str, Any]], seconds: float, timeout: float
+    measure: Callable[[], dict[str, Any]],
+    seconds: float,
+    timeout: float,
+    prepare: Callable[[], object] | None = None,
 ) -> dict[str, Any]:
     """``measure()`` in a forked child: memory limit, a CPU-time alarm at ``seconds`` plus
     :data:`ALARM_GRACE` (raising :class:`TimeUp` inside it), and a wall-clock ``timeout``.
+    ``prepare()``, if given, runs in the child before the alarm is set (an untimed
+    warm-up that bounds itself; the wall-clock ``timeout`` covers it too).
 
     The child inherits the parent's compiled kernels (warm them before forking).
     Returns the JSON-able dict ``measure`` returned, or ``{"error": ...}``.
@@ -193,6 +198,8 @@ def call_isolated(
         os.close(read_fd)
         try:
             resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+            if prepare is not None:
+                prepare()
             signal.signal(signal.SIGPROF, _ring)
             signal.setitimer(signal.ITIMER_PROF, seconds + ALARM_GRACE)
             out = measure()
