@@ -247,8 +247,11 @@ def compiled_markdown(c: dict[str, Any]) -> str:
         "",
         "Every rate is events per **CPU second** (`time.thread_time` of the measuring "
         "thread), not wall time: the host is shared. After `learners.warm_kernels()`; each "
-        f"learner with default hyperparameters in a forked child on the start of the stream, up "
-        f"to {c['seconds']:g} CPU s; peers up to {c['peer_seconds']:g} CPU s; median of "
+        "learner with default hyperparameters in a forked child on the start of the stream, "
+        "after an untimed pass of a throwaway learner over the same calls that settles the "
+        "child (the copy-on-write faults of the fork are not the learner's; the peers run in "
+        f"the parent), up to {c['seconds']:g} CPU s; peers up to {c['peer_seconds']:g} CPU s; "
+        "a block the alarm interrupts adds its time, not its events; median of "
         f"{c['reps']} repetitions (one for a learner that used its whole allowance). Streams as above; events per stream: "
         + ", ".join(f"{s['label']}: {s['n']:,}" for s in c["streams"])
         + ". Blocks start at 8 rows and double while the next is expected to fit in the allowance, "
