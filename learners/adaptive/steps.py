@@ -82,8 +82,9 @@ def _start(z0: float, ez0: float, h: float, euler: float) -> float:
     starts, keeping ``e^(z0 + dz)`` finite. With ``T = z0 + e^z0 + h > 1`` the new margin
     ``z1`` solves ``z1 + e^z1 = T`` with ``z1 >= 0``, so ``e^z1 <= T`` and ``dz <= log T -
     z0``. Where that bound is below the Euler step, one Halley step is taken from it
-    without an exponential (there ``e^(z0 + dz) = T`` and ``f = log T``): about 0.4 fewer
-    steps with an exponential per event on the benchmark streams. Otherwise the start is the least of the Euler step and
+    without an exponential (there ``e^(z0 + dz) = T`` and ``f = log T``; with the stop of
+    :func:`_halley_root`, 2.13 instead of 2.68 steps with an exponential per update on the
+    benchmark stream). Otherwise the start is the least of the Euler step and
     ``log(1 + h e^-z0)`` (for ``T <= 1``), both at or beyond the root."""
     target = z0 + ez0 + h
     if target > 1.0:
