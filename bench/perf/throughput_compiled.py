@@ -105,6 +105,20 @@ def _mistakes(scores: np.ndarray, y: np.ndarray) -> int:
     return int(np.sum(np.where(scores >= 0.0, 1.0, -1.0) != y))
 
 
+def _loop_step(
+    name: str, stream: BenchStream, n: int, loop: str
+) -> Callable[[np.ndarray, float, int], float]:
+    """The step of a fresh learner ``name`` for :data:`LOOPS` entry ``loop``; the ``numpy``
+    loop takes the learner's initial ``A^{-1}`` (``Ainv_``) if it has one, else the
+    identity (independent Perceptrons)."""
+    model = _make(name, stream, n)
+    if loop != "numpy":
+        return _learner_step(model, loop)
+    K = stream.n_tasks
+    Ainv = np.array(getattr(model, "Ainv_", np.eye(K)), dtype=float)
+    return _numpy_step(np.zeros((K, stream.d)), Ainv)
+
+
 def settle_blocks(name: str, stream: BenchStream, n: int, block: int, seconds: float) -> None:
     """Untimed ``score_and_learn_many`` calls of a throwaway learner on the start of the
     stream (module docstring): blocks of 1, 2, 4, ... rows up to ``block``, until
@@ -128,10 +142,7 @@ def settle_loop(name: str, stream: BenchStream, n: int, loop: str, seconds: floa
     :data:`LOOP_CHUNK` rows with a throwaway learner, for at most ``seconds``."""
     if seconds <= 0.0:
         return
-    if loop == "numpy":
-        step = _numpy_step(np.zeros((stream.n_tasks, stream.d)), np.eye(stream.n_tasks))
-    else:
-        step = _learner_step(_make(name, stream, n), loop)
+    step = _loop_step(name, stream, n, loop)
     end = min(n, LOOP_CHUNK)
     labels, tasks = stream.y[:end].tolist(), stream.task[:end].tolist()
     started = time.thread_time()
@@ -230,13 +241,7 @@ def measure_loop(
     The ``numpy`` loop uses the learner's initial ``A^{-1}`` (``Ainv_``) if it has
     one, else the identity (independent Perceptrons).
     """
-    model = _make(name, stream, n)
-    if loop == "numpy":
-        K, d = stream.n_tasks, stream.d
-        Ainv = np.array(getattr(model, "Ainv_", np.eye(K)), dtype=float)
-        step = _numpy_step(np.zeros((K, d)), Ainv)
-    else:
-        step = _learner_step(model, loop)
+    step = _loop_step(name, stream, n, loop)
     X, labels, tasks = stream.X, stream.y.tolist(), stream.task.tolist()
     scores = np.empty(n)
     done, spent = 0, 0.0

@@ -248,20 +248,6 @@ def row_buffers(W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # pragma: no c
 
 
 @njit(**ROW_HELPER)
-def prefetch_features(call: KernelPass, i: int, w: np.ndarray) -> None:  # pragma: no cover
-    """Prefetch ``w[j]`` for every feature j of CSR row ``i`` of the call: a sparse pass
-    calls it a row ahead (:func:`learners.kernels.prefetch_columns`)."""
-    prefetch_columns(w, call.indices, call.indptr[i], call.indptr[i + 1])
-
-
-@njit(**ROW_HELPER)
-def prefetch_all_features(call: KernelPass, i: int, W: np.ndarray) -> None:  # pragma: no cover
-    """:func:`prefetch_features` for every row of ``W``."""
-    for m in range(W.shape[0]):
-        prefetch_features(call, i, W[m])
-
-
-@njit(**ROW_HELPER)
 def row_dot(
     w: np.ndarray, dense: bool, idx: np.ndarray, val: np.ndarray, n: int
 ) -> float:  # pragma: no cover - compiled
@@ -338,13 +324,11 @@ def selective_pass(
     rows = call.y.shape[0]
     ahead = not dense and not pooled
     for i in range(rows):
-        if ahead and i + 1 < rows:  # the next row's task weights (not a pooled vector,
-            if form == MATRIX:  # which stays in the cache)
-                prefetch_all_features(call, i + 1, W)
-            else:
-                prefetch_features(call, i + 1, W[call.tasks[i + 1]])
-                if form == B_FAMILY:
-                    prefetch_features(call, i + 1, s)
+        if ahead and i + 1 < rows:  # the weights the next row is scored with, as
+            lo, hi = call.indptr[i + 1], call.indptr[i + 2]  # learn_csr (perceptron)
+            prefetch_columns(W[call.tasks[i + 1]], call.indices, lo, hi)
+            if form == B_FAMILY:
+                prefetch_columns(s, call.indices, lo, hi)
         nx = load_row(call, i, W.shape[1], idx, val)
         k = call.tasks[i]
         r = 0 if pooled else k
