@@ -32,6 +32,8 @@ import math
 import numpy as np
 from numba import njit
 
+from learners.kernels import ROW_HELPER
+
 __all__ = ["SMALL_K", "assemble_rows", "sym_eig"]
 
 #: The largest K diagonalised inline; LAPACK above (where its blocked code pays off).
@@ -45,7 +47,7 @@ _HIGH = 1e280
 _MAX_ITER = 30
 
 
-@njit(cache=True)
+@njit(**ROW_HELPER)
 def _rot_len(p: float, q: float) -> float:
     """``sqrt(p^2 + q^2)``, through ``hypot`` only when the squares could under/overflow."""
     r2 = p * p + q * q
@@ -54,7 +56,7 @@ def _rot_len(p: float, q: float) -> float:
     return math.hypot(p, q)
 
 
-@njit(cache=True)
+@njit(**ROW_HELPER)
 def _tridiagonalize(
     V: np.ndarray, d: np.ndarray, e: np.ndarray, Z: np.ndarray, v: np.ndarray, w: np.ndarray
 ) -> None:
@@ -129,7 +131,7 @@ def _tridiagonalize(
         e[n - 1] = V[n - 2, n - 1]
 
 
-@njit(cache=True)
+@njit(**ROW_HELPER)
 def _ql(d: np.ndarray, e: np.ndarray, Z: np.ndarray) -> bool:
     """EISPACK ``tql2``: diagonalise the tridiagonal ``(d, e[1:])``, rotating the rows of ``Z``.
 
@@ -158,7 +160,7 @@ def _ql(d: np.ndarray, e: np.ndarray, Z: np.ndarray) -> bool:
                     return False
                 g = d[lo]
                 p = (d[lo + 1] - g) / (2.0 * e[lo])
-                r = math.hypot(p, 1.0)
+                r = _rot_len(p, 1.0)
                 if p < 0.0:
                     r = -r
                 d[lo] = e[lo] / (p + r)
@@ -183,8 +185,9 @@ def _ql(d: np.ndarray, e: np.ndarray, Z: np.ndarray) -> bool:
                     h = c * p
                     r = _rot_len(p, e[i])
                     e[i + 1] = s * r
-                    s = e[i] / r
-                    c = p / r
+                    inv = 1.0 / r  # one division on the chain, not two
+                    s = e[i] * inv
+                    c = p * inv
                     p = c * d[i] - s * g
                     d[i + 1] = h + s * (c * g + s * d[i])
                     zi = Z[i]
@@ -203,37 +206,49 @@ def _ql(d: np.ndarray, e: np.ndarray, Z: np.ndarray) -> bool:
     return True
 
 
-@njit(cache=True)
-def _block_eig(M: np.ndarray, rows: np.ndarray, m: int, lam: np.ndarray, work: np.ndarray) -> None:
-    """Eigenpairs of the block ``M[rows[:m]][:, rows[:m]]``: eigenvalues (unsorted) into
-    ``lam[:m]``, eigenvector ``r`` into ``work[m*m + r*m : m*m + (r+1)*m]`` (block coordinates)."""
-    V = work[: m * m].reshape((m, m))
-    Z = work[m * m : 2 * m * m].reshape((m, m))
-    e = work[2 * m * m : 2 * m * m + m]
-    v = work[2 * m * m + 2 * m : 2 * m * m + 3 * m]
-    w = work[2 * m * m + 3 * m : 2 * m * m + 4 * m]
+@njit(**ROW_HELPER)
+def _pow2_scale(top: float) -> float:
+    """The power of two (exact to multiply by) that takes ``top > 0`` into [1, 2); 0 when
+    it is not a finite float."""
+    _, exponent = math.frexp(top)  # top = f 2^exponent, f in [0.5, 1)
+    scale = math.ldexp(1.0, 1 - exponent)
+    return scale if 0.0 < scale < math.inf and top * scale < math.inf else 0.0
+
+
+@njit(**ROW_HELPER)
+def _inline_eig(V: np.ndarray, lam: np.ndarray, Z: np.ndarray, work: np.ndarray) -> bool:
+    """Eigenpairs of the symmetric ``V`` (destroyed) inline: eigenvalues (unsorted) into
+    ``lam``, eigenvector ``r`` into row ``r`` of ``Z``. False (``lam`` and ``Z`` undefined)
+    when the matrix cannot be scaled into range or the QL iteration does not converge.
+    ``work``: float scratch of 3 m entries."""
+    m = V.shape[0]
     top = 0.0
     for a in range(m):
         for b in range(m):
-            V[a, b] = M[rows[a], rows[b]]
             top = max(top, abs(V[a, b]))
-    inline = m <= SMALL_K and top > 0.0
-    if inline:
-        scale = 2.0 ** (-math.floor(math.log2(top)))  # a power of two: exact scaling
-        inline = 0.0 < scale < math.inf and top * scale < math.inf
-    if inline:
-        for a in range(m):
-            for b in range(m):
-                V[a, b] *= scale
-        _tridiagonalize(V, lam[:m], e, Z, v, w)
-        if _ql(lam[:m], e, Z):
-            for r in range(m):
-                lam[r] = lam[r] / scale
-            return
-        for a in range(m):
-            for b in range(m):
-                V[a, b] = M[rows[a], rows[b]]
-    w, Q = np.linalg.eigh(V)  # LAPACK dsyevd
+    if m > SMALL_K or not top > 0.0:
+        return False
+    scale = _pow2_scale(top)
+    if scale == 0.0:
+        return False
+    for a in range(m):
+        for b in range(m):
+            V[a, b] *= scale
+    e = work[:m]
+    _tridiagonalize(V, lam, e, Z, work[m : 2 * m], work[2 * m : 3 * m])
+    if not _ql(lam, e, Z):
+        return False
+    inv = 1.0 / scale  # a power of two: exact
+    for r in range(m):
+        lam[r] *= inv
+    return True
+
+
+@njit(cache=True)
+def _lapack_eig(V: np.ndarray, lam: np.ndarray, Z: np.ndarray) -> None:
+    """``lam`` and the rows of ``Z`` from LAPACK's ``dsyevd`` (numpy.linalg.eigh) of ``V``."""
+    w, Q = np.linalg.eigh(V)
+    m = V.shape[0]
     for r in range(m):
         lam[r] = w[r]
         for k in range(m):
@@ -241,19 +256,26 @@ def _block_eig(M: np.ndarray, rows: np.ndarray, m: int, lam: np.ndarray, work: n
 
 
 @njit(cache=True)
-def sym_eig(
-    M: np.ndarray, lam: np.ndarray, Z: np.ndarray, work: np.ndarray, rows: np.ndarray
-) -> None:
-    """Eigendecomposition of the finite, exactly symmetric ``M`` (K, K), into ``lam`` and ``Z``.
+def _block_eig(M: np.ndarray, rows: np.ndarray, m: int, lam: np.ndarray, work: np.ndarray) -> None:
+    """Eigenpairs of the block ``M[rows[:m]][:, rows[:m]]``: eigenvalues (unsorted) into
+    ``lam[:m]``, eigenvector ``r`` into ``work[m*m + r*m : m*m + (r+1)*m]`` (block coordinates)."""
+    V = work[: m * m].reshape((m, m))
+    Z = work[m * m : 2 * m * m].reshape((m, m))
+    for a in range(m):
+        for b in range(m):
+            V[a, b] = M[rows[a], rows[b]]
+    # lam is work[2 m^2 + m : 2 m^2 + 2 m] (sym_eig's block path); the scratch lies after it
+    if _inline_eig(V, lam[:m], Z, work[2 * m * m + 2 * m : 2 * m * m + 5 * m]):
+        return
+    for a in range(m):
+        for b in range(m):
+            V[a, b] = M[rows[a], rows[b]]
+    _lapack_eig(V, lam, Z)
 
-    ``lam`` (K,) gets the eigenvalues in ascending order (ties in index order) and
-    row ``j`` of ``Z`` (K, K) the unit eigenvector of ``lam[j]`` (``M = Z^T diag(lam) Z``
-    to rounding), as :func:`learners.omtl.numerics.sym_eigh` returns them: a task
-    whose row is zero off the diagonal is decoupled, its own eigenvector with
-    eigenvalue ``M[j, j]``, and only the block of the coupled tasks is
-    diagonalised. ``work`` is float scratch of ``2 K^2 + 4 K`` entries, ``rows``
-    int scratch of K. ``M`` is not modified.
-    """
+
+@njit(**ROW_HELPER)
+def _coupled_rows(M: np.ndarray, rows: np.ndarray) -> int:
+    """The tasks whose row of ``M`` is non-zero off the diagonal, into ``rows``; their number."""
     n = M.shape[0]
     m = 0
     for j in range(n):
@@ -262,21 +284,15 @@ def sym_eig(
                 rows[m] = j
                 m += 1
                 break
-    for j in range(n):
-        lam[j] = M[j, j]
-        for k in range(n):
-            Z[j, k] = 0.0
-        Z[j, j] = 1.0
-    if m > 0:
-        sub = work[2 * m * m + m :]
-        _block_eig(M, rows, m, sub, work)
-        for r in range(m):
-            j = rows[r]
-            lam[j] = sub[r]
-            Z[j, j] = 0.0
-            for c in range(m):
-                Z[j, rows[c]] = work[m * m + r * m + c]
-    for i in range(n):  # ascending, ties in index order: a stable insertion sort of indices
+    return m
+
+
+@njit(**ROW_HELPER)
+def _sort_ascending(lam: np.ndarray, Z: np.ndarray, work: np.ndarray, rows: np.ndarray) -> None:
+    """Sort the eigenpairs by ascending eigenvalue, ties in index order (a stable
+    insertion sort of indices, then one permutation through ``work``)."""
+    n = lam.shape[0]
+    for i in range(n):
         rows[i] = i
     for i in range(1, n):
         r = rows[i]
@@ -298,6 +314,50 @@ def sym_eig(
         lam[i] = work[i]
         for k in range(n):
             Z[i, k] = work[n + i * n + k]
+
+
+@njit(cache=True)
+def sym_eig(
+    M: np.ndarray, lam: np.ndarray, Z: np.ndarray, work: np.ndarray, rows: np.ndarray
+) -> None:
+    """Eigendecomposition of the finite, exactly symmetric ``M`` (K, K), into ``lam`` and ``Z``.
+
+    ``lam`` (K,) gets the eigenvalues in ascending order (ties in index order) and
+    row ``j`` of ``Z`` (K, K) the unit eigenvector of ``lam[j]`` (``M = Z^T diag(lam) Z``
+    to rounding), as :func:`learners.omtl.numerics.sym_eigh` returns them: a task
+    whose row is zero off the diagonal is decoupled, its own eigenvector with
+    eigenvalue ``M[j, j]``, and only the block of the coupled tasks is
+    diagonalised. ``work`` is float scratch of ``2 K^2 + 4 K`` entries, ``rows``
+    int scratch of K. ``M`` is not modified.
+
+    When every task is coupled (the usual case) the matrix is decomposed straight
+    into ``lam`` and ``Z``, without the block's copies.
+    """
+    n = M.shape[0]
+    m = _coupled_rows(M, rows)
+    if m == n:
+        V = work[: n * n].reshape((n, n))
+        V[:, :] = M
+        if not _inline_eig(V, lam, Z, work[n * n : n * n + 3 * n]):
+            V[:, :] = M
+            _lapack_eig(V, lam, Z)
+        _sort_ascending(lam, Z, work, rows)
+        return
+    for j in range(n):
+        lam[j] = M[j, j]
+        for k in range(n):
+            Z[j, k] = 0.0
+        Z[j, j] = 1.0
+    if m > 0:
+        sub = work[2 * m * m + m :]
+        _block_eig(M, rows, m, sub, work)
+        for r in range(m):
+            j = rows[r]
+            lam[j] = sub[r]
+            Z[j, j] = 0.0
+            for c in range(m):
+                Z[j, rows[c]] = work[m * m + r * m + c]
+    _sort_ascending(lam, Z, work, rows)
 
 
 @njit(cache=True)
