@@ -53,6 +53,7 @@ from numba import njit
 
 from learners.active.kernels import KernelPass, load_row, warm_call, warm_rows
 from learners.adaptive.kernels import (
+    WARM_BASES,
     ConfigArrays,
     OutlierArrays,
     StateArrays,
@@ -63,6 +64,7 @@ from learners.adaptive.kernels import (
     leader,
     learn_row,
     row_width,
+    warm_state,
 )
 from learners.amlc.kernels import _committee_shares, _hinge, _peer_reweigh, _reweigh
 from learners.kernels import ROW_HELPER, register_warmup
@@ -503,20 +505,14 @@ def peer_rule_pass(
     return counters[_DRAWN], counters[_ASKED]
 
 
-def _warm_base(losses: list[int], gammas: list[float], n_tasks: int, dim: int) -> BaseArrays:
+def _warm_base(
+    losses: list[int], gammas: list[float], interleave: bool, n_tasks: int, dim: int
+) -> BaseArrays:
     """A fresh base of the given configurations (as ``AdaptiveLearner._init_state``)."""
     M = len(losses)
     return (
         (np.array(losses, dtype=np.int64), np.ones(M), np.ones(M), np.ones(M)),
-        (
-            np.zeros((M, dim)),
-            np.zeros((M, n_tasks, dim)),
-            np.ones((M, dim)),
-            np.ones((M, n_tasks, dim)),
-            np.zeros(dim),
-            np.zeros(2),
-            np.zeros(M, dtype=np.int64),
-        ),
+        warm_state(M, n_tasks, dim, interleave),
         (
             np.array(gammas),
             np.zeros((M, n_tasks, dim)),
@@ -528,13 +524,13 @@ def _warm_base(losses: list[int], gammas: list[float], n_tasks: int, dim: int) -
 
 @register_warmup
 def warm() -> None:
-    """Compile both passes (dense and CSR rows, dimension 3 + bias) on tiny inputs: a
-    member, a member with an outlier part, a grid of three configurations."""
+    """Compile both passes (dense and CSR rows, dimension 3 + bias) on tiny inputs, for
+    each base of :data:`learners.adaptive.kernels.WARM_BASES`."""
     for rows in warm_rows():
-        for losses, gammas in (([0], [0.0]), ([0], [0.5]), ([0, 1, 2], [0.5, 0.0, 0.0])):
+        for losses, gammas, interleave in WARM_BASES:
             committee_pass(
                 warm_call(rows, 1),
-                _warm_base(losses, gammas, 2, 4),
+                _warm_base(losses, gammas, interleave, 2, 4),
                 np.full((2, 2), 0.5),
                 1.0,
                 1.0,
@@ -542,5 +538,10 @@ def warm() -> None:
             )
             peer = np.array([[0.0, 1.0], [1.0, 0.0]])
             peer_rule_pass(
-                warm_call(rows, 2), _warm_base(losses, gammas, 2, 4), peer, 1.0, 5.0, True
+                warm_call(rows, 2),
+                _warm_base(losses, gammas, interleave, 2, 4),
+                peer,
+                1.0,
+                5.0,
+                True,
             )

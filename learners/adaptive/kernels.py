@@ -38,6 +38,7 @@ import numpy as np
 from numba import njit
 
 from learners.active.kernels import KernelPass, load_row, warm_call, warm_rows
+from learners.adaptive.layout import config_full
 from learners.adaptive.reference import FOLD_BELOW
 from learners.adaptive.steps import AROW, invariant_step_compiled, slope_terms_compiled
 from learners.kernels import ROW_HELPER, prefetch, register_warmup
@@ -61,6 +62,7 @@ OutlierArrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 _SUMS = {"reassoc"}
 
 __all__ = [
+    "WARM_BASES",
     "ConfigArrays",
     "OutlierArrays",
     "StateArrays",
@@ -70,6 +72,7 @@ __all__ = [
     "learn_row",
     "row_width",
     "warm",
+    "warm_state",
 ]
 
 
@@ -1047,6 +1050,13 @@ def _prefetch_row(call: KernelPass, i: int, state: StateArrays) -> None:  # prag
     for p in range(call.indptr[i], call.indptr[i + 1]):
         j = call.indices[p]
         prefetch(S, j)  # type: ignore[call-arg]  # numba supplies typingctx
+        if U0.strides[0] == 8:  # interleaved: the configurations of feature j side by side
+            for m in (0, U0.shape[0] - 1):
+                prefetch(U0[m], j)
+                prefetch(G0[m], j)
+                prefetch(U[m, k], j)
+                prefetch(G[m, k], j)
+            continue
         for m in range(U0.shape[0]):
             prefetch(U0[m], j)
             prefetch(G0[m], j)
@@ -1132,24 +1142,40 @@ def _score_rows(
             call.scores[i] = _row_score(idx, val, n, k, state, outlier, member, scores, buffers)
 
 
+#: The configurations the warm-ups compile for: (losses, outlier gammas, interleaved):
+#: a member, a member with an outlier part, a grid of three in either memory order
+#: (:mod:`learners.adaptive.layout`).
+WARM_BASES = (
+    ([0], [0.0], False),
+    ([0], [0.5], False),
+    ([0, 1, 2], [0.5, 0.0, 0.0], False),
+    ([0, 1, 2], [0.0, 0.0, 0.0], True),
+)
+
+
+def warm_state(M: int, n_tasks: int, dim: int, interleave: bool) -> StateArrays:
+    """A fresh state of M configurations (AdaGrad sums of 1) in the given memory order."""
+    ones = np.ones(M)
+    return (
+        config_full((M, dim), 0.0 * ones, interleave),
+        config_full((M, n_tasks, dim), 0.0 * ones, interleave),
+        config_full((M, dim), ones, interleave),
+        config_full((M, n_tasks, dim), ones, interleave),
+        np.zeros(dim),
+        np.zeros(2),
+        np.zeros(M, dtype=np.int64),
+    )
+
+
 @register_warmup
 def warm() -> None:
     """Compile :func:`adaptive_pass` and :func:`adaptive_scores` for dense and CSR rows
-    (dimension 3 + bias) on tiny inputs: one configuration (a member), one with an
-    outlier part, a grid of three."""
+    (dimension 3 + bias) on tiny inputs, for each of :data:`WARM_BASES`."""
     for rows in warm_rows():
-        for losses, gammas in (([0], [0.0]), ([0], [0.5]), ([0, 1, 2], [0.5, 0.0, 0.0])):
+        for losses, gammas, interleave in WARM_BASES:
             M = len(losses)
             call = warm_call(rows, 1)._replace(active=False)
-            state = (
-                np.zeros((M, 4)),
-                np.zeros((M, 2, 4)),
-                np.ones((M, 4)),
-                np.ones((M, 2, 4)),
-                np.zeros(4),
-                np.zeros(2),
-                np.zeros(M, dtype=np.int64),
-            )
+            state = warm_state(M, 2, 4, interleave)
             outlier = (np.array(gammas), np.zeros((M, 2, 4)), np.ones((M, 2)), np.zeros((M, 2)))
             adaptive_scores(call, state, outlier)
             configs = (np.array(losses, dtype=np.int64), np.ones(M), np.ones(M), np.ones(M))

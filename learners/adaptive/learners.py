@@ -16,6 +16,7 @@ one configuration.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
@@ -23,6 +24,7 @@ import numpy as np
 from learners.active.kernels import KernelPass, KernelRows, kernel_rows, vector_rows
 from learners.adaptive.configs import Configs, loss_list, non_negative_list, positive_list
 from learners.adaptive.kernels import adaptive_pass, adaptive_scores
+from learners.adaptive.layout import config_full, in_layout, interleave_for
 from learners.adaptive.reference import AdaptiveState, learn, member_scores
 from learners.base import APPEND_BIAS, L2_NORMALIZE, LOG_SCALE, Learner, Param
 from learners.inputs import Batch, Vec, as_vector, check_label, check_task
@@ -163,12 +165,12 @@ class AdaptiveLearner(Learner):
         self._configs = self.configs()
         M, K, D = self._configs.size, self.n_tasks, self.dim
         shared, per_task = self._configs.initial_variances()
-        # written here (np.full, not np.zeros) so that no learning call pays for the first
-        # touch of its pages
-        self.U0_ = np.full((M, D), 0.0)
-        self.U_ = np.full((M, K, D), 0.0)
-        self.G0_ = np.repeat(shared[:, None], D, axis=1)
-        self.G_ = np.repeat(np.repeat(per_task[:, None, None], K, axis=1), D, axis=2)
+        interleave = interleave_for(M, D)
+        zeros = np.zeros(M)
+        self.U0_ = config_full((M, D), zeros, interleave)
+        self.U_ = config_full((M, K, D), zeros, interleave)
+        self.G0_ = config_full((M, D), shared, interleave)
+        self.G_ = config_full((M, K, D), per_task, interleave)
         self.S_ = np.zeros(D)
         self.stats_ = np.zeros(2)
         self.mistakes_ = np.zeros(M, dtype=np.int64)
@@ -176,6 +178,23 @@ class AdaptiveLearner(Learner):
         self.Q_ = np.zeros((M, k_q, d_q))
         self.Qs_ = np.ones((M, k_q))
         self.Qn_ = np.zeros((M, k_q))
+
+    @property
+    def interleaved(self) -> bool:
+        """Whether the configurations' arrays have their configurations innermost
+        (:mod:`learners.adaptive.layout`, docs/algorithms.md Sec. 11.5)."""
+        return interleave_for(self.U0_.shape[0], self.U0_.shape[1])
+
+    def _lay_out(self) -> None:
+        """Put ``U0_``, ``U_``, ``G0_``, ``G_`` in the memory order their shapes call for
+        (:func:`learners.adaptive.layout.interleave_for`); logical shapes and values stay."""
+        interleave = self.interleaved
+        for name in ("U0_", "U_", "G0_", "G_"):
+            setattr(self, name, in_layout(getattr(self, name), interleave))
+
+    def _set_state(self, state: Mapping[str, Any]) -> None:
+        super()._set_state(state)
+        self._lay_out()
 
     def _state(self) -> AdaptiveState:
         return AdaptiveState(
@@ -320,6 +339,7 @@ class AdaptiveLearner(Learner):
             self.Q_ = np.concatenate([self.Q_, np.zeros((M, 1, D))], axis=1)
             self.Qs_ = np.concatenate([self.Qs_, np.ones((M, 1))], axis=1)
             self.Qn_ = np.concatenate([self.Qn_, np.zeros((M, 1))], axis=1)
+        self._lay_out()
 
     def _task_weights(self) -> np.ndarray | None:
         m = self.leader()

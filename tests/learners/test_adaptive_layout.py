@@ -1,0 +1,162 @@
+"""Memory order of the adaptive learners' per-configuration arrays (learners.adaptive.layout).
+
+A grid on wide rows keeps its configurations innermost; the order changes how the
+arrays lie in memory, never their values: on sparse rows an interleaved learner
+gives the scores and weights of the same learner in C order bit for bit (the sparse
+loops add in the same order whatever the strides), on dense rows it follows the numpy
+reference to 1e-12. The order survives a new task and a state round trip, and every
+compiled pass (the selector's, the committee's, PEER's) runs on it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import learners
+from learners.adaptive.layout import (
+    INTERLEAVE_MIN_FEATURES,
+    config_full,
+    in_layout,
+    interleave_for,
+    is_interleaved,
+)
+from learners.checks.kernels import reference_of
+
+#: d such that the rows with the bias have exactly INTERLEAVE_MIN_FEATURES entries.
+WIDE = INTERLEAVE_MIN_FEATURES - 1
+FIELDS = ("U0_", "U_", "G0_", "G_")
+GRID = {"etas": "0.5,2.0", "couplings": "0.5,4", "losses": "logistic,hinge,arow"}
+
+
+def _sparse_stream(n: int, d: int, K: int, seed: int = 0) -> tuple[sp.csr_matrix, Any, Any]:
+    rng = np.random.default_rng(seed)
+    X = sp.random(n, d, density=30 / d, format="csr", random_state=seed)
+    X.data = rng.standard_normal(X.data.shape[0]) * 3.0
+    tasks = rng.integers(0, K, n)
+    truth = rng.standard_normal((K, d))
+    y = np.where(np.asarray(X.multiply(truth[tasks]).sum(axis=1)).ravel() > 0, 1.0, -1.0)
+    return X, y, tasks
+
+
+def _force_c_order(model: Any) -> None:
+    for name in FIELDS:
+        setattr(model, name, np.ascontiguousarray(getattr(model, name)))
+
+
+def _assert_same_state(a: Any, b: Any) -> None:
+    for name in (*FIELDS, "S_", "stats_", "mistakes_"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+
+
+def test_wide_grids_interleave_and_narrow_grids_and_members_do_not() -> None:
+    assert not interleave_for(14, INTERLEAVE_MIN_FEATURES - 1)
+    assert interleave_for(14, INTERLEAVE_MIN_FEATURES)
+    assert not interleave_for(1, 10 * INTERLEAVE_MIN_FEATURES)
+    wide = learners.make("adaptive", n_features=WIDE, n_tasks=2, **GRID)
+    narrow = learners.make("adaptive", n_features=WIDE - 1, n_tasks=2, **GRID)
+    member = learners.make("adaptive-logistic", n_features=WIDE, n_tasks=2)
+    assert wide.interleaved and not narrow.interleaved and not member.interleaved
+    M = wide.configs().size
+    assert wide.U_.shape == (M, 2, INTERLEAVE_MIN_FEATURES)
+    for name in FIELDS:
+        assert is_interleaved(getattr(wide, name)), name
+        assert getattr(narrow, name).flags.c_contiguous, name
+        assert getattr(member, name).flags.c_contiguous, name
+    # configuration m's values of feature j sit side by side: one stride of 8 bytes
+    assert wide.U_.strides == (8, 8 * M * INTERLEAVE_MIN_FEATURES, 8 * M)
+    # the fresh state is the C-ordered one: AROW's variances b per task, zeros elsewhere
+    fresh = learners.make("adaptive", n_features=WIDE - 1, n_tasks=2, **GRID)
+    for name in FIELDS:
+        np.testing.assert_array_equal(getattr(wide, name)[..., :-1], getattr(fresh, name))
+
+
+def test_layout_helpers_keep_values_and_shapes() -> None:
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((3, 4, 5))
+    b = in_layout(a, True)
+    assert is_interleaved(b) and b.shape == a.shape
+    np.testing.assert_array_equal(b, a)
+    assert in_layout(b, True) is b  # already so: no copy
+    c = in_layout(b, False)
+    assert c.flags.c_contiguous
+    np.testing.assert_array_equal(c, a)
+    full = config_full((3, 4), np.array([1.0, 2.0, 3.0]), True)
+    assert is_interleaved(full)
+    np.testing.assert_array_equal(full, np.repeat([[1.0], [2.0], [3.0]], 4, axis=1))
+
+
+@pytest.mark.parametrize("name", ["adaptive", "amlc-adaptive", "peer-share-adaptive"])
+def test_interleaved_learner_equals_the_c_ordered_one_bit_for_bit_on_sparse_rows(
+    name: str,
+) -> None:
+    params: dict[str, Any] = dict(GRID)
+    if name != "adaptive":
+        params = {"base": "adaptive", "base_params": GRID}
+    X, y, tasks = _sparse_stream(400, WIDE, 3)
+    interleaved = learners.make(name, n_features=WIDE, n_tasks=3, **params)
+    in_c = learners.make(name, n_features=WIDE, n_tasks=3, **params)
+    base_i = getattr(interleaved, "base_", interleaved)
+    base_c = getattr(in_c, "base_", in_c)
+    assert base_i.interleaved
+    _force_c_order(base_c)
+    assert base_c.U_.flags.c_contiguous
+    got = interleaved.score_and_learn_many(X, y, tasks)
+    want = in_c.score_and_learn_many(X, y, tasks)
+    np.testing.assert_array_equal(got, want)
+    _assert_same_state(base_i, base_c)
+    assert is_interleaved(base_i.U_)  # the pass wrote in place
+    assert np.count_nonzero(base_i.U_) > 0
+
+
+def test_dense_rows_on_an_interleaved_learner_follow_the_reference() -> None:
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((60, WIDE)) * (rng.random((60, WIDE)) < 0.5)
+    tasks = rng.integers(0, 2, 60)
+    y = np.where(X[:, 0] + X[:, 1] * (tasks - 0.5) > 0, 1.0, -1.0)
+    compiled = learners.make("adaptive", n_features=WIDE, n_tasks=2, **GRID)
+    reference = reference_of(compiled)
+    assert compiled.interleaved and reference.interleaved
+    scores = compiled.score_and_learn_many(X, y, tasks)
+    expected = [
+        reference.score_and_learn_one(x, label, t)
+        for x, label, t in zip(X, y, tasks.tolist(), strict=True)
+    ]
+    np.testing.assert_array_equal(np.sign(scores), np.sign(expected))
+    np.testing.assert_allclose(scores, expected, rtol=1e-12, atol=1e-12)
+    for name in FIELDS:
+        np.testing.assert_allclose(
+            getattr(compiled, name), getattr(reference, name), rtol=1e-12, atol=1e-12
+        )
+
+
+def test_new_task_and_state_round_trip_keep_the_order_and_the_numbers() -> None:
+    X, y, tasks = _sparse_stream(300, WIDE, 2, seed=4)
+    model = learners.make("adaptive", n_features=WIDE, n_tasks=2, **GRID)
+    model.score_and_learn_many(X[:150], y[:150], tasks[:150])
+    model.add_task()
+    assert model.U_.shape[1] == 3
+    for name in FIELDS:
+        assert is_interleaved(getattr(model, name)), name
+    restored = learners.from_state_dict(model.state_dict())
+    for name in FIELDS:
+        assert is_interleaved(getattr(restored, name)), name
+    _assert_same_state(model, restored)
+    rest = np.where(tasks[150:] == 1, 2, tasks[150:])  # the new task learns too
+    np.testing.assert_array_equal(
+        model.score_and_learn_many(X[150:], y[150:], rest),
+        restored.score_and_learn_many(X[150:], y[150:], rest),
+    )
+    _assert_same_state(model, restored)
+
+
+def test_adaptive_auto_views_interleave_on_wide_rows() -> None:
+    X, y, tasks = _sparse_stream(200, WIDE, 2, seed=5)
+    model = learners.make("adaptive-auto", n_features=WIDE, n_tasks=2)
+    assert all(view.interleaved for view in model.views_)
+    scores = model.score_and_learn_many(X, y, tasks)
+    assert np.all(np.isfinite(scores))
+    assert int(model.view_mistakes_.sum()) > 0
