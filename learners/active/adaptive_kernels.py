@@ -61,6 +61,7 @@ from learners.adaptive.kernels import (
     _dense_member_row,
     _dot,
     _nonzeros,
+    dense_form,
     leader,
     learn_row,
     row_width,
@@ -343,12 +344,15 @@ def _committee_rows(
     scores: np.ndarray,
     buffers: np.ndarray,
 ) -> None:  # pragma: no cover - compiled
-    """The rounds of :func:`committee_pass`, each row in the reference's canonical form."""
+    """The rounds of :func:`committee_pass`, each row in the reference's canonical form
+    (dense rows in the sparse form on a state laid out by feature,
+    :func:`~learners.adaptive.kernels.dense_form`)."""
     dim = base[1][0].shape[1]
     member = _is_member(base)
+    dense = dense_form(call, base[1])
     for i in range(call.y.shape[0]):
         n = load_row(call, i, dim, idx, val)
-        if call.dense and _all_nonzero(val, n):
+        if dense and _all_nonzero(val, n):
             _committee_row(
                 None,
                 val,
@@ -402,12 +406,14 @@ def _peer_rows(
     scores: np.ndarray,
     buffers: np.ndarray,
 ) -> None:  # pragma: no cover - compiled
-    """The rounds of :func:`peer_rule_pass`, each row in the reference's canonical form."""
+    """The rounds of :func:`peer_rule_pass`, each row in the reference's canonical form
+    (as :func:`_committee_rows`)."""
     dim = base[1][0].shape[1]
     member = _is_member(base)
+    dense = dense_form(call, base[1])
     for i in range(call.y.shape[0]):
         n = load_row(call, i, dim, idx, val)
-        if call.dense and _all_nonzero(val, n):
+        if dense and _all_nonzero(val, n):
             _peer_row(
                 None,
                 val,

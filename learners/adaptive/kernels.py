@@ -38,7 +38,7 @@ import numpy as np
 from numba import njit
 
 from learners.active.kernels import KernelPass, load_row, warm_call, warm_rows
-from learners.adaptive.layout import config_full
+from learners.adaptive.layout import config_pair
 from learners.adaptive.reference import FOLD_BELOW
 from learners.adaptive.steps import AROW, invariant_step_compiled, slope_terms_compiled
 from learners.kernels import ROW_HELPER, prefetch, register_warmup
@@ -68,6 +68,7 @@ __all__ = [
     "StateArrays",
     "adaptive_pass",
     "adaptive_scores",
+    "dense_form",
     "leader",
     "learn_row",
     "row_width",
@@ -940,6 +941,16 @@ def _first_order_step(
 
 
 @njit(**ROW_HELPER)
+def dense_form(call: KernelPass, state: StateArrays) -> bool:  # pragma: no cover - compiled
+    """Whether the call's dense rows without a zero are read in the dense form (no feature
+    indices). Not on a state laid out by feature (:mod:`learners.adaptive.layout`): there
+    the dense loops run strided, and their sums would not add in the order of the same
+    row's sparse form, so every row takes the sparse form (its non-zeros and their
+    indices) and a row gives the same numbers as a dense row, in a CSR batch or alone."""
+    return call.dense and state[0].strides[0] != state[0].itemsize
+
+
+@njit(**ROW_HELPER)
 def row_width(call: KernelPass, dim: int) -> int:  # pragma: no cover - compiled
     """The longest loaded row of ``call`` (the size of the row buffers)."""
     if call.dense:
@@ -996,7 +1007,7 @@ def _pass_rows(
     None for a dense call, which then compiles without it."""
     idx, val, buffers, scores = row_buffers
     M, dim = state[0].shape
-    dense = call.dense
+    dense = dense_form(call, state)
     member = M == 1 and outlier[0][0] == 0.0
     fast = dense and member and not call.normalize
     losses, etas, couplings, ridges = configs
@@ -1031,7 +1042,7 @@ def _pass_rows(
                     None, val, n, k, y, configs, state, outlier, scores, buffers
                 )
         else:
-            n = _nonzeros(dense, idx, val, n)
+            n = _nonzeros(call.dense, idx, val, n)
             if member:
                 call.scores[i] = _member_row(idx, val, n, k, y, configs, state, outlier, buffers)
             else:
@@ -1050,7 +1061,7 @@ def _prefetch_row(call: KernelPass, i: int, state: StateArrays) -> None:  # prag
     for p in range(call.indptr[i], call.indptr[i + 1]):
         j = call.indices[p]
         prefetch(S, j)  # type: ignore[call-arg]  # numba supplies typingctx
-        if U0.strides[0] == 8:  # interleaved: the configurations of feature j side by side
+        if U0.strides[0] == 8:  # by feature: every configuration of feature j side by side
             for m in (0, U0.shape[0] - 1):
                 prefetch(U0[m], j)
                 prefetch(G0[m], j)
@@ -1121,7 +1132,7 @@ def _score_rows(
     :func:`_pass_rows`)."""
     idx, val, buffers, scores = row_buffers
     M, dim = state[0].shape
-    dense = call.dense
+    dense = dense_form(call, state)
     member = M == 1 and outlier[0][0] == 0.0
     fast = dense and member and not call.normalize
     U0, U, S = state[0], state[1], state[4]
@@ -1138,13 +1149,14 @@ def _score_rows(
         if dense and _all_nonzero(val, n):
             call.scores[i] = _row_score(None, val, n, k, state, outlier, member, scores, buffers)
         else:
-            n = _nonzeros(dense, idx, val, n)
+            n = _nonzeros(call.dense, idx, val, n)
             call.scores[i] = _row_score(idx, val, n, k, state, outlier, member, scores, buffers)
 
 
-#: The configurations the warm-ups compile for: (losses, outlier gammas, interleaved):
-#: a member, a member with an outlier part, a grid of three in either memory order
-#: (:mod:`learners.adaptive.layout`).
+#: The configurations the warm-ups compile for: (losses, outlier gammas, by feature): a
+#: member, a member with an outlier part, a grid of three, and a grid in the order by
+#: feature (:mod:`learners.adaptive.layout`; a member in that order runs the same
+#: compiled code).
 WARM_BASES = (
     ([0], [0.0], False),
     ([0], [0.5], False),
@@ -1155,16 +1167,10 @@ WARM_BASES = (
 
 def warm_state(M: int, n_tasks: int, dim: int, interleave: bool) -> StateArrays:
     """A fresh state of M configurations (AdaGrad sums of 1) in the given memory order."""
-    ones = np.ones(M)
-    return (
-        config_full((M, dim), 0.0 * ones, interleave),
-        config_full((M, n_tasks, dim), 0.0 * ones, interleave),
-        config_full((M, dim), ones, interleave),
-        config_full((M, n_tasks, dim), ones, interleave),
-        np.zeros(dim),
-        np.zeros(2),
-        np.zeros(M, dtype=np.int64),
-    )
+    zeros, ones = np.zeros(M), np.ones(M)
+    u0, g0 = config_pair((M, dim), zeros, ones, interleave)
+    u, g = config_pair((M, n_tasks, dim), zeros, ones, interleave)
+    return (u0, u, g0, g, np.zeros(dim), np.zeros(2), np.zeros(M, dtype=np.int64))
 
 
 @register_warmup

@@ -1,4 +1,4 @@
-"""Memory order of an adaptive learner's per-configuration arrays (docs/algorithms.md Sec. 11.5).
+"""Memory order of an adaptive learner's weights and accumulators (docs/algorithms.md Sec. 11.4).
 
 The arrays ``U0_``, ``G0_`` (logical shape (M, D)) and ``U_``, ``G_`` (M, K, D) hold
 one value per configuration m, (task k) and feature j. Their logical shapes never
@@ -7,22 +7,29 @@ change; their memory order does:
 * **by configuration** (C order, the default): each configuration's weights of a
   task are contiguous, so the loops over a dense row run along memory and
   vectorise;
-* **interleaved** (configurations innermost: physical shapes (D, M) and (K, D, M),
-  seen through a transposed view): the M values of feature j lie side by side. A
-  sparse row then reads, per non-zero and per array, one or two cache lines for all
-  M configurations instead of M lines far apart. On a wide model, whose state is
-  far larger than the caches, those reads are the cost of a row: on the 100,000-feature
-  sparse stream ``adaptive-auto`` (two views of 8 configurations) learns 2.6 times
-  as many events per second interleaved and ``adaptive`` (14) 2.9 times, with the
-  same scores and weights to the bit (the sparse loops add in the same order whatever
-  the strides). A dense row is read with strided loops that do not vectorise: 3.5
-  times slower at d = 1,000.
+* **by feature** (interleaved): one buffer per part, physically (D, 2, M) for the
+  shared part and (K, D, 2, M) for the task parts, of which ``U0_``/``G0_`` and
+  ``U_``/``G_`` are strided views: for feature j (of task k) the M weights lie side
+  by side, then the M accumulators. A sparse row then reads, per non-zero and part,
+  the one to four cache lines that hold every configuration's weight and
+  accumulator, instead of 2 M lines megabytes apart. On a wide model, whose state is
+  far larger than the caches, those reads are the cost of a row.
 
-:func:`interleave_for` chooses: interleaved for a grid (M > 1) whose rows have at
-least :data:`INTERLEAVE_MIN_FEATURES` entries (bias included), the width from which rows are
-sparse in practice (text, hashed features); a member (M = 1) has the same memory
-either way and stays in C order. The choice depends on the shapes only, so a learner
-restored from its state, or replayed, runs the same loops as the one that was saved.
+Measured on the sparse stream (K = 10, d = 100,000, about 100 non-zeros per row;
+``python -m bench.perf.checkouts``, docs/algorithms.md Sec. 11.4): ``adaptive`` (14
+configurations) and ``adaptive-auto`` (two views of 8) learn about three times as
+many events per second by feature, the members 1.0-1.25 times. The sparse loops add in
+the same order whatever the strides, so the scores and weights are those of C order
+bit for bit. A dense row is read by strided loops that do not vectorise: 3.5 times
+slower at d = 1,000.
+
+:func:`interleave_for` chooses, from the learners' ``memory_order`` parameter: by
+feature (``features``), C order (``rows``), or with ``auto`` (the default) by feature
+for rows of at least :data:`INTERLEAVE_MIN_FEATURES` entries (bias included), the width
+from which rows are sparse in practice (text, hashed features), else C order; a model
+of wide dense rows (embeddings) wants ``rows``. The choice depends on the width and the
+parameter only, so a learner restored from its state, or replayed, runs the same loops
+as the one that was saved.
 """
 
 from __future__ import annotations
@@ -31,37 +38,34 @@ import numpy as np
 
 __all__ = [
     "INTERLEAVE_MIN_FEATURES",
-    "config_full",
+    "MEMORY_ORDERS",
+    "config_pair",
     "in_layout",
     "interleave_for",
     "is_interleaved",
 ]
 
-#: Rows at least this wide (D, the bias included) get the interleaved order (with M > 1).
+#: Rows at least this wide (D, the bias included) get the order by feature.
 INTERLEAVE_MIN_FEATURES = 16_384
 
 
-def interleave_for(n_configs: int, dim: int) -> bool:
-    """Whether a learner of ``n_configs`` configurations on rows of ``dim`` entries interleaves."""
-    return n_configs > 1 and dim >= INTERLEAVE_MIN_FEATURES
+#: The values of the learners' ``memory_order`` parameter.
+MEMORY_ORDERS = ("auto", "rows", "features")
+
+
+def interleave_for(dim: int, memory_order: str = "auto") -> bool:
+    """Whether a learner on rows of ``dim`` entries (bias included) lays its state out by
+    feature: with ``memory_order`` ``"features"``, never with ``"rows"``, and with
+    ``"auto"`` from :data:`INTERLEAVE_MIN_FEATURES` entries on."""
+    if memory_order != "auto":
+        return memory_order == "features"
+    return dim >= INTERLEAVE_MIN_FEATURES
 
 
 def is_interleaved(a: np.ndarray) -> bool:
-    """Whether the (M, D) or (M, K, D) array ``a`` has its configurations innermost."""
-    return a.shape[0] > 1 and a.strides[0] == a.itemsize and a.strides[-1] != a.itemsize
-
-
-def in_layout(a: np.ndarray, interleave: bool) -> np.ndarray:
-    """``a`` (logical shape (M, D) or (M, K, D)) in the requested order: itself when it
-    already is, else a copy (C order, or configurations innermost)."""
-    if not interleave:
-        return a if a.flags.c_contiguous else np.ascontiguousarray(a)
-    if is_interleaved(a) and a.base is not None and a.base.flags.c_contiguous:
-        return a
-    order = (*range(1, a.ndim), 0)  # (D, M) or (K, D, M)
-    physical = np.empty(tuple(a.shape[i] for i in order), dtype=a.dtype)
-    physical[...] = a.transpose(order)
-    return physical.transpose(_back(a.ndim))
+    """Whether the (M, D) or (M, K, D) array ``a`` is laid out by feature (configurations
+    innermost, a weight and an accumulator array sharing one buffer)."""
+    return a.strides[0] == a.itemsize and a.strides[-1] == 2 * a.shape[0] * a.itemsize
 
 
 def _back(ndim: int) -> tuple[int, ...]:
@@ -69,14 +73,37 @@ def _back(ndim: int) -> tuple[int, ...]:
     return (ndim - 1, *range(ndim - 1))
 
 
-def config_full(shape: tuple[int, ...], per_config: np.ndarray, interleave: bool) -> np.ndarray:
-    """A new array of logical ``shape`` (M, ...) in the requested order whose entries of
-    configuration m all equal ``per_config[m]`` (every page written, so that no learning
-    call pays for touching it first)."""
+def _empty_pair(shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Two arrays of logical ``shape`` (M, ...), views of one buffer laid out by feature."""
+    physical = np.empty((*shape[1:], 2, shape[0]))
+    back = _back(len(shape))
+    return physical[..., 0, :].transpose(back), physical[..., 1, :].transpose(back)
+
+
+def config_pair(
+    shape: tuple[int, ...], u_fill: np.ndarray, g_fill: np.ndarray, interleave: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """New weight and accumulator arrays of logical ``shape`` (M, ...) in the requested
+    order, configuration m's entries equal to ``u_fill[m]`` and ``g_fill[m]`` (every page
+    written, so that no learning call pays for touching it first)."""
+    if interleave:
+        u, g = _empty_pair(shape)
+    else:
+        u, g = np.empty(shape), np.empty(shape)
+    column = (-1,) + (1,) * (len(shape) - 1)
+    u[...] = u_fill.reshape(column)
+    g[...] = g_fill.reshape(column)
+    return u, g
+
+
+def in_layout(u: np.ndarray, g: np.ndarray, interleave: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The weights ``u`` and accumulators ``g`` (logical shape (M, D) or (M, K, D)) in the
+    requested order: themselves when they already are, else copies."""
     if not interleave:
-        out = np.empty(shape)
-        out[...] = per_config.reshape((-1,) + (1,) * (len(shape) - 1))
-        return out
-    physical = np.empty((*shape[1:], shape[0]))
-    physical[...] = per_config
-    return physical.transpose(_back(len(shape)))
+        return np.ascontiguousarray(u), np.ascontiguousarray(g)
+    if is_interleaved(u) and is_interleaved(g) and u.base is not None and u.base is g.base:
+        return u, g
+    pu, pg = _empty_pair(u.shape)
+    pu[...] = u
+    pg[...] = g
+    return pu, pg

@@ -24,12 +24,18 @@ import numpy as np
 from learners.active.kernels import KernelPass, KernelRows, kernel_rows, vector_rows
 from learners.adaptive.configs import Configs, loss_list, non_negative_list, positive_list
 from learners.adaptive.kernels import adaptive_pass, adaptive_scores
-from learners.adaptive.layout import config_full, in_layout, interleave_for
+from learners.adaptive.layout import (
+    INTERLEAVE_MIN_FEATURES,
+    MEMORY_ORDERS,
+    config_pair,
+    in_layout,
+    interleave_for,
+)
 from learners.adaptive.reference import AdaptiveState, learn, member_scores
 from learners.base import APPEND_BIAS, L2_NORMALIZE, LOG_SCALE, Learner, Param
 from learners.inputs import Batch, Vec, as_vector, check_label, check_task
 from learners.kernels import kernel_array
-from learners.params import non_negative, optional, positive
+from learners.params import non_negative, one_of, optional, positive
 from learners.registry import register
 from learners.rom.base import OUTLIER_PARAMS, flagged_outliers
 
@@ -79,6 +85,16 @@ OUTLIER_GAMMA = Param(
     "zhang2018's group-lasso weight gamma of a per-task outlier part q_k (0: none): after each "
     "step q_k <- max(0, 1 - eta gamma / ||q_k||) q_k (docs/algorithms.md Sec. 11.7).",
     non_negative,
+)
+MEMORY_ORDER = Param(
+    "memory_order",
+    "auto",
+    "How the weights and accumulators lie in memory: 'rows' (each configuration's weights "
+    "contiguous: dense rows vectorise), 'features' (each feature's values of every "
+    "configuration side by side: sparse rows read a few cache lines instead of many), or "
+    f"'auto' ('features' for rows of at least {INTERLEAVE_MIN_FEATURES} entries, bias "
+    "included). Values are the same either way (docs/algorithms.md Sec. 11.4).",
+    one_of(*MEMORY_ORDERS),
 )
 RIDGE = Param(
     "r",
@@ -165,12 +181,10 @@ class AdaptiveLearner(Learner):
         self._configs = self.configs()
         M, K, D = self._configs.size, self.n_tasks, self.dim
         shared, per_task = self._configs.initial_variances()
-        interleave = interleave_for(M, D)
+        interleave = interleave_for(D, self.hyper["memory_order"])
         zeros = np.zeros(M)
-        self.U0_ = config_full((M, D), zeros, interleave)
-        self.U_ = config_full((M, K, D), zeros, interleave)
-        self.G0_ = config_full((M, D), shared, interleave)
-        self.G_ = config_full((M, K, D), per_task, interleave)
+        self.U0_, self.G0_ = config_pair((M, D), zeros, shared, interleave)
+        self.U_, self.G_ = config_pair((M, K, D), zeros, per_task, interleave)
         self.S_ = np.zeros(D)
         self.stats_ = np.zeros(2)
         self.mistakes_ = np.zeros(M, dtype=np.int64)
@@ -181,16 +195,16 @@ class AdaptiveLearner(Learner):
 
     @property
     def interleaved(self) -> bool:
-        """Whether the configurations' arrays have their configurations innermost
-        (:mod:`learners.adaptive.layout`, docs/algorithms.md Sec. 11.5)."""
-        return interleave_for(self.U0_.shape[0], self.U0_.shape[1])
+        """Whether the weights and accumulators are laid out by feature
+        (:mod:`learners.adaptive.layout`, docs/algorithms.md Sec. 11.4)."""
+        return interleave_for(self.dim, self.hyper["memory_order"])
 
     def _lay_out(self) -> None:
-        """Put ``U0_``, ``U_``, ``G0_``, ``G_`` in the memory order their shapes call for
+        """Put ``U0_``/``G0_`` and ``U_``/``G_`` in the memory order the width calls for
         (:func:`learners.adaptive.layout.interleave_for`); logical shapes and values stay."""
         interleave = self.interleaved
-        for name in ("U0_", "U_", "G0_", "G_"):
-            setattr(self, name, in_layout(getattr(self, name), interleave))
+        self.U0_, self.G0_ = in_layout(self.U0_, self.G0_, interleave)
+        self.U_, self.G_ = in_layout(self.U_, self.G_, interleave)
 
     def _set_state(self, state: Mapping[str, Any]) -> None:
         super()._set_state(state)
@@ -367,6 +381,7 @@ class AdaptiveLogistic(AdaptiveLearner):
         COUPLING,
         OUTLIER_GAMMA,
         *OUTLIER_PARAMS,
+        MEMORY_ORDER,
         BIAS_ON,
         L2_NORMALIZE,
         LOG_SCALE,
@@ -376,6 +391,7 @@ class AdaptiveLogistic(AdaptiveLearner):
         {"b": 0.5, "eta": 3.0, "append_bias": False, "l2_normalize": True},
         {"outlier_gamma": 0.05, "b": 0.5},
         {"outlier_gamma": 0.2, "b": 0.0, "outlier_rule": "absolute", "l2_normalize": True},
+        {"memory_order": "features", "b": 0.5},
     )
     state_fields: ClassVar[tuple[str, ...]] = (
         *AdaptiveLearner.state_fields,
@@ -426,7 +442,14 @@ class AdaptiveArow(AdaptiveLearner):
     name = "adaptive-arow"
     summary = "Shared + per-task diagonal AROW (second-order, confidence-weighted)"
     paper = AROW_PAPER
-    params: ClassVar[tuple[Param, ...]] = (RIDGE, COUPLING, BIAS_ON, L2_NORMALIZE, LOG_SCALE)
+    params: ClassVar[tuple[Param, ...]] = (
+        RIDGE,
+        COUPLING,
+        MEMORY_ORDER,
+        BIAS_ON,
+        L2_NORMALIZE,
+        LOG_SCALE,
+    )
     conformance_params: ClassVar[tuple[dict[str, Any], ...]] = (
         {},
         {"b": 0.0, "r": 0.1, "l2_normalize": True},
@@ -477,6 +500,7 @@ class AdaptiveSelector(AdaptiveLearner):
         COUPLINGS,
         AROW_COUPLINGS,
         RIDGE,
+        MEMORY_ORDER,
         BIAS_ON,
         L2_NORMALIZE,
         LOG_SCALE,
@@ -485,6 +509,7 @@ class AdaptiveSelector(AdaptiveLearner):
         {},
         {"losses": "arow,logistic", "etas": "0.5", "couplings": "0,1", "append_bias": False},
         {"losses": "logistic,arow", "etas": "1.0", "couplings": "0.5", "arow_couplings": "0.25,4"},
+        {"losses": "hinge,arow", "etas": "0.5,2", "couplings": "0,1", "memory_order": "features"},
     )
 
     @classmethod

@@ -40,6 +40,7 @@ from learners.adaptive.learners import (
     COUPLINGS,
     ETAS,
     LOSSES,
+    MEMORY_ORDER,
     RIDGE,
     AdaptiveSelector,
     with_reference,
@@ -143,6 +144,7 @@ class AdaptiveViews(Learner):
         AUTO_AROW_COUPLINGS,
         RIDGE,
         VIEW_LIST,
+        MEMORY_ORDER,
         BIAS_ON,
     )
     conformance_params: ClassVar[tuple[dict[str, Any], ...]] = (
@@ -188,6 +190,7 @@ class AdaptiveViews(Learner):
             "couplings": hyper["couplings"],
             "arow_couplings": hyper["arow_couplings"],
             "r": hyper["r"],
+            "memory_order": hyper["memory_order"],
             "append_bias": False,
             "l2_normalize": unit_rows,
         }

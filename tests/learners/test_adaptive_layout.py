@@ -1,11 +1,11 @@
-"""Memory order of the adaptive learners' per-configuration arrays (learners.adaptive.layout).
+"""Memory order of the adaptive learners' weights and accumulators (learners.adaptive.layout).
 
-A grid on wide rows keeps its configurations innermost; the order changes how the
-arrays lie in memory, never their values: on sparse rows an interleaved learner
-gives the scores and weights of the same learner in C order bit for bit (the sparse
-loops add in the same order whatever the strides), on dense rows it follows the numpy
+A learner on wide rows lays its state out by feature; the order changes how the
+arrays lie in memory, never their values: on sparse rows such a learner gives the
+scores and weights of the same learner in C order bit for bit (the sparse loops add
+in the same order whatever the strides), on dense rows it follows the numpy
 reference to 1e-12. The order survives a new task and a state round trip, and every
-compiled pass (the selector's, the committee's, PEER's) runs on it.
+compiled pass (the selector's, a member's, the committee's, PEER's) runs on it.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import scipy.sparse as sp
 import learners
 from learners.adaptive.layout import (
     INTERLEAVE_MIN_FEATURES,
-    config_full,
+    config_pair,
     in_layout,
     interleave_for,
     is_interleaved,
@@ -43,8 +43,8 @@ def _sparse_stream(n: int, d: int, K: int, seed: int = 0) -> tuple[sp.csr_matrix
 
 
 def _force_c_order(model: Any) -> None:
-    for name in FIELDS:
-        setattr(model, name, np.ascontiguousarray(getattr(model, name)))
+    model.U0_, model.G0_ = in_layout(model.U0_, model.G0_, False)
+    model.U_, model.G_ = in_layout(model.U_, model.G_, False)
 
 
 def _assert_same_state(a: Any, b: Any) -> None:
@@ -52,22 +52,23 @@ def _assert_same_state(a: Any, b: Any) -> None:
         np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
 
 
-def test_wide_grids_interleave_and_narrow_grids_and_members_do_not() -> None:
-    assert not interleave_for(14, INTERLEAVE_MIN_FEATURES - 1)
-    assert interleave_for(14, INTERLEAVE_MIN_FEATURES)
-    assert not interleave_for(1, 10 * INTERLEAVE_MIN_FEATURES)
+def test_wide_learners_lay_out_by_feature_and_narrow_ones_do_not() -> None:
+    assert not interleave_for(INTERLEAVE_MIN_FEATURES - 1)
+    assert interleave_for(INTERLEAVE_MIN_FEATURES)
     wide = learners.make("adaptive", n_features=WIDE, n_tasks=2, **GRID)
     narrow = learners.make("adaptive", n_features=WIDE - 1, n_tasks=2, **GRID)
     member = learners.make("adaptive-logistic", n_features=WIDE, n_tasks=2)
-    assert wide.interleaved and not narrow.interleaved and not member.interleaved
+    assert wide.interleaved and member.interleaved and not narrow.interleaved
     M = wide.configs().size
     assert wide.U_.shape == (M, 2, INTERLEAVE_MIN_FEATURES)
     for name in FIELDS:
         assert is_interleaved(getattr(wide, name)), name
+        assert is_interleaved(getattr(member, name)), name
         assert getattr(narrow, name).flags.c_contiguous, name
-        assert getattr(member, name).flags.c_contiguous, name
-    # configuration m's values of feature j sit side by side: one stride of 8 bytes
-    assert wide.U_.strides == (8, 8 * M * INTERLEAVE_MIN_FEATURES, 8 * M)
+    # feature j of task k: the M weights side by side, then the M accumulators
+    assert wide.U_.strides == (8, 16 * M * INTERLEAVE_MIN_FEATURES, 16 * M)
+    assert wide.G_.ctypes.data - wide.U_.ctypes.data == 8 * M
+    assert member.G0_.ctypes.data - member.U0_.ctypes.data == 8
     # the fresh state is the C-ordered one: AROW's variances b per task, zeros elsewhere
     fresh = learners.make("adaptive", n_features=WIDE - 1, n_tasks=2, **GRID)
     for name in FIELDS:
@@ -76,26 +77,36 @@ def test_wide_grids_interleave_and_narrow_grids_and_members_do_not() -> None:
 
 def test_layout_helpers_keep_values_and_shapes() -> None:
     rng = np.random.default_rng(1)
-    a = rng.standard_normal((3, 4, 5))
-    b = in_layout(a, True)
-    assert is_interleaved(b) and b.shape == a.shape
-    np.testing.assert_array_equal(b, a)
-    assert in_layout(b, True) is b  # already so: no copy
-    c = in_layout(b, False)
-    assert c.flags.c_contiguous
-    np.testing.assert_array_equal(c, a)
-    full = config_full((3, 4), np.array([1.0, 2.0, 3.0]), True)
-    assert is_interleaved(full)
-    np.testing.assert_array_equal(full, np.repeat([[1.0], [2.0], [3.0]], 4, axis=1))
+    u, g = rng.standard_normal((3, 4, 5)), rng.standard_normal((3, 4, 5))
+    pu, pg = in_layout(u, g, True)
+    assert is_interleaved(pu) and is_interleaved(pg) and pu.shape == u.shape
+    np.testing.assert_array_equal(pu, u)
+    np.testing.assert_array_equal(pg, g)
+    again = in_layout(pu, pg, True)
+    assert again[0] is pu and again[1] is pg  # already so: no copy
+    cu, cg = in_layout(pu, pg, False)
+    assert cu.flags.c_contiguous and cg.flags.c_contiguous
+    np.testing.assert_array_equal(cu, u)
+    fu, fg = config_pair((3, 4), np.zeros(3), np.array([1.0, 2.0, 3.0]), True)
+    assert is_interleaved(fu) and is_interleaved(fg)
+    np.testing.assert_array_equal(fu, np.zeros((3, 4)))
+    np.testing.assert_array_equal(fg, np.repeat([[1.0], [2.0], [3.0]], 4, axis=1))
 
 
-@pytest.mark.parametrize("name", ["adaptive", "amlc-adaptive", "peer-share-adaptive"])
+@pytest.mark.parametrize(
+    ("name", "params"),
+    [
+        ("adaptive", GRID),
+        ("adaptive-logistic", {}),
+        ("adaptive-arow", {}),
+        ("amlc-adaptive", {}),
+        ("amlc-adaptive", {"base": "adaptive", "base_params": GRID}),
+        ("peer-share-adaptive", {"base": "adaptive", "base_params": GRID}),
+    ],
+)
 def test_interleaved_learner_equals_the_c_ordered_one_bit_for_bit_on_sparse_rows(
-    name: str,
+    name: str, params: dict[str, Any]
 ) -> None:
-    params: dict[str, Any] = dict(GRID)
-    if name != "adaptive":
-        params = {"base": "adaptive", "base_params": GRID}
     X, y, tasks = _sparse_stream(400, WIDE, 3)
     interleaved = learners.make(name, n_features=WIDE, n_tasks=3, **params)
     in_c = learners.make(name, n_features=WIDE, n_tasks=3, **params)
@@ -112,12 +123,19 @@ def test_interleaved_learner_equals_the_c_ordered_one_bit_for_bit_on_sparse_rows
     assert np.count_nonzero(base_i.U_) > 0
 
 
-def test_dense_rows_on_an_interleaved_learner_follow_the_reference() -> None:
+@pytest.mark.parametrize(
+    ("name", "params", "zeros"),
+    [("adaptive", GRID, 0.5), ("adaptive-logistic", {}, 0.0), ("adaptive-arow", {}, 0.5)],
+)
+def test_dense_rows_on_an_interleaved_learner_follow_the_reference(
+    name: str, params: dict[str, Any], zeros: float
+) -> None:
+    """Dense rows (with zeros: the general path; without: a member's one-pass read)."""
     rng = np.random.default_rng(2)
-    X = rng.standard_normal((60, WIDE)) * (rng.random((60, WIDE)) < 0.5)
+    X = rng.standard_normal((60, WIDE)) * (rng.random((60, WIDE)) >= zeros)
     tasks = rng.integers(0, 2, 60)
     y = np.where(X[:, 0] + X[:, 1] * (tasks - 0.5) > 0, 1.0, -1.0)
-    compiled = learners.make("adaptive", n_features=WIDE, n_tasks=2, **GRID)
+    compiled = learners.make(name, n_features=WIDE, n_tasks=2, **params)
     reference = reference_of(compiled)
     assert compiled.interleaved and reference.interleaved
     scores = compiled.score_and_learn_many(X, y, tasks)
@@ -160,3 +178,24 @@ def test_adaptive_auto_views_interleave_on_wide_rows() -> None:
     scores = model.score_and_learn_many(X, y, tasks)
     assert np.all(np.isfinite(scores))
     assert int(model.view_mistakes_.sum()) > 0
+
+
+def test_memory_order_parameter_overrides_the_width_rule() -> None:
+    rows = learners.make("adaptive", n_features=WIDE, n_tasks=2, memory_order="rows", **GRID)
+    features = learners.make("adaptive-logistic", n_features=5, n_tasks=2, memory_order="features")
+    assert not rows.interleaved and rows.U_.flags.c_contiguous
+    assert features.interleaved and is_interleaved(features.U_)
+    auto = learners.make("adaptive-auto", n_features=5, n_tasks=2, memory_order="features")
+    assert all(view.interleaved for view in auto.views_)
+    with pytest.raises(ValueError, match="memory_order"):
+        learners.make("adaptive", n_features=5, n_tasks=2, memory_order="columns")
+    # the same numbers in either order (narrow sparse rows: bit for bit)
+    X, y, tasks = _sparse_stream(300, 40, 2, seed=6)
+    a = learners.make("adaptive", n_features=40, n_tasks=2, memory_order="features", **GRID)
+    b = learners.make("adaptive", n_features=40, n_tasks=2, memory_order="rows", **GRID)
+    np.testing.assert_array_equal(
+        a.score_and_learn_many(X, y, tasks), b.score_and_learn_many(X, y, tasks)
+    )
+    _assert_same_state(a, b)
+    restored = learners.from_state_dict(a.state_dict())
+    assert restored.interleaved and is_interleaved(restored.U_)
