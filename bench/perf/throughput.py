@@ -86,6 +86,10 @@ def run(
     started = time.perf_counter()
     host = machine()
     available = peer_versions()
+    # Load (or compile) every kernel here, before the first fork: a child that compiled
+    # one itself did so under its CPU-time alarm, and an alarm that interrupted numba
+    # while it wrote the on-disk cache left entries that later processes could not load.
+    learners.warm_kernels()
     streams = []
     for K, d, sparse, n_events in CONFIGS:
         n = max(1000, int(n_events * scale))
@@ -154,7 +158,7 @@ def run(
             f"switched to classification; OMTL learners update A after a priming of 1,000 rounds), seed 0, float64. "
             f"`batch` = `score_and_learn_many` on blocks of {BATCH} rows (passive learners); "
             f"`event` = `decision_one`, `query_one`, `learn_one` per event (sparse rows as "
-            f"(indices, values) pairs). Each measurement runs until the stream ends or {seconds:g} s "
+            f"(indices, values) pairs), after `learners.warm_kernels()` in the parent process. Each measurement runs until the stream ends or {seconds:g} s "
             f"of learner CPU time (`time.thread_time`, the denominator of every rate: the host is shared); peers get {peer_seconds:g} s; each figure is the median of "
             f"{reps} such repetitions, each from a fresh learner on the start of the stream. Input conversion for the peers (rows -> VW text lines / River dicts) is timed "
             f"separately and excluded. Ratios > 1 mean ours is faster."
