@@ -344,16 +344,18 @@ class AdaptiveLearner(Learner):
         return scores
 
     def _add_task(self) -> None:
+        """A new task: zero weights, fresh accumulators, in the arrays' memory order (the
+        new pair is allocated in that order and the old tasks copied in once)."""
         _, per_task = self._configs.initial_variances()
-        M, D = self.U0_.shape
-        self.U_ = np.concatenate([self.U_, np.zeros((M, 1, D))], axis=1)
-        fresh = np.repeat(per_task[:, None, None], D, axis=2)
-        self.G_ = np.concatenate([self.G_, fresh], axis=1)
+        M, K, D = self.U_.shape
+        U, G = config_pair((M, K + 1, D), np.zeros(M), per_task, self.interleaved)
+        U[:, :K] = self.U_
+        G[:, :K] = self.G_
+        self.U_, self.G_ = U, G
         if self.Q_.shape[1]:
             self.Q_ = np.concatenate([self.Q_, np.zeros((M, 1, D))], axis=1)
             self.Qs_ = np.concatenate([self.Qs_, np.ones((M, 1))], axis=1)
             self.Qn_ = np.concatenate([self.Qn_, np.zeros((M, 1))], axis=1)
-        self._lay_out()
 
     def _task_weights(self) -> np.ndarray | None:
         m = self.leader()
