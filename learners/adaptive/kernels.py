@@ -941,13 +941,20 @@ def _first_order_step(
 
 
 @njit(**ROW_HELPER)
+def _by_feature(U0: np.ndarray) -> bool:  # pragma: no cover - compiled
+    """Whether the state is laid out by feature (:mod:`learners.adaptive.layout`): the
+    configurations of ``U0`` one float apart."""
+    return U0.strides[0] == U0.itemsize
+
+
+@njit(**ROW_HELPER)
 def dense_form(call: KernelPass, state: StateArrays) -> bool:  # pragma: no cover - compiled
     """Whether the call's dense rows without a zero are read in the dense form (no feature
-    indices). Not on a state laid out by feature (:mod:`learners.adaptive.layout`): there
-    the dense loops run strided, and their sums would not add in the order of the same
-    row's sparse form, so every row takes the sparse form (its non-zeros and their
-    indices) and a row gives the same numbers as a dense row, in a CSR batch or alone."""
-    return call.dense and state[0].strides[0] != state[0].itemsize
+    indices). Not on a state laid out by feature (:func:`_by_feature`): there the dense
+    loops run strided, and their sums would not add in the order of the same row's
+    sparse form, so every row takes the sparse form (its non-zeros and their indices)
+    and a row gives the same numbers as a dense row, in a CSR batch or alone."""
+    return call.dense and not _by_feature(state[0])
 
 
 @njit(**ROW_HELPER)
@@ -1061,7 +1068,7 @@ def _prefetch_row(call: KernelPass, i: int, state: StateArrays) -> None:  # prag
     for p in range(call.indptr[i], call.indptr[i + 1]):
         j = call.indices[p]
         prefetch(S, j)  # type: ignore[call-arg]  # numba supplies typingctx
-        if U0.strides[0] == 8:  # by feature: every configuration of feature j side by side
+        if _by_feature(U0):  # every configuration of feature j side by side
             for m in (0, U0.shape[0] - 1):
                 prefetch(U0[m], j)
                 prefetch(G0[m], j)
