@@ -517,10 +517,14 @@ class Learner:
             value = state[name]
             current = getattr(self, name, None)
             if isinstance(current, np.ndarray):
-                arr = np.array(value, dtype=current.dtype)
-                setattr(self, name, arr)
+                setattr(self, name, self._restored_array(name, value, current))
             else:
                 setattr(self, name, value)
+
+    def _restored_array(self, name: str, value: Any, current: np.ndarray) -> np.ndarray:
+        """The array state field ``name`` holds once restored from ``value``: a copy in the
+        dtype of ``current`` (the array it replaces, as :meth:`_init_state` allocated it)."""
+        return np.array(value, dtype=current.dtype)
 
     # ---------------------------------------------------------- internals
     @classmethod

@@ -47,6 +47,9 @@ __all__ = [
     "AdaptiveSelector",
 ]
 
+#: The state fields laid out in a memory order (:mod:`learners.adaptive.layout`).
+_LAID_OUT = frozenset({"U0_", "G0_", "U_", "G_"})
+
 #: The empty draw and query arrays of a pass that neither draws nor queries (never written).
 _NO_DRAWS = np.zeros(0)
 _NO_QUERIES = np.zeros(0, dtype=np.bool_)
@@ -205,6 +208,17 @@ class AdaptiveLearner(Learner):
         interleave = self.interleaved
         self.U0_, self.G0_ = in_layout(self.U0_, self.G0_, interleave)
         self.U_, self.G_ = in_layout(self.U_, self.G_, interleave)
+
+    def _restored_array(self, name: str, value: Any, current: np.ndarray) -> np.ndarray:
+        """The weights and accumulators are restored into the arrays :meth:`_init_state`
+        allocated, already in their memory order, when the shapes agree (as they do in
+        :meth:`~learners.base.Learner.from_state_dict`): restoring a wide model then holds its
+        state once beside the source, where a copy in the array's dtype and then its
+        reordering by :meth:`_lay_out` held it up to three times."""
+        if name in _LAID_OUT and np.shape(value) == current.shape:
+            current[...] = value
+            return current
+        return super()._restored_array(name, value, current)
 
     def _set_state(self, state: Mapping[str, Any]) -> None:
         super()._set_state(state)

@@ -171,6 +171,29 @@ def test_new_task_and_state_round_trip_keep_the_order_and_the_numbers() -> None:
     _assert_same_state(model, restored)
 
 
+@pytest.mark.parametrize("memory_order", ["features", "rows"])
+def test_restored_state_is_written_into_its_own_arrays(memory_order: str) -> None:
+    """The weights and accumulators are restored into the learner's own arrays (in their
+    memory order): values equal to the source's, converted to float64, and no array
+    shared with the source, which the caller may go on changing."""
+    X, y, tasks = _sparse_stream(200, WIDE, 2, seed=6)
+    model = learners.make("adaptive", n_features=WIDE, n_tasks=2, memory_order=memory_order, **GRID)
+    model.score_and_learn_many(X, y, tasks)
+    state = model.state_dict()
+    state["state.U_"] = np.asarray(state["state.U_"], dtype=np.float32)
+    restored = learners.from_state_dict(state)
+    assert restored.U_.dtype == np.float64
+    np.testing.assert_array_equal(restored.U_, state["state.U_"].astype(np.float64))
+    np.testing.assert_array_equal(restored.G_, model.G_)
+    assert is_interleaved(restored.U_) == (memory_order == "features")
+    for name in FIELDS:
+        source = state[f"state.{name}"]
+        assert not np.shares_memory(getattr(restored, name), source), name
+        before = getattr(restored, name).copy()
+        source[...] = 7.0
+        np.testing.assert_array_equal(getattr(restored, name), before)
+
+
 def test_adaptive_auto_views_interleave_on_wide_rows() -> None:
     X, y, tasks = _sparse_stream(200, WIDE, 2, seed=5)
     model = learners.make("adaptive-auto", n_features=WIDE, n_tasks=2)
