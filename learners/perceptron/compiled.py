@@ -144,9 +144,21 @@ class CompiledLinear(Learner):
         self._x_shape = None if (self._bias or self._normalize) else (self._n_features,)
         self._adopt()
 
+    def _restored_array(self, name: str, value: Any, current: np.ndarray) -> np.ndarray:
+        """Weights are restored into their rows of the kernel buffer ``_S`` when the shapes
+        agree (as in :meth:`~learners.base.Learner.from_state_dict`), so that a restore
+        holds them once beside the source, not also as a copy and then a repacked one."""
+        if name in self.weight_fields and np.shape(value) == current.shape:
+            current[...] = value
+            return current
+        return super()._restored_array(name, value, current)
+
     def _set_state(self, state: Any) -> None:
         super()._set_state(state)
-        self._adopt()
+        if all(np.may_share_memory(getattr(self, n), self._S) for n in self.weight_fields):
+            self._refresh()  # every weight array was restored in place
+        else:
+            self._adopt()
 
     def add_task(self) -> int:
         index = super().add_task()
@@ -163,6 +175,10 @@ class CompiledLinear(Learner):
             one_d = np.ndim(getattr(self, name)) == 1
             setattr(self, name, self._S[start] if one_d else self._S[start : start + rows])
             start += rows
+        self._refresh()
+
+    def _refresh(self) -> None:
+        """Recompute the kernel constants and entry points from the current state."""
         self._A = self._kernel_matrix()
         self._p0, self._p1 = self._kernel_constants()
         self._decide = _entry(decide_dense, _DECIDE_SIGNATURE)

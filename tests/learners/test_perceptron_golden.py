@@ -270,3 +270,28 @@ def test_batch_path_on_integer_features_is_bit_identical(name, params):
     assert (s_rows == 0.0).sum() > 20
     np.testing.assert_array_equal(s_batch, s_rows)
     np.testing.assert_array_equal(batched.task_weights(), rows.task_weights())
+
+
+@pytest.mark.parametrize("name", ["cmtl", "pa-global", "stl", "ipl"])
+def test_restored_weights_live_in_the_kernel_buffer_and_not_in_the_source(name):
+    """A restore writes the weights into the kernel buffer's rows: the learner goes on
+    exactly as the saved one, and shares no memory with the state it was given."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(300, 6))
+    y = np.where(rng.random(300) < 0.5, -1.0, 1.0)
+    tasks = rng.integers(0, 3, size=300)
+    model = learners.make(name, n_features=6, n_tasks=3)
+    model.score_and_learn_many(X[:150], y[:150], tasks[:150])
+    state = model.state_dict()
+    restored = learners.from_state_dict(state)
+    for field in restored.weight_fields:
+        weights = getattr(restored, field)
+        assert np.may_share_memory(weights, restored._S), field
+        assert not np.shares_memory(weights, state[f"state.{field}"]), field
+        state[f"state.{field}"][...] = 9.0  # the caller's arrays stay the caller's
+    np.testing.assert_array_equal(
+        model.score_and_learn_many(X[150:], y[150:], tasks[150:]),
+        restored.score_and_learn_many(X[150:], y[150:], tasks[150:]),
+    )
+    for field in restored.weight_fields:
+        np.testing.assert_array_equal(getattr(restored, field), getattr(model, field))
