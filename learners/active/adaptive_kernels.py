@@ -65,6 +65,7 @@ from learners.adaptive.kernels import (
     leader,
     learn_row,
     row_width,
+    score_slots,
     warm_state,
 )
 from learners.amlc.kernels import _committee_shares, _hinge, _peer_reweigh, _reweigh
@@ -467,7 +468,7 @@ def _buffers(
         np.empty(width),
         counters,
         np.empty((3, n_tasks)),
-        np.empty(state[0].shape[0]),
+        np.empty(score_slots(state, width)),
         np.empty((3, width)),
     )
 

@@ -20,7 +20,10 @@ not vectorise either, so on a sparse row the loops that take square roots or div
 gathers the row's entries of the state into a row buffer (updating the accumulators as
 it goes), the second divides along the buffer, where it vectorises; the same arithmetic
 on the same numbers, so the same results, 1.0-1.4 times the events per second on
-sparse rows, the most when the state fits the cache (docs/algorithms.md Sec. 11.5).
+sparse rows, the most when the state fits the cache (docs/algorithms.md Sec. 11.5). A
+grid of at least :data:`LANES_FROM` configurations laid out by feature runs its sparse
+rows across configurations instead (:func:`_grid_row`, the passes of
+:mod:`learners.adaptive.lanes_kernels`: docs/algorithms.md Sec. 11.4, "Lanes").
 The row loops and every per-row helper are compiled without reference counting
 (:data:`learners.kernels.ROW_HELPER`: they allocate nothing; the two entry points
 allocate the row buffers and hand them down). :func:`warm` compiles it on tiny inputs
@@ -38,6 +41,22 @@ import numpy as np
 from numba import njit
 
 from learners.active.kernels import KernelPass, load_row, warm_call, warm_rows
+from learners.adaptive.lanes_kernels import (
+    A0,
+    AK,
+    AROW_LANE,
+    GG0,
+    GGK,
+    H0,
+    HK,
+    SLOPE,
+    grid_rates,
+    grid_scores,
+    grid_updates,
+    lane_vector,
+    padded,
+    scratch_size,
+)
 from learners.adaptive.layout import config_pair
 from learners.adaptive.reference import FOLD_BELOW
 from learners.adaptive.steps import AROW, invariant_step_compiled, slope_terms_compiled
@@ -370,6 +389,126 @@ StateArrays = tuple[
 ]
 
 
+#: The fewest configurations a grid laid out by feature runs in lanes: a pass in lanes
+#: costs about the same for one to eight of them, the configuration-by-configuration
+#: loops M times one configuration's (sparse d = 2,000, 100 non-zeros: 4.1 against 4.6 us
+#: per row at M = 4, 3.9 against 2.9 us at M = 2).
+LANES_FROM = 4
+
+
+@njit(**ROW_HELPER)
+def _in_lanes(state: StateArrays, outlier: OutlierArrays) -> bool:  # pragma: no cover - compiled
+    """Whether a grid's rows in their sparse form run in lanes
+    (:mod:`learners.adaptive.lanes_kernels`): a grid of at least :data:`LANES_FROM`
+    configurations laid out by feature, without outlier parts."""
+    return state[0].shape[0] >= LANES_FROM and outlier[1].shape[1] == 0 and _by_feature(state[0])
+
+
+@njit(**ROW_HELPER)
+def score_slots(state: StateArrays, width: int) -> int:  # pragma: no cover - compiled
+    """Length of the scores array of a pass on rows of up to ``width`` entries: one score
+    per configuration, and on a grid laid out by feature the lanes' scratch after them
+    (:func:`learners.adaptive.lanes_kernels.scratch_size`)."""
+    M = state[0].shape[0]
+    if M >= LANES_FROM and _by_feature(state[0]):
+        return scratch_size(M, width)
+    return M
+
+
+@njit(inline="always", **ROW_HELPER)
+def _count_and_normalise(
+    idx: np.ndarray | None,
+    val: np.ndarray,
+    n: int,
+    y: float,
+    scores: np.ndarray,
+    state: StateArrays,
+    losses: np.ndarray,
+    outlier: OutlierArrays,
+    q: np.ndarray,
+) -> float:  # pragma: no cover - compiled
+    """What a grid's row does between its scores and its steps (``reference.learn``): each
+    configuration's mistake count, then, for a row with entries, the normaliser
+    (``q_p = 1 / s_j``) and ``stats``. Returns the scale ``sqrt(t / N)`` (0 for an empty
+    row, which learns nothing)."""
+    U0, U, _, _, S, stats, mistakes = state
+    for m in range(U0.shape[0]):
+        if (scores[m] >= 0.0) != (y > 0.0):
+            mistakes[m] += 1
+    if n == 0:
+        return 0.0
+    _normalise(S, q, idx, val, n, U0, U, losses, outlier)
+    stats[0] += _scaled_sqnorm(val, q, n)
+    stats[1] += 1.0
+    return math.sqrt(stats[1] / stats[0])
+
+
+@njit(**ROW_HELPER)
+def _grid_row(
+    idx: np.ndarray,
+    val: np.ndarray,
+    n: int,
+    k: int,
+    y: float,
+    configs: ConfigArrays,
+    state: StateArrays,
+    outlier: OutlierArrays,
+    scratch: np.ndarray,
+    buffers: np.ndarray,
+) -> float:  # pragma: no cover - compiled
+    """:func:`_learn_row` of a sparse row on a grid laid out by feature, its passes over
+    the row in lanes (:mod:`learners.adaptive.lanes_kernels`): the scores, the mistake
+    counts, the normaliser and ``stats`` as in :func:`_learn_row`, then each
+    configuration's gradient, the rates and accumulators of every lane in one pass, each
+    configuration's step (reference: ``reference.learn``), and every lane's weight update
+    in another. ``scratch`` is the scores array, :func:`score_slots` long."""
+    losses, etas, couplings, ridges = configs
+    U0, U, G0, G, _, _, mistakes = state
+    M = U0.shape[0]
+    width = (scratch.shape[0] // padded(M) - 10) // 2
+    grid_scores(idx, val, n, k, U0, U, scratch)
+    out = scratch[leader(mistakes)]
+    q = buffers[0]
+    scale = _count_and_normalise(idx, val, n, y, scratch, state, losses, outlier, q)
+    if n == 0:
+        return out
+    gg0, ggk, arow = lane_vector(M, GG0), lane_vector(M, GGK), lane_vector(M, AROW_LANE)
+    slope, h0, hk = lane_vector(M, SLOPE), lane_vector(M, H0), lane_vector(M, HK)
+    a0, ak = lane_vector(M, A0), lane_vector(M, AK)
+    for m in range(padded(M)):
+        scratch[gg0 + m] = 0.0
+        scratch[ggk + m] = 0.0
+        scratch[arow + m] = 0.0
+        scratch[a0 + m] = 0.0
+        scratch[ak + m] = 0.0
+    for m in range(M):
+        if losses[m] == AROW:
+            scratch[arow + m] = 1.0
+            continue
+        g, ez0 = slope_terms_compiled(losses[m], y * scratch[m])
+        scratch[gg0 + m] = g * g
+        scratch[ggk + m] = g * g if couplings[m] > 0.0 else 0.0
+        scratch[slope + m] = ez0
+    grid_rates(idx, val, n, k, G0, G, q, etas, scratch, width)
+    for m in range(M):
+        b = couplings[m]
+        z0 = y * scratch[m]
+        if losses[m] == AROW:
+            if z0 < 1.0:
+                v = scratch[h0 + m] + (scratch[hk + m] if b > 0.0 else 0.0)
+                ay = (1.0 - z0) / (v + ridges[m]) * y
+                scratch[a0 + m] = ay
+                scratch[ak + m] = ay if b > 0.0 else 0.0
+        elif scratch[gg0 + m] > 0.0:
+            h = (scratch[h0 + m] + b * scratch[hk + m]) * scale
+            if h > 0.0:
+                a = y * invariant_step_compiled(losses[m], z0, scratch[slope + m], h) / h * scale
+                scratch[a0 + m] = a
+                scratch[ak + m] = a * b
+    grid_updates(idx, val, n, k, U0, U, G0, G, ridges, scratch, width)
+    return out
+
+
 @njit(**ROW_HELPER)
 def _learn_row(
     idx: np.ndarray | None,
@@ -386,9 +525,12 @@ def _learn_row(
     """Score one loaded row with every configuration, then learn it; returns the
     leader's score (the order of ``reference.learn``)."""
     losses, etas, couplings, ridges = configs
-    U0, U, G0, G, S, stats, mistakes = state
+    U0, U, G0, G, _, _, mistakes = state
     gammas, Q, Qs, _ = outlier
     M = U0.shape[0]
+    if idx is not None:  # noqa: SIM102 - numba drops the branch when idx is None only so
+        if _in_lanes(state, outlier):
+            return _grid_row(idx, val, n, k, y, configs, state, outlier, scores, buffers)
     for m in range(M):
         if idx is None:
             scores[m] = _dot(U0[m], idx, val, n) + _dot(U[m, k], idx, val, n)
@@ -397,16 +539,10 @@ def _learn_row(
         if Q.shape[1] > 0:
             scores[m] += Qs[m, k] * _dot(Q[m, k], idx, val, n)
     out = scores[leader(mistakes)]
-    for m in range(M):
-        if (scores[m] >= 0.0) != (y > 0.0):
-            mistakes[m] += 1
+    q, rate0, ratek = buffers[0], buffers[1], buffers[2]
+    scale = _count_and_normalise(idx, val, n, y, scores, state, losses, outlier, q)
     if n == 0:
         return out
-    q, rate0, ratek = buffers[0], buffers[1], buffers[2]
-    _normalise(S, q, idx, val, n, U0, U, losses, outlier)
-    stats[0] += _scaled_sqnorm(val, q, n)
-    stats[1] += 1.0
-    scale = math.sqrt(stats[1] / stats[0])
     for m in range(M):
         z0 = y * scores[m]
         if losses[m] == AROW:
@@ -992,9 +1128,14 @@ def _row_buffers(call: KernelPass, state: StateArrays) -> RowBuffers:  # pragma:
     """``(idx, val, buffers, scores)`` of a pass: the row buffers as long as the longest row
     of the call, not D, and one score per configuration. Inlined into the two entry
     points: a compiled call returning them made a member's pass 25% slower."""
-    M, dim = state[0].shape
+    _, dim = state[0].shape
     width = max(row_width(call, dim), 1)
-    return np.empty(width, dtype=np.int64), np.empty(width), np.empty((3, width)), np.empty(M)
+    return (
+        np.empty(width, dtype=np.int64),
+        np.empty(width),
+        np.empty((3, width)),
+        np.empty(score_slots(state, width)),
+    )
 
 
 @njit(**ROW_HELPER)
@@ -1105,6 +1246,10 @@ def _row_score(
         if idx is None:
             return _dot2(U0[0], U[0, k], idx, val, n)
         return _dot_touch(U0[0], U[0, k], G0[0], G[0, k], idx, val, n, buffers[0])
+    if idx is not None:  # noqa: SIM102 - numba drops the branch when idx is None only so
+        if _in_lanes(state, outlier):
+            grid_scores(idx, val, n, k, U0, U, scores)
+            return scores[leader(mistakes)]
     for m in range(U0.shape[0]):
         if idx is None:
             scores[m] = _dot(U0[m], idx, val, n) + _dot(U[m, k], idx, val, n)

@@ -18,9 +18,10 @@ change; their memory order does:
 Measured on the sparse stream (K = 10, d = 100,000, about 100 non-zeros per row;
 ``python -m bench.perf.checkouts``, docs/algorithms.md Sec. 11.4): ``adaptive`` (14
 configurations) and ``adaptive-auto`` (two views of 8) learn about three times as
-many events per second by feature, the members 1.0-1.25 times. The sparse loops add in
-the same order whatever the strides, so the scores and weights are those of C order
-bit for bit. A dense row is read by strided loops that do not vectorise: 3.5 times
+many events per second by feature, the members 1.0-1.25 times. A member's sparse loops
+add in the same order whatever the strides, so its scores and weights are those of C
+order bit for bit; a grid by feature runs in lanes (:mod:`learners.adaptive.lanes_kernels`,
+another 1.4-1.5 times), equal to C order to rounding. A dense row is read by strided loops that do not vectorise: 3.5 times
 slower at d = 1,000.
 
 :func:`interleave_for` chooses, from the learners' ``memory_order`` parameter: by

@@ -526,6 +526,13 @@ class AdaptiveSelector(AdaptiveLearner):
         {"losses": "arow,logistic", "etas": "0.5", "couplings": "0,1", "append_bias": False},
         {"losses": "logistic,arow", "etas": "1.0", "couplings": "0.5", "arow_couplings": "0.25,4"},
         {"losses": "hinge,arow", "etas": "0.5,2", "couplings": "0,1", "memory_order": "features"},
+        # ten configurations by feature: a group of eight lanes and a masked group of two
+        {
+            "losses": "logistic,hinge,arow",
+            "etas": "0.5,2",
+            "couplings": "0,2",
+            "memory_order": "features",
+        },
     )
 
     @classmethod
