@@ -56,6 +56,7 @@ from learners.adaptive.lanes_kernels import (
     lane_vector,
     padded,
     scratch_size,
+    scratch_width,
 )
 from learners.adaptive.layout import config_pair
 from learners.adaptive.reference import FOLD_BELOW
@@ -465,7 +466,7 @@ def _grid_row(
     losses, etas, couplings, ridges = configs
     U0, U, G0, G, _, _, mistakes = state
     M = U0.shape[0]
-    width = (scratch.shape[0] // padded(M) - 10) // 2
+    width = scratch_width(M, scratch.shape[0])
     grid_scores(idx, val, n, k, U0, U, scratch)
     out = scratch[leader(mistakes)]
     q = buffers[0]

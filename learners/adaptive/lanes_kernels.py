@@ -22,9 +22,10 @@ the weight ``0 x``.
 
 The per-configuration scalars between the passes (gradient squares, the step sizes of
 :func:`learners.adaptive.steps.invariant_step_compiled`, AROW's ``ay``) are computed by
-the caller, :func:`learners.adaptive.kernels._learn_row`, in a scratch laid out by
-:func:`scratch_size`: after the M scores, nine vectors of ``M8`` entries (M rounded up
-to a multiple of eight), then each part's rates, ``M8`` per non-zero of the row.
+the caller, :func:`learners.adaptive.kernels._grid_row`, in a scratch laid out by
+:func:`scratch_size`: the M scores (``M8`` entries, M rounded up to a multiple of
+eight), eight vectors of ``M8`` entries, then each part's rates, ``M8`` per non-zero of
+the row.
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ __all__ = [
     "lane_vector",
     "padded",
     "scratch_size",
+    "scratch_width",
 ]
 
 #: The scratch's per-configuration vectors (index v of :func:`lane_vector`): the squared
@@ -70,7 +72,7 @@ __all__ = [
 #: AROW lanes, the logistic slope term, both parts' ``sum x_j^2 rate_j`` (AROW: the
 #: variance sums), and both parts' step factors.
 GG0, GGK, AROW_LANE, SLOPE, H0, HK, A0, AK = range(8)
-_VECTORS = 9
+_VECTORS = 8
 _F = 8  # bytes per float64
 
 
@@ -86,6 +88,13 @@ def scratch_size(M: int, width: int) -> int:  # pragma: no cover - compiled
     non-zeros (module docstring)."""
     M8 = padded(M)
     return M8 * (1 + _VECTORS + 2 * width)
+
+
+@njit(**ROW_HELPER)
+def scratch_width(M: int, size: int) -> int:  # pragma: no cover - compiled
+    """The longest row a scratch of ``size`` entries holds the rates of (the inverse of
+    :func:`scratch_size`)."""
+    return (size // padded(M) - 1 - _VECTORS) // 2
 
 
 @njit(**ROW_HELPER)

@@ -89,3 +89,17 @@ def test_a_masked_load_and_store_touch_the_first_lanes_only(count: int, at: int,
     want = np.full(12, -1.0)
     want[to : to + count] = src[at : at + count]
     np.testing.assert_array_equal(dst, want)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(1, 40), st.integers(1, 5000))
+def test_the_grid_scratch_holds_the_rates_of_its_width(M: int, width: int) -> None:
+    """The scores-and-scratch array of a grid pass (learners/adaptive/lanes_kernels.py):
+    its size gives back the row width it was made for, and its last rate ends at its end."""
+    from learners.adaptive.lanes_kernels import AK, lane_vector, padded, scratch_size, scratch_width
+
+    size = scratch_size(M, width)
+    assert scratch_width(M, size) == width
+    M8 = padded(M)
+    assert M8 % LANES == 0 and M <= M8 < M + LANES
+    assert lane_vector(M, AK) + M8 + 2 * width * M8 == size
