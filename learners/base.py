@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, cast
 
@@ -522,9 +522,19 @@ class Learner:
                 setattr(self, name, value)
 
     def _restored_array(self, name: str, value: Any, current: np.ndarray) -> np.ndarray:
-        """The array state field ``name`` holds once restored from ``value``: a copy in the
-        dtype of ``current`` (the array it replaces, as :meth:`_init_state` allocated it)."""
+        """The array state field ``name`` holds once restored from ``value``: ``current``
+        (the array :meth:`_init_state` allocated) with ``value`` written into it for a field
+        of :meth:`_in_place_fields` of the same shape, else a copy in ``current``'s dtype."""
+        if name in self._in_place_fields() and np.shape(value) == current.shape:
+            current[...] = value
+            return current
         return np.array(value, dtype=current.dtype)
+
+    def _in_place_fields(self) -> Collection[str]:
+        """State arrays a restore writes into the learner's own arrays (a layout or buffer
+        they must keep) rather than replacing them: none here. A large state is then held
+        once beside its source during a restore, not also as an intermediate copy."""
+        return ()
 
     # ---------------------------------------------------------- internals
     @classmethod

@@ -16,7 +16,7 @@ one configuration.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any, ClassVar
 
 import numpy as np
@@ -96,7 +96,8 @@ MEMORY_ORDER = Param(
     "contiguous: dense rows vectorise), 'features' (each feature's values of every "
     "configuration side by side: sparse rows read a few cache lines instead of many), or "
     f"'auto' ('features' for rows of at least {INTERLEAVE_MIN_FEATURES} entries, bias "
-    "included). Values are the same either way (docs/algorithms.md Sec. 11.4).",
+    "included). The decisions are the same either way; a member's numbers bit for bit, a "
+    "grid's (which runs in lanes by feature) to rounding (docs/algorithms.md Sec. 11.4).",
     one_of(*MEMORY_ORDERS),
 )
 RIDGE = Param(
@@ -209,16 +210,11 @@ class AdaptiveLearner(Learner):
         self.U0_, self.G0_ = in_layout(self.U0_, self.G0_, interleave)
         self.U_, self.G_ = in_layout(self.U_, self.G_, interleave)
 
-    def _restored_array(self, name: str, value: Any, current: np.ndarray) -> np.ndarray:
+    def _in_place_fields(self) -> Collection[str]:
         """The weights and accumulators are restored into the arrays :meth:`_init_state`
-        allocated, already in their memory order, when the shapes agree (as they do in
-        :meth:`~learners.base.Learner.from_state_dict`): restoring a wide model then holds its
-        state once beside the source, where a copy in the array's dtype and then its
-        reordering by :meth:`_lay_out` held it up to three times."""
-        if name in _LAID_OUT and np.shape(value) == current.shape:
-            current[...] = value
-            return current
-        return super()._restored_array(name, value, current)
+        allocated, already in their memory order: a copy and then its reordering by
+        :meth:`_lay_out` held a wide model's state up to three times."""
+        return _LAID_OUT
 
     def _set_state(self, state: Mapping[str, Any]) -> None:
         super()._set_state(state)

@@ -26,6 +26,7 @@ slow implementation that defines the mathematics, kept for the kernel check of
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from typing import Any, ClassVar
 
 import numpy as np
@@ -144,14 +145,10 @@ class CompiledLinear(Learner):
         self._x_shape = None if (self._bias or self._normalize) else (self._n_features,)
         self._adopt()
 
-    def _restored_array(self, name: str, value: Any, current: np.ndarray) -> np.ndarray:
-        """Weights are restored into their rows of the kernel buffer ``_S`` when the shapes
-        agree (as in :meth:`~learners.base.Learner.from_state_dict`), so that a restore
-        holds them once beside the source, not also as a copy and then a repacked one."""
-        if name in self.weight_fields and np.shape(value) == current.shape:
-            current[...] = value
-            return current
-        return super()._restored_array(name, value, current)
+    def _in_place_fields(self) -> Collection[str]:
+        """Weights are restored into their rows of the kernel buffer ``_S``, not as a copy
+        that :meth:`_adopt` would then repack."""
+        return self.weight_fields
 
     def _set_state(self, state: Any) -> None:
         super()._set_state(state)
