@@ -62,6 +62,7 @@ from learners.adaptive.layout import config_pair
 from learners.adaptive.reference import FOLD_BELOW
 from learners.adaptive.steps import AROW, invariant_step_compiled, slope_terms_compiled
 from learners.kernels import ROW_HELPER, prefetch, register_warmup
+from learners.lanes import LANES
 
 #: The outlier parts ``(gammas, Q, Qs, Qn)`` (docs/algorithms.md Sec. 11.7): zhang2018's
 #: group-lasso weight per configuration and ``q_k = Qs[m, k] Q[m, k]`` with ``Qn = ||q_k||^2``;
@@ -467,7 +468,7 @@ def _grid_row(
     U0, U, G0, G, _, _, mistakes = state
     M = U0.shape[0]
     width = scratch_width(M, scratch.shape[0])
-    grid_scores(idx, val, n, k, U0, U, scratch)
+    grid_scores(idx, val, n, k, U0, U, scratch, 0, M)
     out = scratch[leader(mistakes)]
     q = buffers[0]
     scale = _count_and_normalise(idx, val, n, y, scratch, state, losses, outlier, q)
@@ -1247,18 +1248,21 @@ def _row_score(
         if idx is None:
             return _dot2(U0[0], U[0, k], idx, val, n)
         return _dot_touch(U0[0], U[0, k], G0[0], G[0, k], idx, val, n, buffers[0])
+    # each configuration's score is a sum of its own: the leader's alone is computed (in
+    # lanes, its group of eight), with the same bits as in the learning pass
+    lead = leader(mistakes)
     if idx is not None:  # noqa: SIM102 - numba drops the branch when idx is None only so
         if _in_lanes(state, outlier):
-            grid_scores(idx, val, n, k, U0, U, scores)
-            return scores[leader(mistakes)]
-    for m in range(U0.shape[0]):
-        if idx is None:
-            scores[m] = _dot(U0[m], idx, val, n) + _dot(U[m, k], idx, val, n)
-        else:
-            scores[m] = _dot_touch(U0[m], U[m, k], G0[m], G[m, k], idx, val, n, buffers[0])
-        if Q.shape[1] > 0:
-            scores[m] += Qs[m, k] * _dot(Q[m, k], idx, val, n)
-    return scores[leader(mistakes)]
+            group = lead - lead % LANES
+            grid_scores(idx, val, n, k, U0, U, scores, group, min(group + LANES, U0.shape[0]))
+            return scores[lead]
+    if idx is None:
+        score = _dot(U0[lead], idx, val, n) + _dot(U[lead, k], idx, val, n)
+    else:
+        score = _dot_touch(U0[lead], U[lead, k], G0[lead], G[lead, k], idx, val, n, buffers[0])
+    if Q.shape[1] > 0:
+        score += Qs[lead, k] * _dot(Q[lead, k], idx, val, n)
+    return score
 
 
 @njit(cache=True)

@@ -120,14 +120,16 @@ def grid_scores(
     U0: np.ndarray,
     U: np.ndarray,
     scores: np.ndarray,
+    start: int,
+    stop: int,
 ) -> None:  # pragma: no cover - compiled
-    """``scores[m] = <u_0m, x> + <u_km, x>`` for every configuration m, each sum in row
-    order."""
-    M = U0.shape[0]
+    """``scores[m] = <u_0m, x> + <u_km, x>`` for the configurations ``start <= m < stop``
+    (``start`` a multiple of eight), each sum in row order: a lane's sum does not depend on
+    the others, so a prediction computes only the leader's group."""
     s1, t1, t2 = U0.strides[1], U.strides[1], U.strides[2]
     zero = lanes_splat(0.0)
-    for c in range(0, M, LANES):
-        count = min(LANES, M - c)
+    for c in range(start, stop, LANES):
+        count = min(LANES, stop - c)
         a0 = zero
         ak = zero
         base0 = c * _F
