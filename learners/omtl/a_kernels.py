@@ -17,6 +17,17 @@ overhead) and ``Q diag(f) Q^T`` a compiled product
 up to the rounding of the decomposition, of the product and of ``exp``/``log``
 (docs/algorithms.md Sec. 2.8).
 
+**Held, not assembled.** The von Neumann and batch-optimal updates (Eqs. 3.8
+and 3.10) end in ``A = Q diag(f) Q^T`` and ``A^{-1} = Q diag(1/f) Q^T``: two
+``K^3`` products, which the weight pass never reads whole. It reads one column of
+``A^{-1}`` per mistake, the task's (Eq. 3.3). So these updates leave the two
+matrices *held* as their eigenvectors (``mats[1]``) and eigenvalue vectors (rows
+of ``vecs``), marked in ``pending``; :func:`ainv_column` computes the column a
+mistake needs from them in ``O(K^2)``, and :func:`settle` assembles both matrices
+when the pass returns or an update that reads them comes. Each entry is summed
+in the order :func:`learners.omtl.eigen.assemble_rows` sums it, so the numbers
+are the same bits either way.
+
 An update returns False without touching the state when the matrix to
 decompose is not finite: the caller then runs the numpy reference, which
 defines what happens to NaN and infinite entries.
@@ -32,7 +43,7 @@ import math
 import numpy as np
 from numba import njit
 
-from learners.omtl.eigen import assemble_rows, sym_eig
+from learners.omtl.eigen import SMALL_K, assemble_rows, sym_eig
 
 __all__ = [
     "HP_FIELDS",
@@ -43,7 +54,9 @@ __all__ = [
     "KIND_VONNEUMANN",
     "a_update",
     "a_update_into",
+    "ainv_column",
     "pairwise_sum",
+    "settle",
     "workspace",
 ]
 
@@ -187,17 +200,89 @@ def _normalize_trace(M: np.ndarray, target: float) -> float:
 
 
 @njit(cache=True)
-def workspace(K: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Scratch arrays of one A update of K tasks: ``(mats, vecs, ework, rows)``.
+def workspace(K: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Scratch arrays of one A update of K tasks: ``(mats, vecs, ework, rows, pending)``.
 
     Allocated once per kernel call and reused by every update of the call.
+    ``pending`` says whether ``A`` and ``A^{-1}`` are held (module docstring):
+    ``[held, row of vecs with A's eigenvalues, row with A^{-1}'s]``.
     """
     return (
         np.empty((2, K, K)),
         np.empty((4, K)),
         np.empty(2 * K * K + 4 * K),
         np.empty(K, dtype=np.int64),
+        np.zeros(3, dtype=np.int64),
     )
+
+
+@njit(cache=True)
+def _hold(
+    pending: np.ndarray,
+    mats: np.ndarray,
+    vecs: np.ndarray,
+    A: np.ndarray,
+    Ainv: np.ndarray,
+    a_row: int,
+    ainv_row: int,
+) -> None:
+    """Hold ``A = Z^T diag(vecs[a_row]) Z`` and ``A^{-1}`` likewise (``Z = mats[1]``).
+
+    Above :data:`learners.omtl.eigen.SMALL_K` the products are BLAS's, whose
+    entries cannot be summed one at a time in the same order: assembled at once.
+    """
+    if A.shape[0] > SMALL_K:
+        assemble_rows(mats[1], vecs[a_row], A)
+        assemble_rows(mats[1], vecs[ainv_row], Ainv)
+        pending[0] = 0
+        return
+    pending[0] = 1
+    pending[1] = a_row
+    pending[2] = ainv_row
+
+
+@njit(cache=True)
+def settle(
+    pending: np.ndarray, mats: np.ndarray, vecs: np.ndarray, A: np.ndarray, Ainv: np.ndarray
+) -> None:
+    """Assemble ``A`` and ``A^{-1}`` if they are held; nothing otherwise."""
+    if pending[0] == 0:
+        return
+    assemble_rows(mats[1], vecs[pending[1]], A)
+    assemble_rows(mats[1], vecs[pending[2]], Ainv)
+    pending[0] = 0
+
+
+@njit(cache=True)
+def ainv_column(
+    pending: np.ndarray,
+    mats: np.ndarray,
+    vecs: np.ndarray,
+    Ainv: np.ndarray,
+    t: int,
+    scale: float,
+    out: np.ndarray,
+) -> None:
+    """``out[k] = scale * A^{-1}[k, t]``, from the held eigenpairs when ``A^{-1}`` is held.
+
+    The bits of :func:`learners.omtl.eigen.assemble_rows`: entry ``(a, b)`` sums
+    ``(Z[j, a] f[j]) Z[j, b]`` over ``j`` in order from zero, and off the diagonal the
+    mean of ``(a, b)`` and ``(b, a)``.
+    """
+    K = Ainv.shape[0]
+    if pending[0] == 0:
+        for k in range(K):
+            out[k] = scale * Ainv[k, t]
+        return
+    Z = mats[1]
+    f = vecs[pending[2]]
+    for k in range(K):
+        s_kt = 0.0
+        s_tk = 0.0
+        for j in range(K):
+            s_kt += (Z[j, k] * f[j]) * Z[j, t]
+            s_tk += (Z[j, t] * f[j]) * Z[j, k]
+        out[k] = scale * (s_kt if k == t else 0.5 * (s_kt + s_tk))
 
 
 @njit(cache=True)
@@ -332,8 +417,10 @@ def _vonneumann(
     vecs: np.ndarray,
     ework: np.ndarray,
     rows: np.ndarray,
+    pending: np.ndarray,
 ) -> bool:
-    """updates.vonneumann_log_step, Eq. (3.8) in the log domain (``L = log A`` in place)."""
+    """updates.vonneumann_log_step, Eq. (3.8) in the log domain (``L = log A`` in place;
+    ``A`` and ``A^{-1}`` held, :func:`_hold`)."""
     K = G.shape[0]
     eta = _effective_eta(hp, G)
     M = mats[0]
@@ -367,8 +454,7 @@ def _vonneumann(
     for k in range(K):
         inv[k] = 1.0 / ex[k]
     assemble_rows(Z, log_a, L)
-    assemble_rows(Z, ex, A)
-    assemble_rows(Z, inv, Ainv)
+    _hold(pending, mats, vecs, A, Ainv, 2, 3)  # ex and inv
     return True
 
 
@@ -423,8 +509,10 @@ def _batchopt(
     vecs: np.ndarray,
     ework: np.ndarray,
     rows: np.ndarray,
+    pending: np.ndarray,
 ) -> bool:
-    """updates.batchopt_update, Eq. (3.10): ``A = G^{1/2} / tr(G^{1/2})``, ridged and floored."""
+    """updates.batchopt_update, Eq. (3.10): ``A = G^{1/2} / tr(G^{1/2})``, ridged and floored
+    (``A`` and ``A^{-1}`` held, :func:`_hold`)."""
     K = G.shape[0]
     M = mats[0]
     for a in range(K):
@@ -457,11 +545,9 @@ def _batchopt(
         S[k] = max(S[k], hp[3] * top)
         inv[k] = 1.0 / S[k]
     if as_inverse:
-        assemble_rows(Z, inv, A)
-        assemble_rows(Z, S, Ainv)
+        _hold(pending, mats, vecs, A, Ainv, 2, 1)  # inv and S
     else:
-        assemble_rows(Z, S, A)
-        assemble_rows(Z, inv, Ainv)
+        _hold(pending, mats, vecs, A, Ainv, 1, 2)
     return True
 
 
@@ -478,16 +564,22 @@ def a_update_into(
     vecs: np.ndarray,
     ework: np.ndarray,
     rows: np.ndarray,
+    pending: np.ndarray,
 ) -> bool:
-    """:func:`a_update` with the scratch arrays of :func:`workspace` given."""
+    """:func:`a_update` with the scratch arrays of :func:`workspace` given.
+
+    ``A`` and ``A^{-1}`` may be held afterwards (module docstring): read them through
+    :func:`ainv_column`, or after :func:`settle`.
+    """
+    if kind == KIND_VONNEUMANN:
+        return _vonneumann(hp, A, Ainv, L, G, mats, vecs, ework, rows, pending)
+    if kind == KIND_BATCHOPT:
+        return _batchopt(hp, A, Ainv, G, mats, vecs, ework, rows, pending)
+    settle(pending, mats, vecs, A, Ainv)  # the other updates read or write them whole
     if kind == KIND_LOGDET:
         return _logdet(hp, A, Ainv, G, mats, vecs, ework, rows)
-    if kind == KIND_VONNEUMANN:
-        return _vonneumann(hp, A, Ainv, L, G, mats, vecs, ework, rows)
     if kind == KIND_COV:
         return _covariance(hp, A, Ainv, G, colsum, mats, vecs, ework, rows)
-    if kind == KIND_BATCHOPT:
-        return _batchopt(hp, A, Ainv, G, mats, vecs, ework, rows)
     return False
 
 
@@ -506,5 +598,7 @@ def a_update(
     Returns False, with nothing changed, for :data:`KIND_NONE` or a matrix that is
     not finite (the learner then runs the numpy reference).
     """
-    mats, vecs, ework, rows = workspace(G.shape[0])
-    return a_update_into(kind, hp, A, Ainv, L, G, colsum, mats, vecs, ework, rows)
+    mats, vecs, ework, rows, pending = workspace(G.shape[0])
+    updated = a_update_into(kind, hp, A, Ainv, L, G, colsum, mats, vecs, ework, rows, pending)
+    settle(pending, mats, vecs, A, Ainv)
+    return updated

@@ -43,7 +43,7 @@ from learners.kernels import (
     row_dot,
     warm_learners,
 )
-from learners.omtl.a_kernels import a_update_into, workspace
+from learners.omtl.a_kernels import a_update_into, ainv_column, settle, workspace
 
 __all__ = ["warm", "weight_pass"]
 
@@ -144,18 +144,22 @@ def _round(
     track_at_stop: bool,
     c: np.ndarray,
     u: np.ndarray,
+    pending: np.ndarray,
+    mats: np.ndarray,
+    vecs: np.ndarray,
 ) -> tuple[float, int]:
     """One round (Algorithm 1 lines 4-16) of row ``x`` (``idx`` None: dense) up to its A
     update; ``(score, update)`` with ``update`` one of :data:`_NO_UPDATE`,
     :data:`_PRE_UPDATE` (A from the Gram matrix before the mistake: the weight step and
     its tracking are left to :func:`_finish_pre` after the update) and
-    :data:`_POST_UPDATE` (the step and tracking done, the A update due)."""
+    :data:`_POST_UPDATE` (the step and tracking done, the A update due). ``pending``,
+    ``mats``, ``vecs``: the A update's workspace, where ``A^{-1}`` may be held
+    (:func:`learners.omtl.a_kernels.ainv_column`)."""
     s = row_dot(idx, val, W[t])
     counters[0] += round_step
     if (s >= 0.0) == (label > 0.0):
         return s, _NO_UPDATE
-    for k in range(W.shape[0]):
-        c[k] = label * Ainv[k, t]
+    ainv_column(pending, mats, vecs, Ainv, t, label, c)
     counters[1] += 1
     if counters[0] >= a_from and not track_at_stop:
         return s, _PRE_UPDATE
@@ -243,12 +247,28 @@ def _weight_pass(
     c = np.empty(W.shape[0])
     u = np.empty(W.shape[0])
     ws = workspace(W.shape[0])
-    state = (W, Ainv, G, colsum, counters, round_step, a_from, track_at_stop, c, u)
+    mats, vecs, _, _, pending = ws
+    state = (
+        W,
+        Ainv,
+        G,
+        colsum,
+        counters,
+        round_step,
+        a_from,
+        track_at_stop,
+        c,
+        u,
+        pending,
+        mats,
+        vecs,
+    )
     batch = (X, indptr, indices, data, y, tasks)
     i = begin
     while True:
         i, update = _rows(batch, i, scores, state)
         if update == _NO_UPDATE:
+            settle(pending, mats, vecs, A, Ainv)
             return y.shape[0]
         updated = a_update_into(kind, hp, A, Ainv, L, G, colsum, *ws)
         if update == _PRE_UPDATE:
@@ -258,6 +278,7 @@ def _weight_pass(
             else:
                 _finish_pre(None, X[i], W, G, colsum, c, u, updated)
         if not updated:
+            settle(pending, mats, vecs, A, Ainv)
             counters[2] = 1
             return i + 1
         counters[3] += 1

@@ -4,7 +4,9 @@ Random Gram matrices and states, every option of every update: the compiled
 ``(A, A^{-1})`` (and ``log A``) equal the reference to 1e-12 relative to the
 largest entry; sums follow numpy's pairwise order bit for bit; a matrix that is
 not finite leaves the state untouched and returns False (the learner then runs
-the reference). A learner's batch updates A inside the kernel; an overflowing
+the reference). The von Neumann and batch-optimal updates hold ``A`` and
+``A^{-1}`` as eigenpairs: a column read from them, and the matrices assembled
+later, are the bits of assembling at once. A learner's batch updates A inside the kernel; an overflowing
 Gram matrix goes through the numpy update and ends where the reference ends.
 """
 
@@ -14,6 +16,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import learners
 from learners.omtl import a_kernels as ak
@@ -210,3 +214,73 @@ def test_an_overflowing_gram_matrix_goes_through_the_numpy_update(name: str):
     np.testing.assert_array_equal(got_A, want_A)
     assert np.isnan(got_A).all()
     assert got_n == want_n == got_calls == 1
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    K=st.integers(1, 12),
+    seed=st.integers(0, 2**32 - 1),
+    kind=st.sampled_from([ak.KIND_VONNEUMANN, ak.KIND_BATCHOPT]),
+    as_inverse=st.sampled_from([0.0, 1.0]),
+)
+def test_held_matrices_read_and_settle_to_the_assembled_bits(
+    K: int, seed: int, kind: int, as_inverse: float
+) -> None:
+    """Each column read from the held eigenpairs, and both matrices when settled, are
+    exactly what :func:`learners.omtl.a_kernels.a_update` assembles at once."""
+    s = random_state(K, seed % 1000)
+    h = hp(as_inverse=as_inverse)
+    _, (want_A, want_Ainv, want_L) = run_compiled(kind, h, s)
+    mats, vecs, ework, rows, pending = ak.workspace(K)
+    A, Ainv, L = s["A"].copy(), s["Ainv"].copy(), s["L"].copy()
+    assert ak.a_update_into(
+        kind, h, A, Ainv, L, s["G"], s["colsum"], mats, vecs, ework, rows, pending
+    )
+    assert pending[0] == 1
+    np.testing.assert_array_equal(A, s["A"])  # held: the arrays are not written yet
+    column = np.empty(K)
+    for t in range(K):
+        ak.ainv_column(pending, mats, vecs, Ainv, t, -2.0, column)
+        np.testing.assert_array_equal(column, -2.0 * want_Ainv[:, t])
+    ak.settle(pending, mats, vecs, A, Ainv)
+    assert pending[0] == 0
+    np.testing.assert_array_equal(A, want_A)
+    np.testing.assert_array_equal(Ainv, want_Ainv)
+    np.testing.assert_array_equal(L, want_L)
+
+
+def test_a_failed_update_keeps_the_held_matrices_of_the_one_before() -> None:
+    """A von Neumann update whose matrix is not finite changes nothing, so the matrices
+    held from the update before are still the ones a settle writes."""
+    s = random_state(4, 7)
+    h = hp()
+    _, (want_A, want_Ainv, _) = run_compiled(ak.KIND_VONNEUMANN, h, s)
+    mats, vecs, ework, rows, pending = ak.workspace(4)
+    A, Ainv, L = s["A"].copy(), s["Ainv"].copy(), s["L"].copy()
+    args = (mats, vecs, ework, rows, pending)
+    assert ak.a_update_into(ak.KIND_VONNEUMANN, h, A, Ainv, L, s["G"], s["colsum"], *args)
+    G_bad = s["G"].copy()
+    G_bad[0, 1] = G_bad[1, 0] = np.inf
+    L_before = L.copy()
+    assert not ak.a_update_into(ak.KIND_VONNEUMANN, h, A, Ainv, L, G_bad, s["colsum"], *args)
+    np.testing.assert_array_equal(L, L_before)
+    ak.settle(pending, mats, vecs, A, Ainv)
+    np.testing.assert_array_equal(A, want_A)
+    np.testing.assert_array_equal(Ainv, want_Ainv)
+
+
+def test_an_update_that_reads_the_matrices_settles_them_first() -> None:
+    """The log-det update reads ``A^{-1}``: after a held batch-optimal update it starts from
+    the assembled matrix, as if the batch-optimal update had written it."""
+    s = random_state(5, 8)
+    h = hp()
+    _, (A1, Ainv1, L1) = run_compiled(ak.KIND_BATCHOPT, h, s)
+    want = run_compiled(ak.KIND_LOGDET, h, {**s, "A": A1, "Ainv": Ainv1, "L": L1})[1]
+    mats, vecs, ework, rows, pending = ak.workspace(5)
+    A, Ainv, L = s["A"].copy(), s["Ainv"].copy(), s["L"].copy()
+    args = (mats, vecs, ework, rows, pending)
+    assert ak.a_update_into(ak.KIND_BATCHOPT, h, A, Ainv, L, s["G"], s["colsum"], *args)
+    assert ak.a_update_into(ak.KIND_LOGDET, h, A, Ainv, L, s["G"], s["colsum"], *args)
+    assert pending[0] == 0
+    np.testing.assert_array_equal(A, want[0])
+    np.testing.assert_array_equal(Ainv, want[1])
