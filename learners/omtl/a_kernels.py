@@ -28,6 +28,14 @@ when the pass returns or an update that reads them comes. Each entry is summed
 in the order :func:`learners.omtl.eigen.assemble_rows` sums it, so the numbers
 are the same bits either way.
 
+**Warm starts.** The von Neumann update decomposes ``log A - eta G``, which
+moves little from one mistake to the next: it starts from the previous
+eigenvectors (:func:`learners.omtl.jacobi.warm_eig`), which the learner keeps as
+state (``eigvecs_``, loaded and stored by :func:`load_basis` and
+:func:`store_basis`), so that a stream gives the same numbers however it is cut
+into calls. The first update, one after an update of the numpy path, and one
+whose warm start does not converge decompose from scratch.
+
 An update returns False without touching the state when the matrix to
 decompose is not finite: the caller then runs the numpy reference, which
 defines what happens to NaN and infinite entries.
@@ -44,6 +52,7 @@ import numpy as np
 from numba import njit
 
 from learners.omtl.eigen import SMALL_K, assemble_rows, sym_eig
+from learners.omtl.jacobi import warm_eig
 
 __all__ = [
     "HP_FIELDS",
@@ -55,8 +64,10 @@ __all__ = [
     "a_update",
     "a_update_into",
     "ainv_column",
+    "load_basis",
     "pairwise_sum",
     "settle",
+    "store_basis",
     "workspace",
 ]
 
@@ -76,6 +87,10 @@ KIND_BATCHOPT = 4
 HP_FIELDS = ("eta", "eta_trace", "normalize", "floor", "ridge", "as_inverse", "n_rows")
 
 _TINY = 1e-300  # learners.omtl.numerics.TINY
+
+#: Every this many warm starts the basis is orthonormalised again in full; the ones
+#: between renormalise its rows only (:func:`learners.omtl.jacobi.warm_eig`).
+ORTHONORMALISE_EVERY = 4
 
 
 @njit(cache=True)
@@ -205,15 +220,43 @@ def workspace(K: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, n
 
     Allocated once per kernel call and reused by every update of the call.
     ``pending`` says whether ``A`` and ``A^{-1}`` are held (module docstring):
-    ``[held, row of vecs with A's eigenvalues, row with A^{-1}'s]``.
+    ``[held, row of vecs with A's eigenvalues, row with A^{-1}'s, basis, warm starts]``,
+    the last two whether ``mats[1]`` holds the eigenvectors of the last von Neumann
+    update and how many warm starts led to them (:func:`load_basis`).
     """
     return (
         np.empty((2, K, K)),
         np.empty((4, K)),
         np.empty(2 * K * K + 4 * K),
         np.empty(K, dtype=np.int64),
-        np.zeros(3, dtype=np.int64),
+        np.zeros(5, dtype=np.int64),
     )
+
+
+@njit(cache=True)
+def load_basis(pending: np.ndarray, mats: np.ndarray, basis: np.ndarray, age: np.ndarray) -> None:
+    """Start the workspace from the learner's eigenvectors ``basis`` (rows), kept from its
+    last von Neumann update, after ``age[0]`` warm starts (``age[0] < 0``: none kept; an
+    empty ``basis``: a learner that keeps none)."""
+    K = mats.shape[1]
+    pending[3] = 0
+    if basis.shape[0] != K or age[0] < 0:
+        return
+    mats[1, :, :] = basis
+    pending[3] = 1
+    pending[4] = age[0]
+
+
+@njit(cache=True)
+def store_basis(pending: np.ndarray, mats: np.ndarray, basis: np.ndarray, age: np.ndarray) -> None:
+    """Hand the workspace's eigenvectors back to the learner (:func:`load_basis`)."""
+    if basis.shape[0] != mats.shape[1]:
+        return
+    if pending[3] == 0:
+        age[0] = -1
+        return
+    basis[:, :] = mats[1]
+    age[0] = pending[4]
 
 
 @njit(cache=True)
@@ -420,7 +463,8 @@ def _vonneumann(
     pending: np.ndarray,
 ) -> bool:
     """updates.vonneumann_log_step, Eq. (3.8) in the log domain (``L = log A`` in place;
-    ``A`` and ``A^{-1}`` held, :func:`_hold`)."""
+    ``A`` and ``A^{-1}`` held, :func:`_hold`), the decomposition warm-started from
+    ``mats[1]`` when it holds the last update's eigenvectors (module docstring)."""
     K = G.shape[0]
     eta = _effective_eta(hp, G)
     M = mats[0]
@@ -434,7 +478,13 @@ def _vonneumann(
     log_a = vecs[1]
     ex = vecs[2]
     inv = vecs[3]
-    sym_eig(M, mu, Z, ework, rows)
+    warm = pending[3] == 1 and K <= SMALL_K
+    if warm and warm_eig(M, Z, mu, ework, rows, (pending[4] + 1) % ORTHONORMALISE_EVERY == 0):
+        pending[4] += 1
+    else:
+        sym_eig(M, mu, Z, ework, rows)
+        pending[3] = 1
+        pending[4] = 0
     top = mu[K - 1]
     log_floor = math.log(hp[3])
     for k in range(K):
@@ -592,13 +642,19 @@ def a_update(
     L: np.ndarray,
     G: np.ndarray,
     colsum: np.ndarray,
+    basis: np.ndarray,
+    basis_age: np.ndarray,
 ) -> bool:
     """The A update ``kind`` from the current ``G`` (and ``colsum``), in place.
 
+    ``basis`` and ``basis_age``: the von Neumann learner's eigenvectors to start
+    from, updated in place (:func:`load_basis`; an empty ``basis`` for none).
     Returns False, with nothing changed, for :data:`KIND_NONE` or a matrix that is
     not finite (the learner then runs the numpy reference).
     """
     mats, vecs, ework, rows, pending = workspace(G.shape[0])
+    load_basis(pending, mats, basis, basis_age)
     updated = a_update_into(kind, hp, A, Ainv, L, G, colsum, mats, vecs, ework, rows, pending)
     settle(pending, mats, vecs, A, Ainv)
+    store_basis(pending, mats, basis, basis_age)
     return updated

@@ -34,7 +34,7 @@ from numba import njit
 
 from learners.kernels import ROW_HELPER
 
-__all__ = ["SMALL_K", "assemble_rows", "sym_eig"]
+__all__ = ["SMALL_K", "assemble_rows", "sort_ascending", "sym_eig"]
 
 #: The largest K diagonalised inline; LAPACK above (where its blocked code pays off).
 SMALL_K = 32
@@ -288,7 +288,7 @@ def _coupled_rows(M: np.ndarray, rows: np.ndarray) -> int:
 
 
 @njit(**ROW_HELPER)
-def _sort_ascending(lam: np.ndarray, Z: np.ndarray, work: np.ndarray, rows: np.ndarray) -> None:
+def sort_ascending(lam: np.ndarray, Z: np.ndarray, work: np.ndarray, rows: np.ndarray) -> None:
     """Sort the eigenpairs by ascending eigenvalue, ties in index order (a stable
     insertion sort of indices, then one permutation through ``work``)."""
     n = lam.shape[0]
@@ -341,7 +341,7 @@ def sym_eig(
         if not _inline_eig(V, lam, Z, work[n * n : n * n + 3 * n]):
             V[:, :] = M
             _lapack_eig(V, lam, Z)
-        _sort_ascending(lam, Z, work, rows)
+        sort_ascending(lam, Z, work, rows)
         return
     for j in range(n):
         lam[j] = M[j, j]
@@ -357,7 +357,7 @@ def sym_eig(
             Z[j, j] = 0.0
             for c in range(m):
                 Z[j, rows[c]] = work[m * m + r * m + c]
-    _sort_ascending(lam, Z, work, rows)
+    sort_ascending(lam, Z, work, rows)
 
 
 @njit(cache=True)

@@ -43,7 +43,14 @@ from learners.kernels import (
     row_dot,
     warm_learners,
 )
-from learners.omtl.a_kernels import a_update_into, ainv_column, settle, workspace
+from learners.omtl.a_kernels import (
+    a_update_into,
+    ainv_column,
+    load_basis,
+    settle,
+    store_basis,
+    workspace,
+)
 
 __all__ = ["warm", "weight_pass"]
 
@@ -235,6 +242,8 @@ def _weight_pass(
     hp: np.ndarray,
     A: np.ndarray,
     L: np.ndarray,
+    basis: np.ndarray,
+    basis_age: np.ndarray,
     scores: np.ndarray,
 ) -> int:
     """Rows ``begin..`` (CSR when ``indptr`` is not empty, else the rows of ``X``).
@@ -242,12 +251,15 @@ def _weight_pass(
     The rounds run in :func:`_rows`; each A update a round leaves runs here (it may
     call LAPACK, which allocates). Returns the next row: ``n`` when done, or the row
     after a mistake whose A update is left to the learner (then ``counters[2] = 1``;
-    see the module docstring).
+    see the module docstring). ``basis`` and ``basis_age``: the von Neumann learner's
+    eigenvectors and their count of warm starts
+    (:func:`learners.omtl.a_kernels.load_basis`; empty for the other learners).
     """
     c = np.empty(W.shape[0])
     u = np.empty(W.shape[0])
     ws = workspace(W.shape[0])
     mats, vecs, _, _, pending = ws
+    load_basis(pending, mats, basis, basis_age)
     state = (
         W,
         Ainv,
@@ -269,6 +281,7 @@ def _weight_pass(
         i, update = _rows(batch, i, scores, state)
         if update == _NO_UPDATE:
             settle(pending, mats, vecs, A, Ainv)
+            store_basis(pending, mats, basis, basis_age)
             return y.shape[0]
         updated = a_update_into(kind, hp, A, Ainv, L, G, colsum, *ws)
         if update == _PRE_UPDATE:
@@ -279,6 +292,7 @@ def _weight_pass(
                 _finish_pre(None, X[i], W, G, colsum, c, u, updated)
         if not updated:
             settle(pending, mats, vecs, A, Ainv)
+            store_basis(pending, mats, basis, basis_age)
             counters[2] = 1
             return i + 1
         counters[3] += 1

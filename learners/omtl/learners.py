@@ -40,6 +40,7 @@ row and column with diagonal entry ``tr(A)/K`` (the mean diagonal), and
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
@@ -79,7 +80,8 @@ from learners.registry import register
 
 #: ``a_from`` for a learner whose priming never ends: no round reaches it.
 _NEVER = 1 << 62
-#: The kernel's ``L`` for the learners without ``log A``.
+#: The kernel's ``L`` for the learners without ``log A``, and its eigenvectors for those
+#: that keep none.
 _NO_LOG = np.zeros((0, 0))
 
 __all__ = ["BatchOptimal", "OMTLCovariance", "OMTLLogDet", "OMTLVonNeumann", "TaskRelationships"]
@@ -342,6 +344,17 @@ class TaskRelationships(CompiledLearner, MatrixPerceptron):
         """The ``L`` array of the kernel (``log A`` for Eq. 3.8; unused, empty, otherwise)."""
         return _NO_LOG
 
+    def _basis(self) -> np.ndarray:
+        """The eigenvectors the kernel warm-starts Eq. 3.8 from (empty: none kept)."""
+        return _NO_LOG
+
+    def _basis_age(self) -> int:
+        """Warm starts that led to :meth:`_basis` (-1: it holds no eigenvectors)."""
+        return -1
+
+    def _keep_basis_age(self, age: int) -> None:
+        """Record the kernel's count of warm starts (:meth:`_basis_age`)."""
+
     def _kernel(
         self, rows: KernelRows, y: np.ndarray, tasks: np.ndarray, scores: np.ndarray
     ) -> None:
@@ -361,6 +374,7 @@ class TaskRelationships(CompiledLearner, MatrixPerceptron):
         step = 0 if self.is_active else 1
         kind, hp = self._compiled_update()
         counters = np.array([self.n_rounds_, self.n_mistakes_, 0, 0], dtype=np.int64)
+        age = np.array([self._basis_age()], dtype=np.int64)
         i = 0
         while i < y.shape[0]:
             counters[2] = 0
@@ -373,8 +387,9 @@ class TaskRelationships(CompiledLearner, MatrixPerceptron):
             self.A_ = np.ascontiguousarray(self.A_)
             i = weight_pass(
                 rows, y, tasks, i, self.W_, self.Ainv_, self.G_, self.colsum_, counters, step,
-                a_from, post, kind, hp, self.A_, self._log_state(), scores,
+                a_from, post, kind, hp, self.A_, self._log_state(), self._basis(), age, scores,
             )  # fmt: skip
+            self._keep_basis_age(int(age[0]))
             self.n_rounds_, self.n_mistakes_ = int(counters[0]), int(counters[1])
             self.n_a_updates_ += int(counters[3])
             if counters[2] and post:
@@ -382,6 +397,7 @@ class TaskRelationships(CompiledLearner, MatrixPerceptron):
                 self.n_a_updates_ += 1
             elif counters[2]:
                 self._after_mistake(rows.vec(i - 1), float(y[i - 1]), int(tasks[i - 1]))
+            age[0] = self._basis_age()  # a numpy update leaves no eigenvectors to start from
 
     def _score_and_learn_batch_reference(
         self, batch: Batch, y: np.ndarray, tasks: np.ndarray
@@ -482,12 +498,20 @@ class OMTLVonNeumann(TaskRelationships):
     (by default) normalised to unit trace — the matrix exponentiated gradient
     form that keeps the update stable. ``log A`` is kept as state
     (:func:`learners.omtl.updates.vonneumann_log_step`), so no precision is lost
-    recomputing it from A. Cost of an A update O(K nnz + K^3).
+    recomputing it from A. Cost of an A update O(K nnz + K^3). The compiled update
+    starts each decomposition from the eigenvectors of the one before
+    (:mod:`learners.omtl.jacobi`), kept as state so that the numbers do not depend
+    on how the stream is cut into calls.
 
     Attributes
     ----------
     logA_ : ndarray, shape (K, K)
         ``log A`` (besides the attributes of :class:`TaskRelationships`).
+    eigvecs_ : ndarray, shape (K, K)
+        The eigenvectors (rows) of the last compiled update's decomposition.
+    eigvecs_age_ : int
+        How many warm starts led to ``eigvecs_`` since one from scratch; -1 when it
+        holds none (a new learner, or after an update of the numpy path).
     """
 
     name = "omtl-vonneumann"
@@ -496,11 +520,37 @@ class OMTLVonNeumann(TaskRelationships):
     params = (_eta(0.01), ETA_SCALE, *_SHARED, _sampling_b(None))
     conformance_params = _SWITCHING_PARAMS
 
-    state_fields: ClassVar[tuple[str, ...]] = (*TaskRelationships.state_fields, "logA_")
+    state_fields: ClassVar[tuple[str, ...]] = (
+        *TaskRelationships.state_fields,
+        "logA_",
+        "eigvecs_",
+        "eigvecs_age_",
+    )
+    #: Fields a snapshot written before warm starts lacks: restored as "none kept".
+    _WARM_START_FIELDS = ("eigvecs_", "eigvecs_age_")
 
     def _init_state(self) -> None:
         super()._init_state()
         self.logA_ = -np.log(self.n_tasks) * np.eye(self.n_tasks)
+        self.eigvecs_ = np.eye(self.n_tasks)
+        self.eigvecs_age_ = -1
+
+    def _set_state(self, state: Mapping[str, Any]) -> None:
+        if not any(name in state for name in self._WARM_START_FIELDS):
+            K = int(np.shape(state["logA_"])[0])
+            state = {**state, "eigvecs_": np.eye(K), "eigvecs_age_": -1}
+        super()._set_state(state)
+        self.eigvecs_age_ = int(self.eigvecs_age_)
+
+    def _basis(self) -> np.ndarray:
+        self.eigvecs_ = np.ascontiguousarray(self.eigvecs_)
+        return self.eigvecs_
+
+    def _basis_age(self) -> int:
+        return int(self.eigvecs_age_)
+
+    def _keep_basis_age(self, age: int) -> None:
+        self.eigvecs_age_ = age
 
     def _compiled_update(self) -> tuple[int, np.ndarray]:
         return KIND_VONNEUMANN, self._update_hyper()
@@ -510,6 +560,7 @@ class OMTLVonNeumann(TaskRelationships):
         return self.logA_
 
     def _updated_interaction(self) -> tuple[np.ndarray, np.ndarray]:
+        self.eigvecs_age_ = -1  # the numpy decomposition's eigenvectors are not kept
         self.logA_, A, Ainv = vonneumann_log_step(
             self.logA_,
             self.G_,
@@ -526,6 +577,9 @@ class OMTLVonNeumann(TaskRelationships):
         L[:K, :K] = self.logA_
         L[K, K] = np.log(self.A_[K, K])
         self.logA_ = L
+        basis = np.eye(K + 1)  # the new task is decoupled: its own eigenvector
+        basis[:K, :K] = self.eigvecs_
+        self.eigvecs_ = basis
 
 
 @register

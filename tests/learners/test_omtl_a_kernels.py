@@ -24,6 +24,8 @@ from learners.omtl import a_kernels as ak
 from learners.omtl import updates
 
 RTOL = 1e-12
+#: No eigenvectors to start the von Neumann update from: it decomposes from scratch.
+NO_BASIS = np.zeros((0, 0))
 
 
 def hp(**given: float) -> np.ndarray:
@@ -58,7 +60,7 @@ def assert_close(got: np.ndarray, want: np.ndarray) -> None:
 
 def run_compiled(kind: int, h: np.ndarray, s: dict[str, np.ndarray]) -> tuple[bool, Any]:
     A, Ainv, L = s["A"].copy(), s["Ainv"].copy(), s["L"].copy()
-    ok = ak.a_update(kind, h, A, Ainv, L, s["G"], s["colsum"])
+    ok = ak.a_update(kind, h, A, Ainv, L, s["G"], s["colsum"], NO_BASIS, np.full(1, -1))
     return ok, (A, Ainv, L)
 
 
