@@ -55,6 +55,22 @@ _EPS = 2.0**-52
 
 
 @njit(**ROW_HELPER)
+def _row_products(X: np.ndarray, Y: np.ndarray, scale: float, out: np.ndarray) -> None:
+    """``out[a, b] = out[b, a] = scale <X[a], Y[b]>`` for ``b >= a`` (``X Y^T``, symmetric
+    by construction), each sum in index order."""
+    n = X.shape[0]
+    for a in range(n):
+        xa = X[a]
+        for b in range(a, n):
+            yb = Y[b]
+            s = 0.0
+            for k in range(n):
+                s += xa[k] * yb[k]
+            out[a, b] = scale * s
+            out[b, a] = scale * s
+
+
+@njit(**ROW_HELPER)
 def _rotated_into_basis(M: np.ndarray, Z: np.ndarray, B: np.ndarray, T: np.ndarray) -> float:
     """``B = Z M Z^T`` (exactly symmetric, through ``T = Z M``); returns ``||M||_F``."""
     n = M.shape[0]
@@ -67,16 +83,9 @@ def _rotated_into_basis(M: np.ndarray, Z: np.ndarray, B: np.ndarray, T: np.ndarr
             mk = M[k]
             for b in range(n):
                 ta[b] += zak * mk[b]
+    _row_products(T, Z, 1.0, B)
     norm2 = 0.0
     for a in range(n):
-        ta = T[a]
-        for b in range(a, n):
-            zb = Z[b]
-            s = 0.0
-            for k in range(n):
-                s += ta[k] * zb[k]
-            B[a, b] = s
-            B[b, a] = s
         for b in range(n):
             norm2 += M[a, b] * M[a, b]
     return math.sqrt(norm2)
@@ -133,15 +142,8 @@ def _orthonormalise_rows(Z: np.ndarray, S: np.ndarray) -> None:
     and the correction runs along rows; a row is corrected from the rows as they are
     then (those before it already corrected), the same to ``O(E^2)``."""
     n = Z.shape[0]
+    _row_products(Z, Z, 0.5, S)
     for a in range(n):
-        za = Z[a]
-        for b in range(a, n):
-            zb = Z[b]
-            r = 0.0
-            for k in range(n):
-                r += za[k] * zb[k]
-            S[a, b] = 0.5 * r
-            S[b, a] = 0.5 * r
         S[a, a] -= 0.5
     for a in range(n):
         za = Z[a]
