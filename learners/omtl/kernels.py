@@ -29,6 +29,7 @@ left to the learner; ``a_updates`` counts the A updates done in the kernel).
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
@@ -44,6 +45,9 @@ from learners.kernels import (
     warm_learners,
 )
 from learners.omtl.a_kernels import (
+    HP_FIELDS,
+    KIND_BATCHOPT,
+    a_update,
     a_update_into,
     ainv_column,
     load_basis,
@@ -301,10 +305,19 @@ def _weight_pass(
 
 @register_warmup
 def warm() -> float:
-    """Compile (or load from the cache) the pass and its A updates, dense and CSR; the seconds taken."""
+    """Compile (or load from the cache) the pass and its A updates, dense and CSR, and the
+    standalone :func:`learners.omtl.a_kernels.a_update` (about 3 s to compile: the
+    benchmark times one update with it); the seconds taken."""
     from learners.omtl.learners import OMTLLogDet  # the learners import this module
 
-    return warm_learners(OMTLLogDet)
+    started = time.perf_counter()
+    warm_learners(OMTLLogDet)
+    K = 2
+    a_update(
+        KIND_BATCHOPT, np.ones(len(HP_FIELDS)), np.eye(K), np.eye(K), np.eye(K), np.eye(K),
+        np.zeros(K), np.eye(K), np.zeros(1, dtype=np.int64),
+    )  # fmt: skip
+    return time.perf_counter() - started
 
 
 def weight_pass(rows: KernelRows, y: np.ndarray, tasks: np.ndarray, begin: int, *state: Any) -> int:
