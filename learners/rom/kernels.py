@@ -231,7 +231,6 @@ def _pgd_rows(
             if i + 1 < rows:  # the next row's task parts (prefetch_columns)
                 prefetch_columns(P[tasks[i + 1]], indices, hi, indptr[i + 2])
                 prefetch_columns(Q[tasks[i + 1]], indices, hi, indptr[i + 2])
-                prefetch_columns(u, indices, hi, indptr[i + 2])
             scores[i] = _pgd_row(
                 indices[lo:hi], data[lo:hi], y[i], tasks[i], u, P, Q, u_scale, p_scale,
                 q_scale, q_sqnorm, sup_idx, sup_n, hyper, counts,
@@ -317,7 +316,6 @@ def _rda_rows(
             lo, hi = indptr[i], indptr[i + 1]
             if i + 1 < rows:  # the next row's task part (prefetch_columns)
                 prefetch_columns(G[tasks[i + 1]], indices, hi, indptr[i + 2])
-                prefetch_columns(Gu, indices, hi, indptr[i + 2])
             scores[i] = _rda_row(
                 indices[lo:hi], data[lo:hi], y[i], tasks[i], Gu, G, G_sqnorm, clock, hyper, counts
             )
