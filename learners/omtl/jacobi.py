@@ -186,7 +186,7 @@ def warm_eig(
     :func:`learners.omtl.eigen.sym_eig` returns them, the rows renormalised, or with
     ``orthonormalise`` corrected to orthonormal (module docstring). False after
     :data:`MAX_SWEEPS` sweeps (``Z`` and ``lam`` undefined: decompose from scratch).
-    ``work``: float scratch of ``2 K^2 + K`` entries at least; ``rows``: int scratch of K.
+    ``work``: float scratch of ``2 K^2`` entries at least; ``rows``: int scratch of K.
     """
     n = M.shape[0]
     B = work[: n * n].reshape((n, n))

@@ -313,9 +313,10 @@ def warm() -> float:
     started = time.perf_counter()
     warm_learners(OMTLLogDet)
     K = 2
+    no_basis = np.zeros((0, 0))  # the types every caller passes; batch-optimal keeps none
     a_update(
-        KIND_BATCHOPT, np.ones(len(HP_FIELDS)), np.eye(K), np.eye(K), np.eye(K), np.eye(K),
-        np.zeros(K), np.eye(K), np.zeros(1, dtype=np.int64),
+        KIND_BATCHOPT, np.ones(len(HP_FIELDS)), np.eye(K), np.eye(K), no_basis, np.eye(K),
+        np.zeros(K), no_basis, np.full(1, -1, dtype=np.int64),
     )  # fmt: skip
     return time.perf_counter() - started
 
