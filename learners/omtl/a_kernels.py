@@ -6,7 +6,7 @@ Algorithm 1 (line 14) updates A, so that a whole batch, weight updates and A
 updates, is one kernel call (docs/algorithms.md Sec. 2.3 and 2.8).
 
 Each update writes the new ``A`` and ``A^{-1}`` (and ``log A`` for Eq. 3.8) in
-place and follows the reference step by step: the same floors and
+place, or holds them (below), and follows the reference step by step: the same floors and
 normalisations, sums of eigenvalues and traces in numpy's pairwise order
 (:func:`pairwise_sum`). The symmetric eigendecomposition is the compiled
 :func:`learners.omtl.eigen.sym_eig` (Householder tridiagonalisation and implicit
@@ -30,11 +30,15 @@ are the same bits either way.
 
 **Warm starts.** The von Neumann update decomposes ``log A - eta G``, which
 moves little from one mistake to the next: it starts from the previous
-eigenvectors (:func:`learners.omtl.jacobi.warm_eig`), which the learner keeps as
-state (``eigvecs_``, loaded and stored by :func:`load_basis` and
-:func:`store_basis`), so that a stream gives the same numbers however it is cut
-into calls. The first update, one after an update of the numpy path, and one
-whose warm start does not converge decompose from scratch.
+eigenvectors (:func:`learners.omtl.jacobi.warm_eig_step`). ``log A`` is held in
+them too, with its eigenvalues (``vecs[4]``): in that basis it is diagonal, so
+the update needs only ``Z G Z^T``, and ``log A`` is assembled when the pass
+returns (:func:`settle`), not at every update. The learner keeps the eigenpairs
+as state (``eigvecs_`` and ``log_eigvals_``, loaded and stored by
+:func:`load_basis` and :func:`store_basis`), so that a stream gives the same
+numbers however it is cut into calls. The first update, one after an update of
+the numpy path, and one whose warm start does not converge decompose the
+assembled ``log A - eta G`` from scratch.
 
 An update returns False without touching the state when the matrix to
 decompose is not finite: the caller then runs the numpy reference, which
@@ -52,7 +56,7 @@ import numpy as np
 from numba import njit
 
 from learners.omtl.eigen import SMALL_K, assemble_rows, sym_eig
-from learners.omtl.jacobi import warm_eig
+from learners.omtl.jacobi import warm_eig_step
 
 __all__ = [
     "HP_FIELDS",
@@ -220,42 +224,53 @@ def workspace(K: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, n
 
     Allocated once per kernel call and reused by every update of the call.
     ``pending`` says whether ``A`` and ``A^{-1}`` are held (module docstring):
-    ``[held, row of vecs with A's eigenvalues, row with A^{-1}'s, basis, warm starts]``,
-    the last two whether ``mats[1]`` holds the eigenvectors of the last von Neumann
-    update and how many warm starts led to them (:func:`load_basis`).
+    ``[held, row of vecs with A's eigenvalues, row with A^{-1}'s, basis, warm starts,
+    log A held]``: whether ``mats[1]`` holds the eigenvectors of the last von Neumann
+    update, with the eigenvalues of ``log A`` in ``vecs[4]``, how many warm starts led
+    to them (:func:`load_basis`), and whether ``log A`` is held in them, not yet
+    assembled (:func:`settle`).
     """
     return (
         np.empty((2, K, K)),
-        np.empty((4, K)),
+        np.empty((5, K)),
         np.empty(2 * K * K + 4 * K),
         np.empty(K, dtype=np.int64),
-        np.zeros(5, dtype=np.int64),
+        np.zeros(6, dtype=np.int64),
     )
 
 
 @njit(cache=True)
-def load_basis(pending: np.ndarray, mats: np.ndarray, basis: np.ndarray, age: np.ndarray) -> None:
-    """Start the workspace from the learner's eigenvectors ``basis`` (rows), kept from its
-    last von Neumann update, after ``age[0]`` warm starts (``age[0] < 0``: none kept; an
-    empty ``basis``: a learner that keeps none)."""
+def load_basis(
+    pending: np.ndarray, mats: np.ndarray, vecs: np.ndarray, basis: np.ndarray, age: np.ndarray
+) -> None:
+    """Start the workspace from the learner's eigenpairs of ``log A``, kept from its last
+    von Neumann update after ``age[0]`` warm starts (``age[0] < 0``: none kept):
+    ``basis`` (K + 1, K) holds the eigenvectors in its first K rows and their
+    eigenvalues in the last (an empty ``basis``: a learner that keeps none)."""
     K = mats.shape[1]
     pending[3] = 0
-    if basis.shape[0] != K or age[0] < 0:
+    pending[5] = 0
+    if basis.shape[0] != K + 1 or age[0] < 0:
         return
-    mats[1, :, :] = basis
+    mats[1, :, :] = basis[:K]
+    vecs[4, :] = basis[K]
     pending[3] = 1
     pending[4] = age[0]
 
 
 @njit(cache=True)
-def store_basis(pending: np.ndarray, mats: np.ndarray, basis: np.ndarray, age: np.ndarray) -> None:
-    """Hand the workspace's eigenvectors back to the learner (:func:`load_basis`)."""
-    if basis.shape[0] != mats.shape[1]:
+def store_basis(
+    pending: np.ndarray, mats: np.ndarray, vecs: np.ndarray, basis: np.ndarray, age: np.ndarray
+) -> None:
+    """Hand the workspace's eigenpairs back to the learner (:func:`load_basis`)."""
+    K = mats.shape[1]
+    if basis.shape[0] != K + 1:
         return
     if pending[3] == 0:
         age[0] = -1
         return
-    basis[:, :] = mats[1]
+    basis[:K, :] = mats[1]
+    basis[K, :] = vecs[4]
     age[0] = pending[4]
 
 
@@ -286,9 +301,17 @@ def _hold(
 
 @njit(cache=True)
 def settle(
-    pending: np.ndarray, mats: np.ndarray, vecs: np.ndarray, A: np.ndarray, Ainv: np.ndarray
+    pending: np.ndarray,
+    mats: np.ndarray,
+    vecs: np.ndarray,
+    A: np.ndarray,
+    Ainv: np.ndarray,
+    L: np.ndarray,
 ) -> None:
-    """Assemble ``A`` and ``A^{-1}`` if they are held; nothing otherwise."""
+    """Assemble ``A`` and ``A^{-1}`` if they are held, and ``L = log A`` if it is."""
+    if pending[5] == 1:
+        assemble_rows(mats[1], vecs[4], L)
+        pending[5] = 0
     if pending[0] == 0:
         return
     assemble_rows(mats[1], vecs[pending[1]], A)
@@ -462,26 +485,43 @@ def _vonneumann(
     rows: np.ndarray,
     pending: np.ndarray,
 ) -> bool:
-    """updates.vonneumann_log_step, Eq. (3.8) in the log domain (``L = log A`` in place;
-    ``A`` and ``A^{-1}`` held, :func:`_hold`), the decomposition warm-started from
-    ``mats[1]`` when it holds the last update's eigenvectors (module docstring)."""
+    """updates.vonneumann_log_step, Eq. (3.8) in the log domain: ``L = log A``, ``A`` and
+    ``A^{-1}`` all held in the new eigenpairs (:func:`_hold`, :func:`settle`).
+
+    When ``mats[1]`` holds the eigenvectors of the last update and ``vecs[4]`` the
+    eigenvalues of ``log A`` in them, the decomposition of ``log A - eta G`` starts
+    from there (:func:`learners.omtl.jacobi.warm_eig_step`: ``log A`` is diagonal in
+    that basis, so it is never assembled); otherwise, or when the warm start does not
+    converge, it decomposes the assembled matrix from scratch (module docstring).
+    """
     K = G.shape[0]
     eta = _effective_eta(hp, G)
-    M = mats[0]
-    for a in range(K):
-        for b in range(K):
-            M[a, b] = 0.5 * ((L[a, b] - eta * G[a, b]) + (L[b, a] - eta * G[b, a]))
-    if not _finite(M):
-        return False
     Z = mats[1]
+    M = mats[0]
     mu = vecs[0]
-    log_a = vecs[1]
+    log_a = vecs[4]
     ex = vecs[2]
     inv = vecs[3]
     warm = pending[3] == 1 and K <= SMALL_K
-    if warm and warm_eig(M, Z, mu, ework, rows, (pending[4] + 1) % ORTHONORMALISE_EVERY == 0):
+    converged = 0
+    if warm:
+        M[:, :] = Z  # the basis log A is held in, should the warm start fail
+        converged = warm_eig_step(
+            log_a, G, eta, Z, mu, ework, rows, (pending[4] + 1) % ORTHONORMALISE_EVERY == 0
+        )
+        if converged != 1 and pending[5] == 1:  # log A for the reference or the cold start
+            assemble_rows(M, log_a, L)
+            pending[5] = 0
+        if converged == -1:  # the basis untouched
+            return False
+    if converged == 1:
         pending[4] += 1
-    else:
+    else:  # log A assembled: held only in a basis a warm start starts from
+        for a in range(K):
+            for b in range(K):
+                M[a, b] = 0.5 * ((L[a, b] - eta * G[a, b]) + (L[b, a] - eta * G[b, a]))
+        if not _finite(M):
+            return False
         sym_eig(M, mu, Z, ework, rows)
         pending[3] = 1
         pending[4] = 0
@@ -503,7 +543,10 @@ def _vonneumann(
             ex[k] = math.exp(log_a[k])
     for k in range(K):
         inv[k] = 1.0 / ex[k]
-    assemble_rows(Z, log_a, L)
+    if K <= SMALL_K:
+        pending[5] = 1
+    else:
+        assemble_rows(Z, log_a, L)
     _hold(pending, mats, vecs, A, Ainv, 2, 3)  # ex and inv
     return True
 
@@ -625,7 +668,7 @@ def a_update_into(
         return _vonneumann(hp, A, Ainv, L, G, mats, vecs, ework, rows, pending)
     if kind == KIND_BATCHOPT:
         return _batchopt(hp, A, Ainv, G, mats, vecs, ework, rows, pending)
-    settle(pending, mats, vecs, A, Ainv)  # the other updates read or write them whole
+    settle(pending, mats, vecs, A, Ainv, L)  # the other updates read or write them whole
     if kind == KIND_LOGDET:
         return _logdet(hp, A, Ainv, G, mats, vecs, ework, rows)
     if kind == KIND_COV:
@@ -647,14 +690,14 @@ def a_update(
 ) -> bool:
     """The A update ``kind`` from the current ``G`` (and ``colsum``), in place.
 
-    ``basis`` and ``basis_age``: the von Neumann learner's eigenvectors to start
-    from, updated in place (:func:`load_basis`; an empty ``basis`` for none).
+    ``basis`` and ``basis_age``: the von Neumann learner's eigenpairs of ``log A`` to
+    start from, updated in place (:func:`load_basis`; an empty ``basis`` for none).
     Returns False, with nothing changed, for :data:`KIND_NONE` or a matrix that is
     not finite (the learner then runs the numpy reference).
     """
     mats, vecs, ework, rows, pending = workspace(G.shape[0])
-    load_basis(pending, mats, basis, basis_age)
+    load_basis(pending, mats, vecs, basis, basis_age)
     updated = a_update_into(kind, hp, A, Ainv, L, G, colsum, mats, vecs, ework, rows, pending)
-    settle(pending, mats, vecs, A, Ainv)
-    store_basis(pending, mats, basis, basis_age)
+    settle(pending, mats, vecs, A, Ainv, L)
+    store_basis(pending, mats, vecs, basis, basis_age)
     return updated

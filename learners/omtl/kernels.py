@@ -256,14 +256,14 @@ def _weight_pass(
     call LAPACK, which allocates). Returns the next row: ``n`` when done, or the row
     after a mistake whose A update is left to the learner (then ``counters[2] = 1``;
     see the module docstring). ``basis`` and ``basis_age``: the von Neumann learner's
-    eigenvectors and their count of warm starts
+    eigenpairs of ``log A`` and their count of warm starts
     (:func:`learners.omtl.a_kernels.load_basis`; empty for the other learners).
     """
     c = np.empty(W.shape[0])
     u = np.empty(W.shape[0])
     ws = workspace(W.shape[0])
     mats, vecs, _, _, pending = ws
-    load_basis(pending, mats, basis, basis_age)
+    load_basis(pending, mats, vecs, basis, basis_age)
     state = (
         W,
         Ainv,
@@ -284,8 +284,8 @@ def _weight_pass(
     while True:
         i, update = _rows(batch, i, scores, state)
         if update == _NO_UPDATE:
-            settle(pending, mats, vecs, A, Ainv)
-            store_basis(pending, mats, basis, basis_age)
+            settle(pending, mats, vecs, A, Ainv, L)
+            store_basis(pending, mats, vecs, basis, basis_age)
             return y.shape[0]
         updated = a_update_into(kind, hp, A, Ainv, L, G, colsum, *ws)
         if update == _PRE_UPDATE:
@@ -295,8 +295,8 @@ def _weight_pass(
             else:
                 _finish_pre(None, X[i], W, G, colsum, c, u, updated)
         if not updated:
-            settle(pending, mats, vecs, A, Ainv)
-            store_basis(pending, mats, basis, basis_age)
+            settle(pending, mats, vecs, A, Ainv, L)
+            store_basis(pending, mats, vecs, basis, basis_age)
             counters[2] = 1
             return i + 1
         counters[3] += 1

@@ -345,15 +345,18 @@ class TaskRelationships(CompiledLearner, MatrixPerceptron):
         return _NO_LOG
 
     def _basis(self) -> np.ndarray:
-        """The eigenvectors the kernel warm-starts Eq. 3.8 from (empty: none kept)."""
+        """The eigenpairs of ``log A`` the kernel warm-starts Eq. 3.8 from, (K + 1, K): the
+        eigenvectors in rows, their eigenvalues in the last row
+        (:func:`learners.omtl.a_kernels.load_basis`; empty: none kept)."""
         return _NO_LOG
 
     def _basis_age(self) -> int:
         """Warm starts that led to :meth:`_basis` (-1: it holds no eigenvectors)."""
         return -1
 
-    def _keep_basis_age(self, age: int) -> None:
-        """Record the kernel's count of warm starts (:meth:`_basis_age`)."""
+    def _keep_basis(self, basis: np.ndarray, age: int) -> None:
+        """Keep the eigenpairs the kernel handed back in ``basis`` (:meth:`_basis`) and its
+        count of warm starts."""
 
     def _kernel(
         self, rows: KernelRows, y: np.ndarray, tasks: np.ndarray, scores: np.ndarray
@@ -375,6 +378,7 @@ class TaskRelationships(CompiledLearner, MatrixPerceptron):
         kind, hp = self._compiled_update()
         counters = np.array([self.n_rounds_, self.n_mistakes_, 0, 0], dtype=np.int64)
         age = np.array([self._basis_age()], dtype=np.int64)
+        basis = self._basis()
         i = 0
         while i < y.shape[0]:
             counters[2] = 0
@@ -387,9 +391,9 @@ class TaskRelationships(CompiledLearner, MatrixPerceptron):
             self.A_ = np.ascontiguousarray(self.A_)
             i = weight_pass(
                 rows, y, tasks, i, self.W_, self.Ainv_, self.G_, self.colsum_, counters, step,
-                a_from, post, kind, hp, self.A_, self._log_state(), self._basis(), age, scores,
+                a_from, post, kind, hp, self.A_, self._log_state(), basis, age, scores,
             )  # fmt: skip
-            self._keep_basis_age(int(age[0]))
+            self._keep_basis(basis, int(age[0]))
             self.n_rounds_, self.n_mistakes_ = int(counters[0]), int(counters[1])
             self.n_a_updates_ += int(counters[3])
             if counters[2] and post:
@@ -509,6 +513,10 @@ class OMTLVonNeumann(TaskRelationships):
         ``log A`` (besides the attributes of :class:`TaskRelationships`).
     eigvecs_ : ndarray, shape (K, K)
         The eigenvectors (rows) of the last compiled update's decomposition.
+    log_eigvals_ : ndarray, shape (K,)
+        The eigenvalues of ``log A`` in ``eigvecs_``: ``logA_`` is
+        ``eigvecs_.T @ diag(log_eigvals_) @ eigvecs_`` assembled; the next compiled
+        update starts from this pair, not from ``logA_``.
     eigvecs_age_ : int
         How many warm starts led to ``eigvecs_`` since one from scratch; -1 when it
         holds none (a new learner, or after an update of the numpy path).
@@ -524,32 +532,38 @@ class OMTLVonNeumann(TaskRelationships):
         *TaskRelationships.state_fields,
         "logA_",
         "eigvecs_",
+        "log_eigvals_",
         "eigvecs_age_",
     )
-    #: Fields a snapshot written before warm starts lacks: restored as "none kept".
-    _WARM_START_FIELDS = ("eigvecs_", "eigvecs_age_")
+    #: Fields a snapshot written before warm starts from the eigenpairs lacks (some or
+    #: all): restored as "none kept".
+    _WARM_START_FIELDS = ("eigvecs_", "log_eigvals_", "eigvecs_age_")
 
     def _init_state(self) -> None:
         super()._init_state()
         self.logA_ = -np.log(self.n_tasks) * np.eye(self.n_tasks)
         self.eigvecs_ = np.eye(self.n_tasks)
+        self.log_eigvals_ = np.diag(self.logA_).copy()
         self.eigvecs_age_ = -1
 
     def _set_state(self, state: Mapping[str, Any]) -> None:
-        if not any(name in state for name in self._WARM_START_FIELDS):
-            K = int(np.shape(state["logA_"])[0])
-            state = {**state, "eigvecs_": np.eye(K), "eigvecs_age_": -1}
+        if not all(name in state for name in self._WARM_START_FIELDS):
+            L = np.asarray(state["logA_"])
+            none_kept = {"eigvecs_": np.eye(len(L)), "log_eigvals_": np.diag(L).copy()}
+            state = {**state, **none_kept, "eigvecs_age_": -1}
         super()._set_state(state)
         self.eigvecs_age_ = int(self.eigvecs_age_)
 
     def _basis(self) -> np.ndarray:
-        self.eigvecs_ = np.ascontiguousarray(self.eigvecs_)
-        return self.eigvecs_
+        return np.vstack([self.eigvecs_, self.log_eigvals_[None, :]])
 
     def _basis_age(self) -> int:
         return int(self.eigvecs_age_)
 
-    def _keep_basis_age(self, age: int) -> None:
+    def _keep_basis(self, basis: np.ndarray, age: int) -> None:
+        K = self.n_tasks
+        self.eigvecs_ = basis[:K].copy()
+        self.log_eigvals_ = basis[K].copy()
         self.eigvecs_age_ = age
 
     def _compiled_update(self) -> tuple[int, np.ndarray]:
@@ -580,6 +594,7 @@ class OMTLVonNeumann(TaskRelationships):
         basis = np.eye(K + 1)  # the new task is decoupled: its own eigenvector
         basis[:K, :K] = self.eigvecs_
         self.eigvecs_ = basis
+        self.log_eigvals_ = np.append(self.log_eigvals_, L[K, K])
 
 
 @register

@@ -240,33 +240,43 @@ def test_held_matrices_read_and_settle_to_the_assembled_bits(
     )
     assert pending[0] == 1
     np.testing.assert_array_equal(A, s["A"])  # held: the arrays are not written yet
+    assert pending[5] == (kind == ak.KIND_VONNEUMANN)  # and log A with them
+    np.testing.assert_array_equal(L, s["L"])
     column = np.empty(K)
     for t in range(K):
         ak.ainv_column(pending, mats, vecs, Ainv, t, -2.0, column)
         np.testing.assert_array_equal(column, -2.0 * want_Ainv[:, t])
-    ak.settle(pending, mats, vecs, A, Ainv)
-    assert pending[0] == 0
+    ak.settle(pending, mats, vecs, A, Ainv, L)
+    assert pending[0] == 0 and pending[5] == 0
     np.testing.assert_array_equal(A, want_A)
     np.testing.assert_array_equal(Ainv, want_Ainv)
     np.testing.assert_array_equal(L, want_L)
 
 
-def test_a_failed_update_keeps_the_held_matrices_of_the_one_before() -> None:
-    """A von Neumann update whose matrix is not finite changes nothing, so the matrices
-    held from the update before are still the ones a settle writes."""
+@pytest.mark.parametrize("bad", [np.inf, np.nan, 1e300])
+def test_a_failed_update_keeps_the_held_matrices_of_the_one_before(bad: float) -> None:
+    """A von Neumann update whose matrix is not finite changes nothing: ``log A`` is
+    assembled from the update before (the reference the caller runs next reads it), the
+    eigenpairs it was held in are kept, and the matrices held from that update are still
+    the ones a settle writes. The warm start sees the matrix in the basis: with finite
+    entries of 1e300, ``eta G`` is finite and that is not."""
     s = random_state(4, 7)
-    h = hp()
-    _, (want_A, want_Ainv, _) = run_compiled(ak.KIND_VONNEUMANN, h, s)
+    h = hp(eta_trace=0.0, eta=1e10)
+    _, (want_A, want_Ainv, want_L) = run_compiled(ak.KIND_VONNEUMANN, h, s)
     mats, vecs, ework, rows, pending = ak.workspace(4)
     A, Ainv, L = s["A"].copy(), s["Ainv"].copy(), s["L"].copy()
     args = (mats, vecs, ework, rows, pending)
     assert ak.a_update_into(ak.KIND_VONNEUMANN, h, A, Ainv, L, s["G"], s["colsum"], *args)
+    assert pending[3] == 1 and pending[5] == 1  # the next update starts warm
+    Z, log_a = mats[1].copy(), vecs[4].copy()
     G_bad = s["G"].copy()
-    G_bad[0, 1] = G_bad[1, 0] = np.inf
-    L_before = L.copy()
+    G_bad[0, 1] = G_bad[1, 0] = bad
     assert not ak.a_update_into(ak.KIND_VONNEUMANN, h, A, Ainv, L, G_bad, s["colsum"], *args)
-    np.testing.assert_array_equal(L, L_before)
-    ak.settle(pending, mats, vecs, A, Ainv)
+    assert pending[5] == 0
+    np.testing.assert_array_equal(L, want_L)
+    np.testing.assert_array_equal(mats[1], Z)
+    np.testing.assert_array_equal(vecs[4], log_a)
+    ak.settle(pending, mats, vecs, A, Ainv, L)
     np.testing.assert_array_equal(A, want_A)
     np.testing.assert_array_equal(Ainv, want_Ainv)
 
@@ -286,3 +296,37 @@ def test_an_update_that_reads_the_matrices_settles_them_first() -> None:
     assert pending[0] == 0
     np.testing.assert_array_equal(A, want[0])
     np.testing.assert_array_equal(Ainv, want[1])
+
+
+def test_a_warm_start_that_does_not_converge_decomposes_log_a_as_it_was(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """When the warm start gives up (it leaves the basis half rotated), the update
+    assembles ``log A`` from the eigenpairs it was held in (the basis as it was before
+    the warm start) and decomposes ``log A - eta G`` from scratch: what an update without
+    eigenpairs to start from does with that ``log A``. The update runs as Python (its ``py_func``) so that the warm
+    start can be replaced by one that fails."""
+    s = random_state(5, 9)
+    h = hp()
+    mats, vecs, ework, rows, pending = ak.workspace(5)
+    A, Ainv, L = s["A"].copy(), s["Ainv"].copy(), s["L"].copy()
+    args = (mats, vecs, ework, rows, pending)
+    _, (A1, Ainv1, L1) = run_compiled(ak.KIND_VONNEUMANN, h, s)
+    G2 = s["G"] + np.outer(np.arange(5.0), np.arange(5.0))
+    _, (want_A, want_Ainv, want_L) = run_compiled(
+        ak.KIND_VONNEUMANN, h, {**s, "G": G2, "A": A1, "Ainv": Ainv1, "L": L1}
+    )  # from scratch (no eigenpairs given), from log A assembled
+    assert ak.a_update_into(ak.KIND_VONNEUMANN, h, A, Ainv, L, s["G"], s["colsum"], *args)
+    assert pending[5] == 1  # log A held in the eigenpairs, the array not written
+
+    def gives_up(d, G, step, Z, lam, work, rows, orthonormalise):  # type: ignore[no-untyped-def]
+        Z[:, :] = Z[::-1]  # rotated half way, as a warm start that stopped leaves it
+        return 0
+
+    monkeypatch.setattr(ak, "warm_eig_step", gives_up)
+    assert ak._vonneumann.py_func(h, A, Ainv, L, G2, *args)
+    assert pending[4] == 0  # decomposed from scratch
+    ak.settle(pending, mats, vecs, A, Ainv, L)
+    np.testing.assert_array_equal(L, want_L)
+    np.testing.assert_array_equal(A, want_A)
+    np.testing.assert_array_equal(Ainv, want_Ainv)

@@ -5,9 +5,10 @@ degrees. Properties (hypothesis): from the eigenvectors of a nearby matrix, or f
 any orthonormal basis, the result decomposes the matrix to rounding with
 ascending eigenvalues equal to LAPACK's and an orthonormal basis; the correction
 takes a basis that is off orthonormal to one that is not; a decoupled task stays
-exactly decoupled. Learner level: the von Neumann learner keeps its eigenvectors
-as state, uses them, and gives the same bits however a stream is cut into calls,
-restored or not; a snapshot without them is read as "none kept".
+exactly decoupled; the same for a step from held eigenpairs (``Z^T diag(d) Z - eta G``
+decomposed without assembling it). Learner level: the von Neumann learner keeps the
+eigenpairs of ``log A`` as state, uses them, and gives the same bits however a stream
+is cut into calls, restored or not; a snapshot without them is read as "none kept".
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import math
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -35,6 +37,30 @@ def warm(
     work, rows = np.empty(2 * K * K + 4 * K), np.empty(K, dtype=np.int64)
     ok = jacobi.warm_eig(np.ascontiguousarray(M), Z, lam, work, rows, orthonormalise)
     return bool(ok), lam, Z
+
+
+def step(
+    d: np.ndarray, G: np.ndarray, eta: float, Z: np.ndarray, orthonormalise: bool = True
+) -> tuple[int, np.ndarray, np.ndarray]:
+    """``(code, lam, Z)`` of :func:`~learners.omtl.jacobi.warm_eig_step`: the eigenpairs of
+    ``Z^T diag(d) Z - eta sym(G)`` from the basis ``Z``."""
+    K = G.shape[0]
+    Z = np.ascontiguousarray(Z, dtype=float).copy()
+    lam = np.empty(K)
+    work, rows = np.empty(2 * K * K + 4 * K), np.empty(K, dtype=np.int64)
+    code = jacobi.warm_eig_step(
+        np.ascontiguousarray(d, dtype=float), np.ascontiguousarray(G), eta, Z, lam, work, rows,
+        orthonormalise,
+    )  # fmt: skip
+    return int(code), lam, Z
+
+
+def nearly_symmetric(K: int, rng: np.random.Generator) -> np.ndarray:
+    """A matrix symmetric to rounding, as the tracked Gram matrix is (its two triangles
+    are summed in different orders)."""
+    X = rng.standard_normal((K, 3 * K))
+    G = X @ X.T
+    return G * (1.0 + 2.0**-52 * rng.choice([-1.0, 0.0, 1.0], size=(K, K)))
 
 
 def random_symmetric(K: int, rng: np.random.Generator) -> np.ndarray:
@@ -127,6 +153,58 @@ def test_a_decoupled_task_stays_exactly_decoupled(K: int, seed: int, j: int) -> 
     assert_decomposes(M, lam, Z)
 
 
+@settings(max_examples=60, deadline=None)
+@given(K=st.integers(1, 16), seed=st.integers(0, 2**32 - 1), eta=st.floats(1e-12, 1e-1))
+def test_a_step_from_held_eigenpairs(K: int, seed: int, eta: float) -> None:
+    """``Z^T diag(d) Z - eta sym(G)`` from the eigenpairs ``(Z, d)`` of its first term (the
+    von Neumann update's ``log A - eta G``): the same decomposition as of the assembled
+    matrix, without assembling it."""
+    rng = np.random.default_rng(seed)
+    Q = np.linalg.qr(rng.standard_normal((K, K)))[0]
+    d = np.sort(rng.standard_normal(K) * rng.uniform(0.1, 10.0))
+    G = nearly_symmetric(K, rng)
+    code, lam, Z = step(d, G, eta / np.trace(G), Q.T)
+    assert code == 1
+    assert_decomposes(sym(Q @ np.diag(d) @ Q.T - eta / np.trace(G) * G), lam, Z)
+
+
+@pytest.mark.parametrize("bad", [np.inf, np.nan])
+def test_a_step_to_a_matrix_that_is_not_finite_leaves_the_basis(bad: float) -> None:
+    rng = np.random.default_rng(0)
+    Q = np.linalg.qr(rng.standard_normal((4, 4)))[0]
+    G = nearly_symmetric(4, rng)
+    G[1, 2] = G[2, 1] = bad
+    code, _, Z = step(np.arange(4.0), G, 0.1, Q.T)
+    assert code == -1
+    np.testing.assert_array_equal(Z, Q.T)
+
+
+@settings(max_examples=30, deadline=None)
+@given(K=st.integers(2, 10), seed=st.integers(0, 2**32 - 1), j=st.integers(0, 9))
+def test_a_step_keeps_a_decoupled_task_exactly_decoupled(K: int, seed: int, j: int) -> None:
+    """Task j has no weights (its row and column of G are zero) and the basis holds
+    ``e_j``: the step leaves ``e_j`` an eigenvector exactly."""
+    j %= K
+    rng = np.random.default_rng(seed)
+    G = nearly_symmetric(K, rng)
+    G[j, :] = 0.0
+    G[:, j] = 0.0
+    others = [k for k in range(K) if k != j]
+    basis = np.zeros((K, K))
+    basis[j, j] = 1.0
+    Q = np.linalg.qr(rng.standard_normal((K - 1, K - 1)))[0]
+    for r, row in enumerate(Q.T):
+        basis[others[r], others] = row
+    d = rng.standard_normal(K)
+    code, lam, Z = step(d, G, 0.05 / np.trace(G), basis)
+    assert code == 1
+    unit = [r for r in range(K) if Z[r, j] != 0.0]
+    assert len(unit) == 1 and Z[unit[0], j] == 1.0
+    assert np.count_nonzero(Z[unit[0]]) == 1
+    assert lam[unit[0]] == d[j]
+    assert_decomposes(sym(basis.T @ np.diag(d) @ basis - 0.05 / np.trace(G) * G), lam, Z)
+
+
 # ------------------------------------------------------------- the learner
 def related_stream(n: int, K: int, d: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
@@ -165,6 +243,9 @@ def test_the_learner_keeps_and_uses_its_eigenvectors() -> None:
     L = learner.logA_
     inner = Z @ L @ Z.T  # log A is diagonal in the basis, to rounding
     np.testing.assert_allclose(inner - np.diag(np.diag(inner)), 0.0, rtol=0, atol=1e-13)
+    # ... with the kept eigenvalues on the diagonal: logA_ is their assembly
+    np.testing.assert_allclose(np.diag(inner), learner.log_eigvals_, rtol=0, atol=1e-13)
+    np.testing.assert_allclose(Z.T @ np.diag(learner.log_eigvals_) @ Z, L, rtol=0, atol=1e-13)
 
 
 def test_a_stream_cut_anywhere_or_restored_gives_the_same_bits() -> None:
@@ -186,13 +267,19 @@ def test_a_stream_cut_anywhere_or_restored_gives_the_same_bits() -> None:
     assert_same_state(whole, singles)
 
 
-def test_a_snapshot_without_eigenvectors_starts_from_scratch() -> None:
-    """A state written before the learner kept eigenvectors restores as "none kept": the
-    next update decomposes from scratch, and the learner goes on warm from there."""
+@pytest.mark.parametrize(
+    "dropped", [("eigvecs_", "eigvecs_age_", "log_eigvals_"), ("log_eigvals_",)]
+)
+def test_a_snapshot_without_eigenpairs_starts_from_scratch(dropped: tuple[str, ...]) -> None:
+    """A state written before the learner kept its eigenvectors, or before it kept their
+    eigenvalues beside them, restores as "none kept": the next update decomposes from
+    scratch, and the learner goes on warm from there."""
     X, y, tasks = related_stream(1200, 5, 8, seed=3)
     learner = von_neumann()
     learner.score_and_learn_many(X[:600], y[:600], tasks[:600])
-    state = {k: v for k, v in learner.state_dict().items() if "eigvecs" not in k}
+    state = {
+        k: v for k, v in learner.state_dict().items() if k.removeprefix("state.") not in dropped
+    }
     restored = type(learner).from_state_dict(state)
     assert restored.eigvecs_age_ == -1
     np.testing.assert_array_equal(restored.logA_, learner.logA_)
@@ -215,8 +302,11 @@ def test_a_new_task_extends_the_basis_with_its_own_eigenvector() -> None:
     learner = von_neumann()
     learner.score_and_learn_many(X, y, tasks)
     age, Z = learner.eigvecs_age_, learner.eigvecs_.copy()
+    log_eigvals = learner.log_eigvals_.copy()
     learner.add_task()
     assert learner.eigvecs_age_ == age
+    np.testing.assert_array_equal(learner.log_eigvals_[:5], log_eigvals)
+    assert learner.log_eigvals_[5] == learner.logA_[5, 5] == np.log(learner.A_[5, 5])
     np.testing.assert_array_equal(learner.eigvecs_[:5, :5], Z)
     np.testing.assert_array_equal(learner.eigvecs_[5], np.eye(6)[5])
     np.testing.assert_array_equal(learner.eigvecs_[:5, 5], 0.0)
