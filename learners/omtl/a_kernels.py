@@ -521,6 +521,8 @@ def _vonneumann(
             for b in range(K):
                 M[a, b] = 0.5 * ((L[a, b] - eta * G[a, b]) + (L[b, a] - eta * G[b, a]))
         if not _finite(M):
+            if warm:  # the warm start that gave up left the basis turned: no log A in it
+                pending[3] = 0
             return False
         sym_eig(M, mu, Z, ework, rows)
         pending[3] = 1

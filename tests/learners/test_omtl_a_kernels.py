@@ -330,3 +330,33 @@ def test_a_warm_start_that_does_not_converge_decomposes_log_a_as_it_was(
     np.testing.assert_array_equal(L, want_L)
     np.testing.assert_array_equal(A, want_A)
     np.testing.assert_array_equal(Ainv, want_Ainv)
+
+
+def test_a_warm_start_that_gives_up_on_a_matrix_that_is_not_finite_keeps_no_basis(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The warm start gave up (leaving the basis turned), and the assembled matrix is not
+    finite: the update returns False with ``log A`` assembled from the eigenpairs it was
+    held in, and keeps no basis (the turned one no longer holds ``log A``), so the learner
+    stores "none kept" (:func:`learners.omtl.a_kernels.store_basis`)."""
+    s = random_state(4, 10)
+    h = hp()
+    _, (_, _, want_L) = run_compiled(ak.KIND_VONNEUMANN, h, s)
+    mats, vecs, ework, rows, pending = ak.workspace(4)
+    A, Ainv, L = s["A"].copy(), s["Ainv"].copy(), s["L"].copy()
+    args = (mats, vecs, ework, rows, pending)
+    assert ak.a_update_into(ak.KIND_VONNEUMANN, h, A, Ainv, L, s["G"], s["colsum"], *args)
+
+    def gives_up(d, G, step, Z, lam, work, rows, orthonormalise):  # type: ignore[no-untyped-def]
+        Z[:, :] = Z[::-1]
+        return 0
+
+    monkeypatch.setattr(ak, "warm_eig_step", gives_up)
+    G_bad = s["G"].copy()
+    G_bad[0, 1] = G_bad[1, 0] = np.nan
+    assert not ak._vonneumann.py_func(h, A, Ainv, L, G_bad, *args)
+    np.testing.assert_array_equal(L, want_L)
+    assert pending[3] == 0
+    basis, age = np.zeros((5, 4)), np.array([7])
+    ak.store_basis(pending, mats, vecs, basis, age)
+    assert age[0] == -1
