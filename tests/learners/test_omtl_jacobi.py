@@ -76,6 +76,25 @@ def assert_decomposes(M: np.ndarray, lam: np.ndarray, Z: np.ndarray) -> None:
     np.testing.assert_allclose(lam, np.linalg.eigvalsh(M), rtol=0, atol=1e-14 * K * scale)
 
 
+def decoupled_basis(K: int, j: int, rng: np.random.Generator) -> np.ndarray:
+    """An orthonormal basis with the row ``e_j`` and zeros in column j of the other rows."""
+    others = [k for k in range(K) if k != j]
+    basis = np.zeros((K, K))
+    basis[j, j] = 1.0
+    Q = np.linalg.qr(rng.standard_normal((K - 1, K - 1)))[0]
+    for r, row in enumerate(Q.T):
+        basis[others[r], others] = row
+    return basis
+
+
+def assert_decoupled(Z: np.ndarray, j: int) -> int:
+    """Exactly one row of ``Z`` has a component on task j, and it is ``e_j``; returns it."""
+    unit = [r for r in range(Z.shape[0]) if Z[r, j] != 0.0]
+    assert len(unit) == 1 and Z[unit[0], j] == 1.0
+    assert np.count_nonzero(Z[unit[0]]) == 1
+    return unit[0]
+
+
 def test_a_two_by_two_matrix_takes_one_rotation_of_45_degrees() -> None:
     """``[[2, 1], [1, 2]]`` from the identity: ``theta = (2 - 2) / 2 = 0``, so ``t = 1``,
     ``c = s = 1/sqrt(2)``; the diagonal becomes ``2 - t = 1`` and ``2 + t = 3``."""
@@ -139,17 +158,10 @@ def test_a_decoupled_task_stays_exactly_decoupled(K: int, seed: int, j: int) -> 
     M[j, :] = 0.0
     M[:, j] = 0.0
     M[j, j] = rng.standard_normal()
-    others = [k for k in range(K) if k != j]
-    basis = np.zeros((K, K))
-    basis[j, j] = 1.0
-    Q = np.linalg.qr(rng.standard_normal((K - 1, K - 1)))[0]
-    for r, row in enumerate(Q.T):
-        basis[others[r], others] = row
+    basis = decoupled_basis(K, j, rng)
     ok, lam, Z = warm(M, basis)
     assert ok
-    unit = [r for r in range(K) if Z[r, j] != 0.0]
-    assert len(unit) == 1 and Z[unit[0], j] == 1.0
-    assert np.count_nonzero(Z[unit[0]]) == 1
+    assert_decoupled(Z, j)
     assert_decomposes(M, lam, Z)
 
 
@@ -189,19 +201,11 @@ def test_a_step_keeps_a_decoupled_task_exactly_decoupled(K: int, seed: int, j: i
     G = nearly_symmetric(K, rng)
     G[j, :] = 0.0
     G[:, j] = 0.0
-    others = [k for k in range(K) if k != j]
-    basis = np.zeros((K, K))
-    basis[j, j] = 1.0
-    Q = np.linalg.qr(rng.standard_normal((K - 1, K - 1)))[0]
-    for r, row in enumerate(Q.T):
-        basis[others[r], others] = row
+    basis = decoupled_basis(K, j, rng)
     d = rng.standard_normal(K)
     code, lam, Z = step(d, G, 0.05 / np.trace(G), basis)
     assert code == 1
-    unit = [r for r in range(K) if Z[r, j] != 0.0]
-    assert len(unit) == 1 and Z[unit[0], j] == 1.0
-    assert np.count_nonzero(Z[unit[0]]) == 1
-    assert lam[unit[0]] == d[j]
+    assert lam[assert_decoupled(Z, j)] == d[j]
     assert_decomposes(sym(basis.T @ np.diag(d) @ basis - 0.05 / np.trace(G) * G), lam, Z)
 
 
