@@ -34,7 +34,7 @@ eigenvectors (:func:`learners.omtl.jacobi.warm_eig_step`). ``log A`` is held in
 them too, with its eigenvalues (``vecs[4]``): in that basis it is diagonal, so
 the update needs only ``Z G Z^T``, and ``log A`` is assembled when the pass
 returns (:func:`settle`), not at every update. The learner keeps the eigenpairs
-as state (``eigvecs_`` and ``log_eigvals_``, loaded and stored by
+as state (``eigenpairs_``, loaded and stored in place by
 :func:`load_basis` and :func:`store_basis`), so that a stream gives the same
 numbers however it is cut into calls. The first update, one after an update of
 the numpy path, and one whose warm start does not converge decompose the
@@ -93,7 +93,7 @@ HP_FIELDS = ("eta", "eta_trace", "normalize", "floor", "ridge", "as_inverse", "n
 _TINY = 1e-300  # learners.omtl.numerics.TINY
 
 #: Every this many warm starts the basis is orthonormalised again in full; the ones
-#: between renormalise its rows only (:func:`learners.omtl.jacobi.warm_eig`).
+#: between renormalise its rows only (:func:`learners.omtl.jacobi.warm_eig_step`).
 ORTHONORMALISE_EVERY = 4
 
 

@@ -87,6 +87,12 @@ _NO_LOG = np.zeros((0, 0))
 __all__ = ["BatchOptimal", "OMTLCovariance", "OMTLLogDet", "OMTLVonNeumann", "TaskRelationships"]
 
 
+def _none_kept(logA: np.ndarray) -> np.ndarray:
+    """The eigenpairs of a learner that keeps none: the identity and ``diag(log A)``
+    (never read while ``eigvecs_age_`` is -1)."""
+    return np.vstack([np.eye(len(logA)), np.diag(logA)[None, :]])
+
+
 EPOCH = Param(
     "epoch",
     0.5,
@@ -345,8 +351,8 @@ class TaskRelationships(CompiledLearner, MatrixPerceptron):
         return _NO_LOG
 
     def _basis(self) -> np.ndarray:
-        """The eigenpairs of ``log A`` the kernel warm-starts Eq. 3.8 from, (K + 1, K): the
-        eigenvectors in rows, their eigenvalues in the last row
+        """The eigenpairs of ``log A`` the kernel warm-starts Eq. 3.8 from and writes back in
+        place, (K + 1, K): the eigenvectors in rows, their eigenvalues in the last row
         (:func:`learners.omtl.a_kernels.load_basis`; empty: none kept)."""
         return _NO_LOG
 
@@ -354,9 +360,8 @@ class TaskRelationships(CompiledLearner, MatrixPerceptron):
         """Warm starts that led to :meth:`_basis` (-1: it holds no eigenvectors)."""
         return -1
 
-    def _keep_basis(self, basis: np.ndarray, age: int) -> None:
-        """Keep the eigenpairs the kernel handed back in ``basis`` (:meth:`_basis`) and its
-        count of warm starts."""
+    def _keep_basis_age(self, age: int) -> None:
+        """Record the kernel's count of warm starts (:meth:`_basis_age`)."""
 
     def _kernel(
         self, rows: KernelRows, y: np.ndarray, tasks: np.ndarray, scores: np.ndarray
@@ -393,7 +398,7 @@ class TaskRelationships(CompiledLearner, MatrixPerceptron):
                 rows, y, tasks, i, self.W_, self.Ainv_, self.G_, self.colsum_, counters, step,
                 a_from, post, kind, hp, self.A_, self._log_state(), basis, age, scores,
             )  # fmt: skip
-            self._keep_basis(basis, int(age[0]))
+            self._keep_basis_age(int(age[0]))
             self.n_rounds_, self.n_mistakes_ = int(counters[0]), int(counters[1])
             self.n_a_updates_ += int(counters[3])
             if counters[2] and post:
@@ -511,12 +516,12 @@ class OMTLVonNeumann(TaskRelationships):
     ----------
     logA_ : ndarray, shape (K, K)
         ``log A`` (besides the attributes of :class:`TaskRelationships`).
-    eigvecs_ : ndarray, shape (K, K)
-        The eigenvectors (rows) of the last compiled update's decomposition.
-    log_eigvals_ : ndarray, shape (K,)
-        The eigenvalues of ``log A`` in ``eigvecs_``: ``logA_`` is
-        ``eigvecs_.T @ diag(log_eigvals_) @ eigvecs_`` assembled; the next compiled
-        update starts from this pair, not from ``logA_``.
+    eigenpairs_ : ndarray, shape (K + 1, K)
+        The eigenvectors (rows ``0..K-1``, :attr:`eigvecs_`) of the last compiled
+        update's decomposition and the eigenvalues of ``log A`` in them (row K,
+        :attr:`log_eigvals_`): ``logA_`` is ``eigvecs_.T @ diag(log_eigvals_) @
+        eigvecs_`` assembled; the next compiled update starts from this pair, not from
+        ``logA_``. One array, which the kernel reads and writes in place.
     eigvecs_age_ : int
         How many warm starts led to ``eigvecs_`` since one from scratch; -1 when it
         holds none (a new learner, or after an update of the numpy path).
@@ -531,39 +536,44 @@ class OMTLVonNeumann(TaskRelationships):
     state_fields: ClassVar[tuple[str, ...]] = (
         *TaskRelationships.state_fields,
         "logA_",
-        "eigvecs_",
-        "log_eigvals_",
+        "eigenpairs_",
         "eigvecs_age_",
     )
     #: Fields a snapshot written before warm starts from the eigenpairs lacks (some or
     #: all): restored as "none kept".
-    _WARM_START_FIELDS = ("eigvecs_", "log_eigvals_", "eigvecs_age_")
+    _WARM_START_FIELDS = ("eigenpairs_", "eigvecs_age_")
 
     def _init_state(self) -> None:
         super()._init_state()
         self.logA_ = -np.log(self.n_tasks) * np.eye(self.n_tasks)
-        self.eigvecs_ = np.eye(self.n_tasks)
-        self.log_eigvals_ = np.diag(self.logA_).copy()
+        self.eigenpairs_ = _none_kept(self.logA_)
         self.eigvecs_age_ = -1
 
     def _set_state(self, state: Mapping[str, Any]) -> None:
         if not all(name in state for name in self._WARM_START_FIELDS):
-            L = np.asarray(state["logA_"])
-            none_kept = {"eigvecs_": np.eye(len(L)), "log_eigvals_": np.diag(L).copy()}
-            state = {**state, **none_kept, "eigvecs_age_": -1}
+            none_kept = _none_kept(np.asarray(state["logA_"]))
+            state = {**state, "eigenpairs_": none_kept, "eigvecs_age_": -1}
         super()._set_state(state)
         self.eigvecs_age_ = int(self.eigvecs_age_)
 
+    @property
+    def eigvecs_(self) -> np.ndarray:
+        """The eigenvectors (rows) kept in :attr:`eigenpairs_`."""
+        return self.eigenpairs_[: self.n_tasks]
+
+    @property
+    def log_eigvals_(self) -> np.ndarray:
+        """The eigenvalues of ``log A`` kept in :attr:`eigenpairs_`."""
+        return self.eigenpairs_[self.n_tasks]
+
     def _basis(self) -> np.ndarray:
-        return np.vstack([self.eigvecs_, self.log_eigvals_[None, :]])
+        self.eigenpairs_ = np.ascontiguousarray(self.eigenpairs_, dtype=float)
+        return self.eigenpairs_
 
     def _basis_age(self) -> int:
         return int(self.eigvecs_age_)
 
-    def _keep_basis(self, basis: np.ndarray, age: int) -> None:
-        K = self.n_tasks
-        self.eigvecs_ = basis[:K].copy()
-        self.log_eigvals_ = basis[K].copy()
+    def _keep_basis_age(self, age: int) -> None:
         self.eigvecs_age_ = age
 
     def _compiled_update(self) -> tuple[int, np.ndarray]:
@@ -591,10 +601,12 @@ class OMTLVonNeumann(TaskRelationships):
         L[:K, :K] = self.logA_
         L[K, K] = np.log(self.A_[K, K])
         self.logA_ = L
-        basis = np.eye(K + 1)  # the new task is decoupled: its own eigenvector
-        basis[:K, :K] = self.eigvecs_
-        self.eigvecs_ = basis
-        self.log_eigvals_ = np.append(self.log_eigvals_, L[K, K])
+        pairs = np.zeros((K + 2, K + 1))
+        pairs[: K + 1] = np.eye(K + 1)  # the new task is decoupled: its own eigenvector
+        pairs[:K, :K] = self.eigenpairs_[:K]
+        pairs[K + 1, :K] = self.eigenpairs_[K]
+        pairs[K + 1, K] = L[K, K]
+        self.eigenpairs_ = pairs
 
 
 @register

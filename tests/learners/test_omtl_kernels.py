@@ -36,7 +36,7 @@ RTOL = 1e-12
 #: the numpy path does not keep (it decomposes from scratch with LAPACK, whose
 #: eigenvectors may differ in sign and, for equal eigenvalues, in direction). What
 #: they decompose is compared: ``log A``, A and its inverse.
-WARM_START = ("state.eigvecs_", "state.log_eigvals_", "state.eigvecs_age_")
+WARM_START = ("state.eigenpairs_", "state.eigvecs_age_")
 
 
 def random_stream(
