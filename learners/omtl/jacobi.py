@@ -57,9 +57,9 @@ from numba import njit
 from learners.kernels import ROW_HELPER
 from learners.omtl.eigen import sort_ascending
 
-__all__ = ["MAX_SWEEPS", "warm_eig", "warm_eig_step"]
+__all__ = ["MAX_SWEEPS", "warm_eig_step"]
 
-#: Sweeps allowed before :func:`warm_eig` gives up (the caller then decomposes from
+#: Sweeps allowed before :func:`warm_eig_step` gives up (the caller then decomposes from
 #: scratch); a warm start needs one to three.
 MAX_SWEEPS = 12
 
@@ -213,31 +213,6 @@ def _normalise_rows(Z: np.ndarray) -> None:
 
 
 @njit(**ROW_HELPER)
-def warm_eig(
-    M: np.ndarray,
-    Z: np.ndarray,
-    lam: np.ndarray,
-    work: np.ndarray,
-    rows: np.ndarray,
-    orthonormalise: bool,
-) -> bool:
-    """Eigenpairs of the finite, exactly symmetric ``M`` from the orthonormal basis ``Z``.
-
-    On True: ``lam`` holds the eigenvalues in ascending order (ties in index order)
-    and row ``j`` of ``Z`` the unit eigenvector of ``lam[j]``, as
-    :func:`learners.omtl.eigen.sym_eig` returns them, the rows renormalised, or with
-    ``orthonormalise`` corrected to orthonormal (module docstring). False after
-    :data:`MAX_SWEEPS` sweeps (``Z`` and ``lam`` undefined: decompose from scratch).
-    ``work``: float scratch of ``2 K^2`` entries at least; ``rows``: int scratch of K.
-    """
-    n = M.shape[0]
-    B = work[: n * n].reshape((n, n))
-    T = work[n * n : 2 * n * n].reshape((n, n))
-    _into_basis(M, Z, B, T)
-    return _sweeps(B, Z, lam, _EPS * _frobenius(M), work, rows, orthonormalise)
-
-
-@njit(**ROW_HELPER)
 def warm_eig_step(
     d: np.ndarray,
     G: np.ndarray,
@@ -248,15 +223,22 @@ def warm_eig_step(
     rows: np.ndarray,
     orthonormalise: bool,
 ) -> int:
-    """:func:`warm_eig` of ``M = Z^T diag(d) Z - step sym(G)``, a matrix held as the basis
-    ``Z`` and the eigenvalues ``d`` of its first term, moved by a step along ``G``.
+    """Eigenpairs of ``M = Z^T diag(d) Z - step sym(G)`` from the orthonormal basis ``Z``:
+    a matrix held as the basis and the eigenvalues ``d`` of its first term, moved by a
+    step along ``G`` (with ``d = 0`` and ``step = -1``, of ``sym(G)`` itself).
 
     In the basis, ``B = diag(d) - step Z G Z^T``: the first term is diagonal there
     exactly, so neither it nor ``M`` is ever assembled (the von Neumann update's
     ``log A - eta G``, docs/algorithms.md Sec. 2.8; ``Z G Z^T`` sums as ``Z G^T Z^T``
-    above its diagonal and mirrors it, which is ``Z sym(G) Z^T`` to rounding). Returns
-    1 as :func:`warm_eig` returns True, 0 as it returns False, and -1, with ``Z``
-    unchanged, when ``B`` is not finite.
+    above its diagonal and mirrors it, which is ``Z sym(G) Z^T`` to rounding).
+
+    Returns 1 when the sweeps converged: ``lam`` holds the eigenvalues in ascending
+    order (ties in index order) and row ``j`` of ``Z`` the unit eigenvector of
+    ``lam[j]``, as :func:`learners.omtl.eigen.sym_eig` returns them, the rows
+    renormalised, or with ``orthonormalise`` corrected to orthonormal (module
+    docstring); 0 after :data:`MAX_SWEEPS` sweeps (``Z`` and ``lam`` undefined:
+    decompose from scratch); -1, with ``Z`` unchanged, when ``B`` is not finite.
+    ``work``: float scratch of ``2 K^2`` entries at least; ``rows``: int scratch of K.
     """
     n = G.shape[0]
     B = work[: n * n].reshape((n, n))
@@ -284,7 +266,7 @@ def _sweeps(
     orthonormalise: bool,
 ) -> bool:
     """Cyclic Jacobi sweeps on ``B`` (``Z M Z^T``), each rotation turning ``Z`` along, until
-    a sweep finds no entry above ``tol``; then the finish of :func:`warm_eig`."""
+    a sweep finds no entry above ``tol``; then the finish of :func:`warm_eig_step`."""
     n = B.shape[0]
     T = work[n * n : 2 * n * n].reshape((n, n))
     for _ in range(MAX_SWEEPS):

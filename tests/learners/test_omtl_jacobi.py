@@ -30,13 +30,11 @@ from learners.omtl.numerics import sym
 def warm(
     M: np.ndarray, Z: np.ndarray, orthonormalise: bool = True
 ) -> tuple[bool, np.ndarray, np.ndarray]:
-    """``(converged, lam, Z)`` of :func:`~learners.omtl.jacobi.warm_eig` from the basis ``Z``."""
-    K = M.shape[0]
-    Z = np.ascontiguousarray(Z, dtype=float).copy()
-    lam = np.empty(K)
-    work, rows = np.empty(2 * K * K + 4 * K), np.empty(K, dtype=np.int64)
-    ok = jacobi.warm_eig(np.ascontiguousarray(M), Z, lam, work, rows, orthonormalise)
-    return bool(ok), lam, Z
+    """``(converged, lam, Z)``: the eigenpairs of the symmetric ``M`` from the basis ``Z``
+    (:func:`~learners.omtl.jacobi.warm_eig_step` with ``d = 0``, ``step = -1``)."""
+    code, lam, Z = step(np.zeros(M.shape[0]), M, -1.0, Z, orthonormalise)
+    assert code != -1
+    return code == 1, lam, Z
 
 
 def step(
