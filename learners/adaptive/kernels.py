@@ -548,7 +548,10 @@ def _learn_row(
     for m in range(M):
         z0 = y * scores[m]
         if losses[m] == AROW:
-            _arow_fused(U0[m], G0[m], U[m, k], G[m, k], idx, val, n, y, z0, couplings[m], ridges[m])
+            _arow_fused(
+                U0[m], G0[m], U[m, k], G[m, k], idx, val, n, y, z0, couplings[m], ridges[m],
+                buffers[1:3],
+            )  # fmt: skip
         elif gammas[m] == 0.0:
             _first_order_step(
                 losses[m],
@@ -662,22 +665,50 @@ def _inverse(
 
 @njit(fastmath=_SUMS, **ROW_HELPER)
 def _arow_variance(
-    g0: np.ndarray, gk: np.ndarray, idx: np.ndarray | None, val: np.ndarray, n: int, both: bool
+    g0: np.ndarray,
+    gk: np.ndarray,
+    idx: np.ndarray | None,
+    val: np.ndarray,
+    n: int,
+    both: bool,
+    scratch: np.ndarray,
 ) -> float:  # pragma: no cover - compiled
     """``x^T Sigma x`` of the shared part, plus the per-task part's when ``both``, in one
-    pass (the sums of ``reference._arow``)."""
+    pass (the sums of ``reference._arow``). A sparse row's variances are first gathered
+    into ``scratch`` (two rows of at least ``n``), then summed along it: a sum over entries
+    read by index is vectorised or not depending on the arrays' strides (on AVX2 the C
+    order's is and the order by feature's is not), and its reassociated order with it, so
+    the two orders of a member would differ in the last bits (docs/algorithms.md
+    Sec. 11.4); along the buffer every layout runs the same vector code."""
     v0 = 0.0
     vk = 0.0
+    if idx is not None:
+        s0 = scratch[0]
+        sk = scratch[1]
+        for p in range(n):  # stores only, no sums (see _SUMS)
+            j = idx[p]
+            s0[p] = g0[j]
+            if both:
+                sk[p] = gk[j]
+        if both:
+            for p in range(n):
+                x = val[p]
+                v0 += x * x * s0[p]
+                vk += x * x * sk[p]
+            return v0 + vk
+        for p in range(n):
+            x = val[p]
+            v0 += x * x * s0[p]
+        return v0
     if both:
         for p in range(n):
-            j = _at(idx, p)
             x = val[p]
-            v0 += x * x * g0[j]
-            vk += x * x * gk[j]
+            v0 += x * x * g0[p]
+            vk += x * x * gk[p]
         return v0 + vk
     for p in range(n):
         x = val[p]
-        v0 += x * x * g0[_at(idx, p)]
+        v0 += x * x * g0[p]
     return v0
 
 
@@ -913,7 +944,7 @@ def _member_row(
     scale = math.sqrt(stats[1] / stats[0])
     z0 = y * score
     if losses[0] == AROW:
-        _arow_fused(u0, g0, uk, gk, idx, val, n, y, z0, couplings[0], ridges[0])
+        _arow_fused(u0, g0, uk, gk, idx, val, n, y, z0, couplings[0], ridges[0], buffers[1:3])
     else:
         _first_order_step(
             losses[0], etas[0], u0, g0, uk, gk, q, idx, val, n, y, z0, couplings[0], scale, buffers
@@ -981,7 +1012,7 @@ def _dense_member_row(
     scale = math.sqrt(stats[1] / stats[0])
     z0 = y * score
     if loss == AROW:
-        _arow_fused(u0, g0, uk, gk, None, val, n, y, z0, b, r)
+        _arow_fused(u0, g0, uk, gk, None, val, n, y, z0, b, r, buffers[1:3])
     else:
         _first_order_step(loss, eta, u0, g0, uk, gk, q, None, val, n, y, z0, b, scale, buffers)
     return score
@@ -1000,12 +1031,14 @@ def _arow_fused(
     z0: float,
     b: float,
     r: float,
+    scratch: np.ndarray,
 ) -> None:  # pragma: no cover - compiled
     """Diagonal AROW on the shared + per-task parts (reference: ``reference._arow``), both
-    parts' ``x^T Sigma x`` in one pass, then both parts' updates in another."""
+    parts' ``x^T Sigma x`` in one pass (``scratch``: :func:`_arow_variance`), then both
+    parts' updates in another."""
     if z0 >= 1.0:
         return
-    ay = (1.0 - z0) / (_arow_variance(g0, gk, idx, val, n, b > 0.0) + r) * y
+    ay = (1.0 - z0) / (_arow_variance(g0, gk, idx, val, n, b > 0.0, scratch) + r) * y
     if b > 0.0:
         _arow_parts(u0, g0, uk, gk, ay, r, idx, val, n)
     else:
