@@ -61,7 +61,7 @@ from learners.adaptive.kernels import (
     _dense_member_row,
     _dot,
     _nonzeros,
-    dense_form,
+    dense_row,
     leader,
     learn_row,
     row_width,
@@ -158,25 +158,19 @@ def _learn_task(
     buffers: np.ndarray,
 ) -> None:  # pragma: no cover - compiled
     """The base learns ``(x, y, k)`` for row i of the call (loaded in ``val``). A member on
-    a dense row without zeros that the call does not scale first takes the base's dense
-    path (:func:`~learners.adaptive.kernels._dense_member_row`, the row read from the batch;
-    it leaves ``val`` as loaded), unless the normaliser grows."""
+    a row in the dense form (a dense row without zeros, or a CSR row storing every
+    feature, :func:`~learners.adaptive.kernels.dense_row`) that the call does not scale
+    first takes the base's dense path (:func:`~learners.adaptive.kernels._dense_member_row`,
+    the row read from the batch; it leaves ``val`` as loaded), unless the normaliser grows."""
     configs, state, outlier = base
-    if idx is None and member and call.dense and not call.normalize:
-        losses, etas, couplings, ridges = configs
-        score = _dense_member_row(
-            call.X[i],
-            call.bias,
-            k,
-            y,
-            losses[0],
-            etas[0],
-            couplings[0],
-            ridges[0],
-            state,
-            val,
-            buffers,
-        )
+    if idx is None and member and not call.normalize:
+        loss, eta, b, r = configs[0][0], configs[1][0], configs[2][0], configs[3][0]
+        if call.dense:
+            x = call.X[i]
+            score = _dense_member_row(x, call.bias, k, y, loss, eta, b, r, state, val, buffers)
+        else:
+            x64 = call.data[call.indptr[i] : call.indptr[i + 1]]
+            score = _dense_member_row(x64, call.bias, k, y, loss, eta, b, r, state, val, buffers)
         if not math.isnan(score):
             return
     learn_row(idx, val, n, k, y, configs, state, outlier, member, scores, buffers)
@@ -347,13 +341,12 @@ def _committee_rows(
 ) -> None:  # pragma: no cover - compiled
     """The rounds of :func:`committee_pass`, each row in the reference's canonical form
     (dense rows in the sparse form on a state laid out by feature,
-    :func:`~learners.adaptive.kernels.dense_form`)."""
+    :func:`~learners.adaptive.kernels.dense_row`)."""
     dim = base[1][0].shape[1]
     member = _is_member(base)
-    dense = dense_form(call, base[1])
     for i in range(call.y.shape[0]):
         n = load_row(call, i, dim, idx, val)
-        if dense and _all_nonzero(val, n):
+        if dense_row(call, i, base[1]) and _all_nonzero(val, n):
             _committee_row(
                 None,
                 val,
@@ -411,10 +404,9 @@ def _peer_rows(
     (as :func:`_committee_rows`)."""
     dim = base[1][0].shape[1]
     member = _is_member(base)
-    dense = dense_form(call, base[1])
     for i in range(call.y.shape[0]):
         n = load_row(call, i, dim, idx, val)
-        if dense and _all_nonzero(val, n):
+        if dense_row(call, i, base[1]) and _all_nonzero(val, n):
             _peer_row(
                 None,
                 val,

@@ -89,7 +89,7 @@ __all__ = [
     "StateArrays",
     "adaptive_pass",
     "adaptive_scores",
-    "dense_form",
+    "dense_row",
     "leader",
     "learn_row",
     "row_width",
@@ -1119,13 +1119,27 @@ def _by_feature(U0: np.ndarray) -> bool:  # pragma: no cover - compiled
 
 
 @njit(**ROW_HELPER)
-def dense_form(call: KernelPass, state: StateArrays) -> bool:  # pragma: no cover - compiled
-    """Whether the call's dense rows without a zero are read in the dense form (no feature
-    indices). Not on a state laid out by feature (:func:`_by_feature`): there the dense
-    loops run strided, and their sums would not add in the order of the same row's
-    sparse form, so every row takes the sparse form (its non-zeros and their indices)
-    and a row gives the same numbers as a dense row, in a CSR batch or alone."""
-    return call.dense and not _by_feature(state[0])
+def full_csr_row(call: KernelPass, i: int, dim: int) -> bool:  # pragma: no cover - compiled
+    """Whether row i of a CSR call stores every feature (``dim`` entries with the bias).
+    The call's CSR rows are canonical (sorted, unique, in range), so such a row holds
+    feature p at position p: the row a dense call would hand over."""
+    width = dim - (1 if call.bias else 0)
+    return not call.dense and call.indptr[i + 1] - call.indptr[i] == width
+
+
+@njit(**ROW_HELPER)
+def dense_row(call: KernelPass, i: int, state: StateArrays) -> bool:  # pragma: no cover
+    """Whether row i of the call, when none of its entries is zero, is read in the dense
+    form (no feature indices): the rows of a dense call, and the rows
+    of a CSR call that store every feature (:func:`full_csr_row`), as
+    :func:`learners.inputs.as_vector` makes a full sparse row dense. So a row gives the
+    same numbers whichever form it comes in, alone or in a batch. Never on a state laid
+    out by feature (:func:`_by_feature`): there the dense loops run strided, and their
+    sums would not add in the order of the same row's sparse form, so every row takes
+    the sparse form (its non-zeros and their indices)."""
+    if _by_feature(state[0]):
+        return False
+    return call.dense or full_csr_row(call, i, state[0].shape[1])
 
 
 @njit(**ROW_HELPER)
@@ -1190,34 +1204,30 @@ def _pass_rows(
     None for a dense call, which then compiles without it."""
     idx, val, buffers, scores = row_buffers
     M, dim = state[0].shape
-    dense = dense_form(call, state)
     member = M == 1 and outlier[0][0] == 0.0
-    fast = dense and member and not call.normalize
+    fast = member and not call.normalize and not _by_feature(state[0])
     losses, etas, couplings, ridges = configs
+    loss, eta, b, r = losses[0], etas[0], couplings[0], ridges[0]
     rows = call.y.shape[0]
     for i in range(rows):
         k, y = call.tasks[i], call.y[i]
         if ahead is not None and i + 1 < rows:
             _prefetch_row(call, i + 1, ahead)
         if fast:
-            score = _dense_member_row(
-                call.X[i],
-                call.bias,
-                k,
-                y,
-                losses[0],
-                etas[0],
-                couplings[0],
-                ridges[0],
-                state,
-                val,
-                buffers,
-            )
+            score = math.nan
+            if call.dense:
+                x = call.X[i]
+                score = _dense_member_row(x, call.bias, k, y, loss, eta, b, r, state, val, buffers)
+            elif full_csr_row(call, i, dim):  # the same row as a dense call's (dense_row)
+                x64 = call.data[call.indptr[i] : call.indptr[i + 1]]
+                score = _dense_member_row(
+                    x64, call.bias, k, y, loss, eta, b, r, state, val, buffers
+                )
             if not math.isnan(score):
                 call.scores[i] = score
                 continue
         n = load_row(call, i, dim, idx, val)
-        if dense and _all_nonzero(val, n):
+        if dense_row(call, i, state) and _all_nonzero(val, n):
             if member:
                 call.scores[i] = _member_row(None, val, n, k, y, configs, state, outlier, buffers)
             else:
@@ -1322,21 +1332,23 @@ def _score_rows(
     :func:`_pass_rows`)."""
     idx, val, buffers, scores = row_buffers
     M, dim = state[0].shape
-    dense = dense_form(call, state)
     member = M == 1 and outlier[0][0] == 0.0
-    fast = dense and member and not call.normalize
+    fast = member and not call.normalize and not _by_feature(state[0])
     U0, U, S = state[0], state[1], state[4]
     for i in range(call.y.shape[0]):
         k = call.tasks[i]
-        if fast:
-            x = call.X[i]
-            n = x.shape[0] + (1 if call.bias else 0)
-            score, _, flags = _dense_scan(x, call.bias, U0[0], U[0, k], S, val, buffers[0])
-            if flags == 0 and n > 0:
+        if fast and (call.dense or full_csr_row(call, i, dim)):
+            if call.dense:
+                x = call.X[i]
+                score, _, flags = _dense_scan(x, call.bias, U0[0], U[0, k], S, val, buffers[0])
+            else:  # the same row as a dense call's (dense_row)
+                x64 = call.data[call.indptr[i] : call.indptr[i + 1]]
+                score, _, flags = _dense_scan(x64, call.bias, U0[0], U[0, k], S, val, buffers[0])
+            if flags == 0 and dim > 0:
                 call.scores[i] = score
                 continue
         n = load_row(call, i, dim, idx, val)
-        if dense and _all_nonzero(val, n):
+        if dense_row(call, i, state) and _all_nonzero(val, n):
             call.scores[i] = _row_score(None, val, n, k, state, outlier, member, scores, buffers)
         else:
             n = _nonzeros(call.dense, idx, val, n)
