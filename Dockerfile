@@ -20,7 +20,7 @@ RUN useradd --system --uid 10001 --user-group --home-dir /app --create-home --sh
 COPY --from=build /opt/omtl /opt/omtl
 # The learners' numba kernels are compiled once into the image, so containers start warm.
 ENV NUMBA_CACHE_DIR=/opt/omtl/numba-cache
-RUN /opt/omtl/bin/python -c "import learners; learners.warm_kernels()" \
+RUN /opt/omtl/bin/python -c "import learners; learners.ensure_kernels()" \
     && chmod -R a+rX /opt/omtl/numba-cache
 ENV PATH=/opt/omtl/bin:$PATH \
     PYTHONUNBUFFERED=1 \

@@ -15,14 +15,16 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-## compile the learners' numba kernels once into the cache (a no-op when it is warm):
+## compile the learners' numba kernels once into the cache (a no-op when it is complete):
 ## two halves of the families side by side on two cores, then one full call, which
-## loads every kernel and compiles (or reports) whatever a half left out
+## loads every kernel, compiles whatever a half left out and marks the cache complete
 warm: install
-	$(PY) -c "import learners; learners.warm_kernels(part=(0, 2))" & \
-	$(PY) -c "import learners; learners.warm_kernels(part=(1, 2))"; \
-	wait
-	$(PY) -c "import learners; learners.warm_kernels()"
+	@if ! $(PY) -c "import sys, learners; sys.exit(not learners.kernels_cached())"; then \
+	  $(PY) -c "import learners; learners.warm_kernels(part=(0, 2))" & \
+	  $(PY) -c "import learners; learners.warm_kernels(part=(1, 2))"; \
+	  wait; \
+	fi
+	$(PY) -c "import learners; learners.ensure_kernels()"
 
 ## run the whole service on one machine (embedded Redis unless REDIS_URL is set)
 run: warm

@@ -10,7 +10,8 @@ to list them::
     1
 
 Learners with compiled kernels compile them at first use (numba, cached on
-disk); call :func:`warm_kernels` once at start-up so that no call compiles.
+disk); call :func:`ensure_kernels` once at start-up so that no call compiles
+(:func:`warm_kernels` also loads every kernel into the process).
 Optional capabilities are declared by class flags (``is_active``,
 ``reports_query_probability``, ``reports_outliers``; see :mod:`learners.base`)
 and reached through :func:`query_probability_reporter` and
@@ -19,10 +20,10 @@ and reached through :func:`query_probability_reporter` and
 
 from __future__ import annotations
 
-from learners.compile_cache import use_source_keyed_cache
+from learners.compile_cache import is_complete, mark_complete, use_source_keyed_cache
 
 # Before any kernel is defined: numba picks a kernel's cache directory then.
-use_source_keyed_cache()
+_CACHE_DIRECTORY = use_source_keyed_cache()
 
 from learners.base import (  # noqa: E402
     Learner,
@@ -46,6 +47,8 @@ __all__ = [
     "Vec",
     "as_vector",
     "available",
+    "ensure_kernels",
+    "kernels_cached",
     "from_state_dict",
     "get",
     "make",
@@ -54,3 +57,33 @@ __all__ = [
     "register",
     "warm_kernels",
 ]
+
+
+_ensured = False
+
+
+def kernels_cached() -> bool:
+    """Whether numba's cache holds every kernel of these sources (marked by a full
+    warm-up: :func:`ensure_kernels`)."""
+    return is_complete(_CACHE_DIRECTORY)
+
+
+def ensure_kernels() -> bool:
+    """Make sure no learner call of this process compiles; returns whether it compiled.
+
+    Where numba's cache holds every kernel of these sources (the mark of a full
+    warm-up, :mod:`learners.compile_cache`), nothing is loaded: each kernel loads from
+    the cache at its first call, in milliseconds. Otherwise :func:`warm_kernels` runs
+    (compiling what the cache lacks, then loading every kernel) and marks the cache
+    complete for the processes after this one. Later calls in the same process return
+    at once.
+    """
+    global _ensured
+    if _ensured:
+        return False
+    compiled = not kernels_cached()
+    if compiled:
+        warm_kernels()
+        mark_complete(_CACHE_DIRECTORY)
+    _ensured = True
+    return compiled

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -10,6 +13,7 @@ import numba
 import numba.core.config
 import pytest
 
+import learners
 from learners import compile_cache, kernels
 from learners.amlc import kernels as amlc_kernels
 
@@ -76,3 +80,56 @@ def test_a_new_compiled_module_counts(tmp_path, text):
     before = compile_cache.source_hash(root)
     (root / "extra_kernels.py").write_text(text)
     assert compile_cache.source_hash(root) != before
+
+
+def test_the_complete_mark_follows_what_numba_checks(tmp_path):
+    """The mark holds each compiled module's path, size and modification time: numba
+    compiles a kernel again when these change, so the mark stops being valid with them."""
+    root = _copy_package(tmp_path)
+    directory = tmp_path / "cache"
+    assert not compile_cache.is_complete(directory, root)
+    compile_cache.mark_complete(directory, root)
+    assert compile_cache.is_complete(directory, root)
+    other = _copy_package(tmp_path / "elsewhere")  # the same sources at another path
+    assert not compile_cache.is_complete(directory, other)
+    family = root / "rom" / "kernels.py"
+    stat = family.stat()
+    os.utime(family, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))  # same source, touched
+    assert not compile_cache.is_complete(directory, root)
+    compile_cache.mark_complete(directory, root)
+    registry = root / "registry.py"  # no kernel: not part of the mark
+    registry.write_text(registry.read_text() + "\n# no kernel here\n")
+    assert compile_cache.is_complete(directory, root)
+
+
+def test_a_process_on_a_complete_cache_loads_no_kernel_at_start_up():
+    """After a full warm-up has marked the cache, :func:`learners.ensure_kernels` in a new
+    process compiles and loads nothing (each kernel loads at its first call), and the first
+    learner call then loads its kernel from the cache instead of compiling it."""
+    learners.ensure_kernels()  # this process: the cache is complete from here on
+    assert learners.kernels_cached()
+    probe = (
+        "import learners, numpy as np\n"
+        "from learners.adaptive import kernels as k\n"
+        "print(learners.ensure_kernels(), len(k.adaptive_pass.overloads))\n"
+        "m = learners.make('adaptive-logistic', n_features=3, n_tasks=2)\n"
+        "m.score_and_learn_many(np.ones((2, 3)), np.array([1.0, -1.0]), np.array([0, 1]))\n"
+        "print(len(k.adaptive_pass.overloads), sum(k.adaptive_pass._cache_hits.values()),"
+        " sum(k.adaptive_pass._cache_misses.values()))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
+    ).stdout.split("\n")
+    assert out[0] == "False 0"
+    assert out[1] == "1 1 0"
+
+
+def test_ensure_kernels_runs_once_per_process(monkeypatch):
+    learners.ensure_kernels()
+
+    def fail(*args: object) -> None:
+        raise AssertionError("warm_kernels ran again")
+
+    monkeypatch.setattr(learners, "warm_kernels", fail)
+    monkeypatch.setattr(learners, "kernels_cached", lambda: False)
+    assert learners.ensure_kernels() is False

@@ -237,6 +237,20 @@ def compiled_signatures() -> dict[str, int]:
     return counts
 
 
+def kernel_compiles() -> int:
+    """How many specialisations the numba kernels of the package have compiled in this
+    process (a cache miss each; a kernel loaded from the cache is a hit)."""
+    from numba.core.registry import CPUDispatcher
+
+    total = 0
+    for module_name, module in list(sys.modules.items()):
+        if module_name == "learners" or module_name.startswith("learners."):
+            for value in vars(module).values():
+                if isinstance(value, CPUDispatcher):
+                    total += sum(value._cache_misses.values())
+    return total
+
+
 def test_after_warm_up_no_learner_call_compiles():
     """Every registered learner, other sizes than the warm-up's, dense, CSR and per event."""
     learners.warm_kernels()
