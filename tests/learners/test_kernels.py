@@ -142,6 +142,17 @@ def test_warm_up_shares_partition_the_families_and_leave_out_the_learner_sweep()
             learners.warm_kernels(part=bad)
 
 
+def test_warm_up_claims_share_the_families_between_processes(tmp_path):
+    """``claims``: processes given the same directory each warm the families no other has
+    claimed (``make warm``); between them every family once, the learner sweep never."""
+    full = learners.warm_kernels()
+    first = learners.warm_kernels(claims=tmp_path / "claims")
+    second = learners.warm_kernels(claims=tmp_path / "claims")
+    assert set(first) == set(full) - {"learners.kernels.warm_every_learner"}
+    assert second == {}
+    assert sorted(p.name for p in (tmp_path / "claims").iterdir()) == sorted(first)
+
+
 def test_kernels_are_cached_and_warm_up_covers_every_public_path():
     seconds = learners.warm_kernels()
     assert {
