@@ -680,36 +680,35 @@ def _arow_variance(
     order's is and the order by feature's is not), and its reassociated order with it, so
     the two orders of a member would differ in the last bits (docs/algorithms.md
     Sec. 11.4); along the buffer every layout runs the same vector code."""
-    v0 = 0.0
-    vk = 0.0
-    if idx is not None:
-        s0 = scratch[0]
-        sk = scratch[1]
-        for p in range(n):  # stores only, no sums (see _SUMS)
-            j = idx[p]
-            s0[p] = g0[j]
-            if both:
-                sk[p] = gk[j]
+    if idx is None:
+        return _variance_sums(val, g0, gk, n, both)
+    s0 = scratch[0]
+    sk = scratch[1]
+    for p in range(n):  # stores only, no sums (see _SUMS)
+        j = idx[p]
+        s0[p] = g0[j]
         if both:
-            for p in range(n):
-                x = val[p]
-                v0 += x * x * s0[p]
-                vk += x * x * sk[p]
-            return v0 + vk
-        for p in range(n):
-            x = val[p]
-            v0 += x * x * s0[p]
-        return v0
+            sk[p] = gk[j]
+    return _variance_sums(val, s0, sk, n, both)
+
+
+@njit(fastmath=_SUMS, **ROW_HELPER)
+def _variance_sums(
+    val: np.ndarray, v0: np.ndarray, vk: np.ndarray, n: int, both: bool
+) -> float:  # pragma: no cover - compiled
+    """``sum_p val_p^2 v0_p`` (plus ``sum_p val_p^2 vk_p`` when ``both``) along the row."""
+    a = 0.0
+    b = 0.0
     if both:
         for p in range(n):
             x = val[p]
-            v0 += x * x * g0[p]
-            vk += x * x * gk[p]
-        return v0 + vk
+            a += x * x * v0[p]
+            b += x * x * vk[p]
+        return a + b
     for p in range(n):
         x = val[p]
-        v0 += x * x * g0[p]
-    return v0
+        a += x * x * v0[p]
+    return a
 
 
 @njit(fastmath=_SUMS, error_model="numpy", **ROW_HELPER)
