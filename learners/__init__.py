@@ -60,6 +60,7 @@ __all__ = [
 
 
 _ensured = False
+_loaded = False
 
 
 def kernels_cached() -> bool:
@@ -68,22 +69,28 @@ def kernels_cached() -> bool:
     return is_complete(_CACHE_DIRECTORY)
 
 
-def ensure_kernels() -> bool:
+def ensure_kernels(load: bool = False) -> bool:
     """Make sure no learner call of this process compiles; returns whether it compiled.
 
     Where numba's cache holds every kernel of these sources (the mark of a full
-    warm-up, :mod:`learners.compile_cache`), nothing is loaded: each kernel loads from
-    the cache at its first call, in milliseconds. Otherwise :func:`warm_kernels` runs
-    (compiling what the cache lacks, then loading every kernel) and marks the cache
-    complete for the processes after this one. Later calls in the same process return
-    at once.
+    warm-up, :mod:`learners.compile_cache`), nothing is loaded unless ``load``: each
+    kernel then loads from the cache at its first call (0.05-0.3 s for a family's
+    largest kernels, once per process). ``load=True`` loads every kernel now, for a
+    process whose first calls must not wait (the API's first request of each learner).
+    Where the cache lacks some kernel, :func:`warm_kernels` runs (compiling what is
+    missing, then loading every kernel) and marks the cache complete for the processes
+    after this one. Later calls in the same process do only what is still to do.
     """
-    global _ensured
-    if _ensured:
-        return False
-    compiled = not kernels_cached()
-    if compiled:
+    global _ensured, _loaded
+    compiled = False
+    if not _ensured:
+        compiled = not kernels_cached()
+        if compiled:
+            warm_kernels()
+            mark_complete(_CACHE_DIRECTORY)
+            _loaded = True
+        _ensured = True
+    if load and not _loaded:
         warm_kernels()
-        mark_complete(_CACHE_DIRECTORY)
-    _ensured = True
+        _loaded = True
     return compiled

@@ -65,9 +65,10 @@ labels joined to earlier events by event id, label requests for annotators.
 
 def _warm_kernels() -> None:
     """Make sure every learner kernel is in numba's cache (compiled now where it lacks
-    some), so that no request compiles; each loads from the cache at its first call."""
+    some) and loaded into the process, once per process: no request compiles, and the
+    first request of a learner does not wait for its kernels to load."""
     start = time.perf_counter()
-    compiled = learners.ensure_kernels()
+    compiled = learners.ensure_kernels(load=True)
     log.info(
         "learner kernels ready in %.2f s (%s)",
         time.perf_counter() - start,

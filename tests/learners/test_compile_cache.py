@@ -125,7 +125,7 @@ def test_a_process_on_a_complete_cache_loads_no_kernel_at_start_up():
 
 
 def test_ensure_kernels_runs_once_per_process(monkeypatch):
-    learners.ensure_kernels()
+    learners.ensure_kernels(load=True)
 
     def fail(*args: object) -> None:
         raise AssertionError("warm_kernels ran again")
@@ -133,3 +133,19 @@ def test_ensure_kernels_runs_once_per_process(monkeypatch):
     monkeypatch.setattr(learners, "warm_kernels", fail)
     monkeypatch.setattr(learners, "kernels_cached", lambda: False)
     assert learners.ensure_kernels() is False
+    assert learners.ensure_kernels(load=True) is False
+
+
+def test_load_puts_every_kernel_into_a_process_on_a_complete_cache():
+    """The API's start-up (``load=True``): nothing compiles, every kernel is loaded."""
+    learners.ensure_kernels()
+    probe = (
+        "import learners\n"
+        "from learners.adaptive import kernels as k\n"
+        "print(learners.ensure_kernels(load=True), len(k.adaptive_pass.overloads),"
+        " sum(k.adaptive_pass._cache_misses.values()))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
+    ).stdout.split()
+    assert out[0] == "False" and int(out[1]) >= 1 and out[2] == "0"
