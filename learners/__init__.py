@@ -76,7 +76,7 @@ def ensure_kernels(load: bool = False) -> bool:
     warm-up, :mod:`learners.compile_cache`), nothing is loaded unless ``load``: each
     kernel then loads from the cache at its first call (0.05-0.3 s for a family's
     largest kernels, once per process). ``load=True`` loads every kernel now, for a
-    process whose first calls must not wait (the API's first request of each learner).
+    process whose first calls must not wait (the API's requests, the worker's first step).
     Where the cache lacks some kernel, :func:`warm_kernels` runs (compiling what is
     missing, then loading every kernel) and marks the cache complete for the processes
     after this one. Later calls in the same process do only what is still to do.

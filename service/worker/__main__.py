@@ -49,9 +49,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         except OSError as exc:
             log.warning("metrics port %d unavailable (%s); running without it", port, exc)
     start = time.perf_counter()
-    # before the first read: no batch pays a compilation (each kernel loads from the
-    # cache at its first call, or everything is compiled now where the cache lacks some)
-    compiled = learners.ensure_kernels()
+    # before the first read and the first lease: no batch pays a compilation or a load
+    # (a first step that loaded its kernels under load outlasted short leases)
+    compiled = learners.ensure_kernels(load=True)
     log.info(
         "learner kernels ready in %.2f s (%s)",
         time.perf_counter() - start,
