@@ -106,22 +106,27 @@ def test_a_process_on_a_complete_cache_loads_no_kernel_at_start_up():
     """After a full warm-up has marked the cache, :func:`learners.ensure_kernels` in a new
     process compiles and loads nothing (each kernel loads at its first call), and the first
     learner call then loads its kernel from the cache instead of compiling it."""
-    learners.ensure_kernels()  # this process: the cache is complete from here on
-    assert learners.kernels_cached()
-    probe = (
-        "import learners, numpy as np\n"
-        "from learners.adaptive import kernels as k\n"
+    out = _in_a_new_process(
         "print(learners.ensure_kernels(), len(k.adaptive_pass.overloads))\n"
         "m = learners.make('adaptive-logistic', n_features=3, n_tasks=2)\n"
         "m.score_and_learn_many(np.ones((2, 3)), np.array([1.0, -1.0]), np.array([0, 1]))\n"
         "print(len(k.adaptive_pass.overloads), sum(k.adaptive_pass._cache_hits.values()),"
         " sum(k.adaptive_pass._cache_misses.values()))\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
-    ).stdout.split("\n")
     assert out[0] == "False 0"
     assert out[1] == "1 1 0"
+
+
+def _in_a_new_process(code: str) -> list[str]:
+    """The output lines of ``code`` run in a new process (with ``learners``, numpy as
+    ``np`` and the adaptive kernels as ``k`` imported) once this one has made the cache
+    complete."""
+    learners.ensure_kernels()
+    assert learners.kernels_cached()
+    head = "import learners, numpy as np\nfrom learners.adaptive import kernels as k\n"
+    return subprocess.run(
+        [sys.executable, "-c", head + code], capture_output=True, text=True, check=True, timeout=120
+    ).stdout.split("\n")
 
 
 def test_ensure_kernels_runs_once_per_process(monkeypatch):
@@ -138,14 +143,8 @@ def test_ensure_kernels_runs_once_per_process(monkeypatch):
 
 def test_load_puts_every_kernel_into_a_process_on_a_complete_cache():
     """The API's start-up (``load=True``): nothing compiles, every kernel is loaded."""
-    learners.ensure_kernels()
-    probe = (
-        "import learners\n"
-        "from learners.adaptive import kernels as k\n"
+    out = _in_a_new_process(
         "print(learners.ensure_kernels(load=True), len(k.adaptive_pass.overloads),"
         " sum(k.adaptive_pass._cache_misses.values()))\n"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
-    ).stdout.split()
+    )[0].split()
     assert out[0] == "False" and int(out[1]) >= 1 and out[2] == "0"
