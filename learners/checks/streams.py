@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -40,8 +41,26 @@ def related_tasks(
     Classification labels are ``sign(w_k . x)`` with points closer than ``margin``
     to the task's hyperplane removed (so the stream is linearly separable with a
     margin); regression targets are ``w_k . x + noise * N(0, 1)``. Inputs are unit
-    vectors; tasks are drawn uniformly.
+    vectors; tasks are drawn uniformly. Each call returns arrays of its own (the stream
+    of a set of arguments is drawn once per process: every conformance check draws its
+    streams afresh, thousands of times in a run of the suite).
     """
+    X, y, task = _drawn(n, n_tasks, n_features, kind, relatedness, margin, noise, seed)
+    return Stream(X.copy(), y.copy(), task.copy())
+
+
+@lru_cache(maxsize=64)
+def _drawn(
+    n: int,
+    n_tasks: int,
+    n_features: int,
+    kind: str,
+    relatedness: float,
+    margin: float,
+    noise: float,
+    seed: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The arrays of :func:`related_tasks` (read-only: callers get copies)."""
     rng = np.random.default_rng(seed)
     w0 = rng.normal(size=n_features)
     W = w0 + relatedness * rng.normal(size=(n_tasks, n_features))
@@ -63,4 +82,7 @@ def related_tasks(
         rows.append(x)
         labels.append(y)
         tasks.append(t)
-    return Stream(np.array(rows), np.array(labels), np.array(tasks, dtype=np.int64))
+    arrays = (np.array(rows), np.array(labels), np.array(tasks, dtype=np.int64))
+    for a in arrays:
+        a.flags.writeable = False
+    return arrays
