@@ -56,6 +56,7 @@ if TYPE_CHECKING:
 __all__ = [
     "NO_INDEX",
     "ROW_HELPER",
+    "ROW_KERNEL",
     "KernelRows",
     "row_axpy",
     "row_dot",
@@ -80,14 +81,25 @@ __all__ = [
 #: The ``idx`` of a dense row: no index array, ``val`` holds every coordinate.
 NO_INDEX = np.empty(0, dtype=np.int64)
 
-#: numba options of a helper called once (or K times) per row: cached, and compiled
-#: without reference counting. Such a helper must allocate nothing (it only borrows
-#: its caller's arrays). A compiled function whose body branches otherwise
-#: increments and decrements the count of every array argument on each call, two
-#: atomic operations per array: ~75 ns for a call with six arrays, more than
-#: copying a row of 100 values. ``_nrt`` is an underscore option of numba's jit, not
-#: public API: check it after a numba upgrade.
-ROW_HELPER: dict[str, Any] = {"cache": True, "_nrt": False}
+#: numba options of a compiled function called once (or K times) per row that Python
+#: also calls: cached, and compiled without reference counting. Such a function must
+#: allocate nothing (it only borrows its caller's arrays). A compiled function whose
+#: body branches otherwise increments and decrements the count of every array argument
+#: on each call, two atomic operations per array: ~75 ns for a call with six arrays,
+#: more than copying a row of 100 values. ``_nrt`` is an underscore option of numba's
+#: jit, not public API: check it after a numba upgrade.
+ROW_KERNEL: dict[str, Any] = {"cache": True, "_nrt": False}
+
+#: :data:`ROW_KERNEL` for a helper that only compiled code calls: compiled without the
+#: wrappers that let Python (or C, through a cfunc) call it. numba builds a wrapper for
+#: every compiled signature and generates machine code for it, in the helper's own
+#: module and again in every caller's module that links the helper in; without them a
+#: family compiles in about a fifth less time (``make warm``). Python must never call
+#: such a helper (the call would jump to a null address and crash the process):
+#: ``tests/learners/test_compiled_only_helpers.py`` checks that no Python code names one.
+#: ``no_cpython_wrapper`` and ``no_cfunc_wrapper`` are options of numba's jit that its
+#: documentation does not list, like ``_nrt``.
+ROW_HELPER: dict[str, Any] = {**ROW_KERNEL, "no_cpython_wrapper": True, "no_cfunc_wrapper": True}
 
 
 def kernel_array(a: Any, dtype: type) -> np.ndarray:
@@ -288,7 +300,7 @@ def _head_lanes2(
     raise NotImplementedError
 
 
-@njit(**ROW_HELPER)
+@njit(**ROW_KERNEL)
 def _scalar_lanes1(w: np.ndarray, val: np.ndarray) -> tuple[float, float, float, float, bool]:
     a0 = a1 = a2 = a3 = 0.0
     zero = False
@@ -470,7 +482,7 @@ def _dot2_at_nonzeros(u: np.ndarray, w: np.ndarray, val: np.ndarray) -> tuple[fl
     return _dot_at_nonzeros(u, val), _dot_at_nonzeros(w, val)
 
 
-@njit(**ROW_HELPER)
+@njit(**ROW_KERNEL)
 def dot(w: np.ndarray, idx: np.ndarray, val: np.ndarray) -> float:
     """``<w, x>`` for the row ``x = (idx, val)`` (summation order: module docstring).
 
@@ -484,7 +496,7 @@ def dot(w: np.ndarray, idx: np.ndarray, val: np.ndarray) -> float:
     return _dot_sparse(w, idx, val, True)
 
 
-@njit(**ROW_HELPER)
+@njit(**ROW_KERNEL)
 def dot2(u: np.ndarray, w: np.ndarray, idx: np.ndarray, val: np.ndarray) -> tuple[float, float]:
     """``(<u, x>, <w, x>)``, each exactly as :func:`dot` sums it, in one pass over the row."""
     if idx.shape[0] == 0:
@@ -495,7 +507,7 @@ def dot2(u: np.ndarray, w: np.ndarray, idx: np.ndarray, val: np.ndarray) -> tupl
     return _dot2_sparse(u, w, idx, val)
 
 
-@njit(**ROW_HELPER)
+@njit(**ROW_KERNEL)
 def dot_sqnorm(w: np.ndarray, idx: np.ndarray, val: np.ndarray) -> tuple[float, float]:
     """``(<w, x>, ||x||^2)``, each summed as :func:`dot` sums, in one pass over the row."""
     if idx.shape[0] == 0:
@@ -518,7 +530,7 @@ def all_finite(a: np.ndarray) -> bool:
     return s == 0.0
 
 
-@njit(**ROW_HELPER)
+@njit(**ROW_KERNEL)
 def axpy(w: np.ndarray, scale: float, idx: np.ndarray, val: np.ndarray) -> None:
     """``w += scale * x`` in place for the row ``x = (idx, val)``: O(nnz)."""
     if idx.shape[0] == 0:
@@ -529,7 +541,7 @@ def axpy(w: np.ndarray, scale: float, idx: np.ndarray, val: np.ndarray) -> None:
             w[idx[k]] += scale * val[k]
 
 
-@njit(**ROW_HELPER)
+@njit(**ROW_KERNEL)
 def axpy2(u: np.ndarray, w: np.ndarray, scale: float, idx: np.ndarray, val: np.ndarray) -> None:
     """``u += scale * x`` and ``w += scale * x`` in one pass over the row (as two :func:`axpy`)."""
     if idx.shape[0] == 0:
@@ -545,7 +557,7 @@ def axpy2(u: np.ndarray, w: np.ndarray, scale: float, idx: np.ndarray, val: np.n
             w[j] += step
 
 
-@njit(**ROW_HELPER)
+@njit(**ROW_KERNEL)
 def row_dot(idx: Any, val: np.ndarray, w: np.ndarray) -> float:
     """``sum_p val[p] w[idx[p]]`` (``idx`` None: ``sum_f val[f] w[f]``), in index order."""
     s = 0.0
@@ -558,7 +570,7 @@ def row_dot(idx: Any, val: np.ndarray, w: np.ndarray) -> float:
     return s
 
 
-@njit(**ROW_HELPER)
+@njit(**ROW_KERNEL)
 def row_axpy(idx: Any, val: np.ndarray, w: np.ndarray, a: float) -> None:
     """``w += a x`` in place, O(nnz)."""
     if idx is None:

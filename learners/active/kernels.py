@@ -48,7 +48,7 @@ import numpy as np
 from numba import njit
 
 from learners.inputs import Batch, Vec
-from learners.kernels import ROW_HELPER, kernel_array, prefetch_columns, register_warmup
+from learners.kernels import ROW_HELPER, ROW_KERNEL, kernel_array, prefetch_columns, register_warmup
 
 __all__ = [
     "B_FAMILY",
@@ -247,7 +247,7 @@ def row_buffers(W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # pragma: no c
     return np.empty(dim, dtype=np.int64), np.empty(dim)
 
 
-@njit(**ROW_HELPER)
+@njit(**ROW_KERNEL)
 def row_dot(
     w: np.ndarray, dense: bool, idx: np.ndarray, val: np.ndarray, n: int
 ) -> float:  # pragma: no cover - compiled
@@ -257,7 +257,7 @@ def row_dot(
     return _dot_sparse(w, idx, val, n)
 
 
-@njit(**ROW_HELPER)
+@njit(**ROW_KERNEL)
 def row_axpy(
     w: np.ndarray, a: float, dense: bool, idx: np.ndarray, val: np.ndarray, n: int
 ) -> None:  # pragma: no cover - compiled

@@ -61,7 +61,7 @@ from learners.adaptive.lanes_kernels import (
 from learners.adaptive.layout import config_pair
 from learners.adaptive.reference import FOLD_BELOW
 from learners.adaptive.steps import AROW, invariant_step_compiled, slope_terms_compiled
-from learners.kernels import ROW_HELPER, prefetch, register_warmup
+from learners.kernels import ROW_HELPER, ROW_KERNEL, prefetch, register_warmup
 from learners.lanes import LANES
 
 #: The outlier parts ``(gammas, Q, Qs, Qn)`` (docs/algorithms.md Sec. 11.7): zhang2018's
@@ -98,7 +98,7 @@ __all__ = [
 ]
 
 
-@njit(**ROW_HELPER)
+@njit(**ROW_KERNEL)
 def leader(mistakes: np.ndarray) -> int:  # pragma: no cover - compiled
     """The configuration with the fewest mistakes (the first on ties)."""
     best = 0
@@ -231,7 +231,7 @@ def _normalise(
         q[p] = 1.0 / S[j]
 
 
-@njit(**ROW_HELPER)
+@njit(**ROW_KERNEL)
 def _rescale(
     U0: np.ndarray, U: np.ndarray, losses: np.ndarray, j: int, ratio: float, outlier: OutlierArrays
 ) -> None:  # pragma: no cover - compiled
@@ -297,7 +297,7 @@ def _adagrad_rates(
     return _weighted_sqnorm(val, rates, n)
 
 
-@njit(**ROW_HELPER)
+@njit(**ROW_KERNEL)
 def _outlier_step(
     Q: np.ndarray,
     Qs: np.ndarray,

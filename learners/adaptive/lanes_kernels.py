@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from learners.kernels import ROW_HELPER
+from learners.kernels import ROW_HELPER, ROW_KERNEL
 from learners.lanes import (
     LANES,
     lanes_add,
@@ -76,13 +76,13 @@ _VECTORS = 8
 _F = 8  # bytes per float64
 
 
-@njit(**ROW_HELPER)
+@njit(**ROW_KERNEL)
 def padded(M: int) -> int:  # pragma: no cover - compiled
     """M rounded up to a multiple of :data:`~learners.lanes.LANES`."""
     return (M + LANES - 1) // LANES * LANES
 
 
-@njit(**ROW_HELPER)
+@njit(**ROW_KERNEL)
 def scratch_size(M: int, width: int) -> int:  # pragma: no cover - compiled
     """Entries of the scores-and-scratch array of a grid on rows of up to ``width``
     non-zeros (module docstring)."""
@@ -90,14 +90,14 @@ def scratch_size(M: int, width: int) -> int:  # pragma: no cover - compiled
     return M8 * (1 + _VECTORS + 2 * width)
 
 
-@njit(**ROW_HELPER)
+@njit(**ROW_KERNEL)
 def scratch_width(M: int, size: int) -> int:  # pragma: no cover - compiled
     """The longest row a scratch of ``size`` entries holds the rates of (the inverse of
     :func:`scratch_size`)."""
     return (size // padded(M) - 1 - _VECTORS) // 2
 
 
-@njit(**ROW_HELPER)
+@njit(**ROW_KERNEL)
 def lane_vector(M: int, v: int) -> int:  # pragma: no cover - compiled
     """Index of the first entry of the scratch's vector ``v`` (:data:`GG0` ...)."""
     M8 = padded(M)
@@ -111,7 +111,7 @@ def _rates_at(M: int, part: int, width: int, p: int) -> int:  # pragma: no cover
     return M8 * (1 + _VECTORS) + (part * width + p) * M8
 
 
-@njit(error_model="numpy", **ROW_HELPER)
+@njit(error_model="numpy", **ROW_KERNEL)
 def grid_scores(
     idx: np.ndarray,
     val: np.ndarray,

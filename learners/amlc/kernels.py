@@ -63,7 +63,7 @@ from learners.active.kernels import (
     warm_call,
     warm_rows,
 )
-from learners.kernels import ROW_HELPER, register_warmup
+from learners.kernels import ROW_HELPER, ROW_KERNEL, register_warmup
 
 __all__ = ["amlc_pass", "peer_pass", "warm"]
 
@@ -220,7 +220,7 @@ def _exp_weights(
     return total
 
 
-@njit(**ROW_HELPER)
+@njit(**ROW_KERNEL)
 def _exp_weights_plain(
     tau: np.ndarray, k: int, losses: np.ndarray, rate: float, lam: float, skip: int
 ) -> float:  # pragma: no cover - compiled
@@ -234,7 +234,7 @@ def _exp_weights_plain(
     return total
 
 
-@njit(**ROW_HELPER)
+@njit(**ROW_KERNEL)
 def _reweigh(
     tau: np.ndarray, k: int, losses: np.ndarray, rate: float, lam: float, skip: int
 ) -> float:  # pragma: no cover - compiled

@@ -54,7 +54,7 @@ import math
 import numpy as np
 from numba import njit
 
-from learners.kernels import ROW_HELPER
+from learners.kernels import ROW_HELPER, ROW_KERNEL
 from learners.omtl.eigen import sort_ascending
 
 __all__ = ["MAX_SWEEPS", "warm_eig_step"]
@@ -212,7 +212,7 @@ def _normalise_rows(Z: np.ndarray) -> None:
             za[k] *= inv
 
 
-@njit(**ROW_HELPER)
+@njit(**ROW_KERNEL)
 def warm_eig_step(
     d: np.ndarray,
     G: np.ndarray,

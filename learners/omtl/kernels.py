@@ -37,6 +37,7 @@ from numba import njit
 
 from learners.kernels import (
     ROW_HELPER,
+    ROW_KERNEL,
     KernelRows,
     prefetch_columns,
     register_warmup,
@@ -59,7 +60,7 @@ from learners.omtl.a_kernels import (
 __all__ = ["warm", "weight_pass"]
 
 
-@njit(**ROW_HELPER)
+@njit(**ROW_KERNEL)
 def _track_gram(
     G: np.ndarray, colsum: np.ndarray, u: np.ndarray, c: np.ndarray, xx: float, xsum: float
 ) -> None:
@@ -139,7 +140,7 @@ _PRE_UPDATE = 1
 _POST_UPDATE = 2
 
 
-@njit(**ROW_HELPER)
+@njit(**ROW_KERNEL)
 def _round(
     idx: Any,
     val: np.ndarray,
@@ -202,7 +203,7 @@ def _finish_pre(
     _track_gram(G, colsum, u, c, xx, xsum)
 
 
-@njit(**ROW_HELPER)
+@njit(**ROW_KERNEL)
 def _rows(batch: Any, begin: int, scores: np.ndarray, state: Any) -> tuple[int, int]:
     """Rounds from row ``begin`` of ``batch`` (the first six arguments of
     :func:`_weight_pass`) until one leaves an A update: ``(row, update)``, or

@@ -39,6 +39,7 @@ from numba import njit
 from learners.kernels import (
     NO_INDEX,
     ROW_HELPER,
+    ROW_KERNEL,
     axpy,
     axpy2,
     dot,
@@ -82,7 +83,7 @@ def _pa_step(loss: float, sqnorm: float, variant: float, C: float) -> float:
     return loss / (sqnorm + 1.0 / (2.0 * C))
 
 
-@njit(**ROW_HELPER)
+@njit(**ROW_KERNEL)
 def step(
     kind: int,
     S: np.ndarray,
@@ -150,7 +151,7 @@ def learn_one_dense(
     return step(kind, S, A, NO_INDEX, x, y, t, p0, p1, True)[0]
 
 
-@njit(**ROW_HELPER)
+@njit(**ROW_KERNEL)
 def learn_dense(
     kind: int,
     S: np.ndarray,
@@ -210,7 +211,7 @@ def learn_dense_checked(
     return learn_dense(kind, S, A, X, y, tasks, p0, p1, scores)
 
 
-@njit(**ROW_HELPER)
+@njit(**ROW_KERNEL)
 def learn_csr(
     kind: int,
     S: np.ndarray,

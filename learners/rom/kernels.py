@@ -21,6 +21,7 @@ from numba import njit
 
 from learners.kernels import (
     ROW_HELPER,
+    ROW_KERNEL,
     KernelRows,
     prefetch_columns,
     register_warmup,
@@ -33,7 +34,7 @@ from learners.rom.scaled import RENORMALISE_BELOW
 __all__ = ["clear_row", "coml_pass", "note_support", "pgd_pass", "rda_pass", "warm"]
 
 
-@njit(**ROW_HELPER)
+@njit(**ROW_KERNEL)
 def _rescale(stored: np.ndarray, scale: float, factor: float) -> float:
     """:func:`learners.rom.scaled.rescale`: the new scale, folded into ``stored`` when tiny."""
     scale *= factor
@@ -107,7 +108,7 @@ def _axpy3(
 
 
 # ------------------------------------------------------------------ ROM-PGD
-@njit(**ROW_HELPER)
+@njit(**ROW_KERNEL)
 def note_support(idx: Any, nnz: int, t: int, sup_idx: np.ndarray, sup_n: np.ndarray) -> None:
     """Remember the entries of ``Q[t]`` written by this row while fewer than the buffer holds."""
     n = sup_n[t]
@@ -131,7 +132,7 @@ def _scaled_sqnorm(v: np.ndarray, scale: float) -> float:
     return s
 
 
-@njit(**ROW_HELPER)
+@njit(**ROW_KERNEL)
 def clear_row(Q: np.ndarray, t: int, sup_idx: np.ndarray, sup_n: np.ndarray) -> None:
     """``Q[t] = 0``: the remembered entries only, or the whole row when they are unknown."""
     n = sup_n[t]
@@ -203,7 +204,7 @@ def _pgd_row(
     return score
 
 
-@njit(**ROW_HELPER)
+@njit(**ROW_KERNEL)
 def _pgd_rows(
     X: np.ndarray,
     indptr: np.ndarray,
@@ -294,7 +295,7 @@ def _rda_row(
     return score
 
 
-@njit(**ROW_HELPER)
+@njit(**ROW_KERNEL)
 def _rda_rows(
     X: np.ndarray,
     indptr: np.ndarray,
@@ -385,7 +386,7 @@ def _coml_row(
     return score
 
 
-@njit(**ROW_HELPER)
+@njit(**ROW_KERNEL)
 def _coml_rows(
     X: np.ndarray,
     indptr: np.ndarray,
