@@ -94,7 +94,7 @@ ROW_KERNEL: dict[str, Any] = {"cache": True, "_nrt": False}
 #: wrappers that let Python (or C, through a cfunc) call it. numba builds a wrapper for
 #: every compiled signature and generates machine code for it, in the helper's own
 #: module and again in every caller's module that links the helper in; without them a
-#: family compiles in about a fifth less time (``make warm``). Python must never call
+#: family compiles in about 15% less CPU time (``make warm``). Python must never call
 #: such a helper (the call would jump to a null address and crash the process):
 #: ``tests/learners/test_compiled_only_helpers.py`` checks that no Python code names one.
 #: ``no_cpython_wrapper`` and ``no_cfunc_wrapper`` are options of numba's jit that its
