@@ -740,42 +740,32 @@ def warm_every_learner() -> None:
             fresh.score_and_learn_one(event, -1.0, 1)
 
 
-def warm_kernels(
-    part: tuple[int, int] | None = None, claims: str | Path | None = None
-) -> dict[str, float]:
+def warm_kernels(claims: str | Path | None = None) -> dict[str, float]:
     """Compile (or load from the cache) every learner kernel; returns seconds per family.
 
     Call once at process start-up: afterwards no learner call compiles. The first
     call on a machine compiles and fills numba's cache; later processes load it.
 
-    ``part=(i, n)`` runs only every n-th family warm-up from the i-th, in the order the
-    families register (``learners.registry.discover`` imports them in a fixed order),
-    and not :func:`warm_every_learner`. ``claims``, a directory, shares the family
-    warm-ups (not :func:`warm_every_learner`) with the other processes given the same
-    one: each takes the next family no process has claimed yet, in that order, until
-    none is left, so processes started side by side end about together (the
-    Makefile's ``warm``: on 2 cores 164 instead of 174 s with every other family each).
-    Either way n processes compile the families into one cache on n cores (numba
-    replaces its cache files atomically; a helper that two processes both compile is
-    written twice, the same machine code). A full call afterwards then loads every
-    kernel and compiles whatever the shares left out.
+    ``claims``, a directory, shares the family warm-ups (not :func:`warm_every_learner`)
+    with the other processes given the same one: each takes the next family no process
+    has claimed yet, in the order the families register (``learners.registry.discover``
+    imports them in a fixed order), until none is left, so processes started side by side
+    compile the families into one cache on as many cores and end about together (the
+    Makefile's ``warm``). numba replaces its cache files atomically; a helper that two
+    processes both compile is written twice, the same machine code. A full call
+    afterwards then loads every kernel and compiles whatever the shares left out.
     """
     from learners.registry import discover
 
     discover()
     fns: list[Callable[[], object]] = [*_WARMUPS, warm_every_learner]
-    if part is not None:
-        i, n = part
-        if not 0 <= i < n:
-            raise ValueError(f"part must be (i, n) with 0 <= i < n, got {part}")
-        fns = _WARMUPS[i::n]
-    elif claims is not None:
+    if claims is not None:
         fns = list(_WARMUPS)
         Path(claims).mkdir(parents=True, exist_ok=True)
     seconds: dict[str, float] = {}
     for fn in fns:
         name = f"{fn.__module__}.{fn.__qualname__}"
-        if claims is not None and part is None and not _claim(Path(claims) / name):
+        if claims is not None and not _claim(Path(claims) / name):
             continue
         start = time.perf_counter()
         fn()

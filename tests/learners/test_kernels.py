@@ -129,19 +129,6 @@ KERNELS = [
 ]
 
 
-def test_warm_up_shares_partition_the_families_and_leave_out_the_learner_sweep():
-    """``part=(i, n)``: n processes side by side warm every family exactly once between
-    them (``make warm``); the sweep over every learner is the full call's."""
-    full = learners.warm_kernels()
-    shares = [set(learners.warm_kernels(part=(i, 3))) for i in range(3)]
-    assert set.union(*shares) == set(full) - {"learners.kernels.warm_every_learner"}
-    assert sum(len(share) for share in shares) == len(full) - 1
-    assert all(shares)
-    for bad in ((2, 2), (-1, 2), (0, 0)):
-        with pytest.raises(ValueError, match="part must be"):
-            learners.warm_kernels(part=bad)
-
-
 def test_warm_up_claims_share_the_families_between_processes(tmp_path):
     """``claims``: processes given the same directory each warm the families no other has
     claimed (``make warm``); between them every family once, the learner sweep never."""
