@@ -24,18 +24,15 @@ order bit for bit; a grid by feature runs in lanes (:mod:`learners.adaptive.lane
 another 1.4-1.5 times), equal to C order to rounding. A dense row is read by strided loops that do not vectorise: 3.5 times
 slower at d = 1,000.
 
-:func:`interleave_for` chooses, from the learners' ``memory_order`` parameter: by
-feature (``features``), C order (``rows``), or with ``auto`` (the default) by feature
-for rows of at least :data:`INTERLEAVE_MIN_FEATURES` entries (bias included), the width
-from which rows are sparse in practice (text, hashed features), else C order; a model
-of wide dense rows (embeddings) wants ``rows``. The choice depends on the width and the
-parameter only, so a learner restored from its state, or replayed, runs the same loops
-as the one that was saved.
+Which order a learner takes is :func:`learners.memory_order.interleave_for`'s choice
+(re-exported here).
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from learners.memory_order import INTERLEAVE_MIN_FEATURES, MEMORY_ORDERS, interleave_for
 
 __all__ = [
     "INTERLEAVE_MIN_FEATURES",
@@ -45,22 +42,6 @@ __all__ = [
     "interleave_for",
     "is_interleaved",
 ]
-
-#: Rows at least this wide (D, the bias included) get the order by feature.
-INTERLEAVE_MIN_FEATURES = 16_384
-
-
-#: The values of the learners' ``memory_order`` parameter.
-MEMORY_ORDERS = ("auto", "rows", "features")
-
-
-def interleave_for(dim: int, memory_order: str = "auto") -> bool:
-    """Whether a learner on rows of ``dim`` entries (bias included) lays its state out by
-    feature: with ``memory_order`` ``"features"``, never with ``"rows"``, and with
-    ``"auto"`` from :data:`INTERLEAVE_MIN_FEATURES` entries on."""
-    if memory_order != "auto":
-        return memory_order == "features"
-    return dim >= INTERLEAVE_MIN_FEATURES
 
 
 def is_interleaved(a: np.ndarray) -> bool:
