@@ -598,18 +598,19 @@ def vec_dot(x: Vec, w: np.ndarray) -> float:
     return float(_row_dot_sparse(x.idx, x.val, w))
 
 
-def warm_learners(*classes: type[Learner]) -> float:
+def warm_learners(*classes: type[Learner], **params: Any) -> float:
     """Compile (or load from the cache) the kernels of ``classes``; returns the seconds taken.
 
-    Each class learns a tiny dense batch, the same batch as CSR, one dense and one
-    sparse event: every kernel specialisation the learners use, with their own types.
+    Each class, with the hyperparameters ``params``, learns a tiny dense batch, the same
+    batch as CSR, one dense and one sparse event: every kernel specialisation the
+    learners use, with their own types.
     """
     start = time.perf_counter()
     X = np.array([[1.0, 0.5, -1.0], [0.0, 2.0, 1.0]])
     y = np.array([1.0, -1.0])
     tasks = np.array([0, 1], dtype=np.int64)
     for cls in classes:
-        learner = cls(n_features=3, n_tasks=2)
+        learner = cls(n_features=3, n_tasks=2, **params)
         learner.score_and_learn_many(X, y, tasks)
         learner.score_and_learn_many(sp.csr_matrix(X), y, tasks)
         for row, label, task in zip(X, y.tolist(), tasks.tolist(), strict=True):

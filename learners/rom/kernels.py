@@ -227,11 +227,14 @@ def _pgd_rows(
 ) -> None:
     if indptr.shape[0] > 0:  # CSR rows (X is a placeholder)
         rows = y.shape[0]
+        # by feature (part_pair) P[k, j] and Q[k, j] share a cache line: one prefetch for both
+        apart = P.strides[1] == P.itemsize
         for i in range(rows):
             lo, hi = indptr[i], indptr[i + 1]
             if i + 1 < rows:  # the next row's task parts (prefetch_columns)
                 prefetch_columns(P[tasks[i + 1]], indices, hi, indptr[i + 2])
-                prefetch_columns(Q[tasks[i + 1]], indices, hi, indptr[i + 2])
+                if apart:
+                    prefetch_columns(Q[tasks[i + 1]], indices, hi, indptr[i + 2])
             scores[i] = _pgd_row(
                 indices[lo:hi], data[lo:hi], y[i], tasks[i], u, P, Q, u_scale, p_scale,
                 q_scale, q_sqnorm, sup_idx, sup_n, hyper, counts,
@@ -423,7 +426,9 @@ def coml_pass(rows: KernelRows, y: np.ndarray, tasks: np.ndarray, *state: Any) -
 
 @register_warmup
 def warm() -> float:
-    """Compile (or load from the cache) the three passes, dense and CSR; returns the seconds."""
+    """Compile (or load from the cache) the three passes, dense and CSR, and ROM-PGD's on
+    parts laid out by feature; returns the seconds."""
     from learners.rom import CollaborativeMultitask, RobustPGD, RobustRDA  # they import this module
 
-    return warm_learners(RobustPGD, RobustRDA, CollaborativeMultitask)
+    seconds = warm_learners(RobustPGD, RobustRDA, CollaborativeMultitask)
+    return seconds + warm_learners(RobustPGD, memory_order="features")

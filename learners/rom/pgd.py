@@ -6,14 +6,16 @@ one-task-per-event stream.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 import numpy as np
 
 from learners.base import APPEND_BIAS, L2_NORMALIZE, Param
 from learners.inputs import Vec
+from learners.memory_order import INTERLEAVE_MIN_FEATURES, MEMORY_ORDERS, interleave_for
 from learners.omtl.compiled import KernelRows, vec_dot
-from learners.params import non_negative, positive
+from learners.params import non_negative, one_of, positive
 from learners.registry import register
 from learners.rom.base import (
     OUTLIER_MIN_SHARE,
@@ -26,7 +28,31 @@ from learners.rom.kernels import clear_row, note_support, pgd_pass
 from learners.rom.prox import SQNORM_RECOMPUTE_BELOW, shrink_factor
 from learners.rom.scaled import add_scaled, rescale, scaled_dense
 
-__all__ = ["RobustPGD"]
+__all__ = ["RobustPGD", "part_pair"]
+
+#: The state arrays laid out by feature (restored into the learner's own arrays).
+_LAID_OUT = ("P_", "Q_")
+
+MEMORY_ORDER = Param(
+    "memory_order",
+    "auto",
+    "How the individual and outlier parts lie in memory: 'rows' (each task's p_i and q_i "
+    "contiguous: dense rows vectorise), 'features' (p_i[j] and q_i[j] side by side: a sparse "
+    "row reads one cache line per non-zero for both), or 'auto' ('features' for rows of at "
+    f"least {INTERLEAVE_MIN_FEATURES} entries, bias included). The numbers are the same bit "
+    "for bit either way (docs/algorithms.md Sec. 5.2).",
+    one_of(*MEMORY_ORDERS),
+)
+
+
+def part_pair(n_tasks: int, dim: int, interleave: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Zeroed individual and outlier parts ``(P, Q)``, each of logical shape (K, dim): two
+    C-ordered arrays, or with ``interleave`` the two halves of one (K, dim, 2) buffer, so
+    that ``P[k, j]`` and ``Q[k, j]`` share a cache line (docs/algorithms.md Sec. 5.2)."""
+    if not interleave:
+        return np.zeros((n_tasks, dim)), np.zeros((n_tasks, dim))
+    pair = np.zeros((n_tasks, dim, 2))
+    return pair[:, :, 0], pair[:, :, 1]
 
 
 @register
@@ -111,11 +137,13 @@ class RobustPGD(RobustMultitask):
         OUTLIER_MIN_SHARE,
         APPEND_BIAS,
         L2_NORMALIZE,
+        MEMORY_ORDER,
     )
     conformance_params = (
         {},
         {"gamma": 0.0, "alpha": 0.0, "beta": 0.0},
         {"gamma": 5.0, "alpha": 10.0, "eta": 0.5, "append_bias": True, "l2_normalize": True},
+        {"gamma": 0.05, "memory_order": "features"},
     )
     state_fields = (
         "u_",
@@ -132,9 +160,8 @@ class RobustPGD(RobustMultitask):
         K, d = self.n_tasks, self.dim
         self.u_ = np.zeros(d)
         self.u_scale_ = 1.0
-        self.P_ = np.zeros((K, d))
+        self.P_, self.Q_ = part_pair(K, d, self.interleaved)
         self.p_scale_ = np.ones(K)
-        self.Q_ = np.zeros((K, d))
         self.q_scale_ = np.ones(K)
         self.q_sqnorm_ = np.zeros(K)
         self.n_updates_ = 0
@@ -142,6 +169,16 @@ class RobustPGD(RobustMultitask):
         # that is at most dim // 4 entries; count -1: unknown (clear the whole row).
         self._q_support_idx = np.zeros((K, d // 4), dtype=np.int64)
         self._q_support_n = np.zeros(K, dtype=np.int64)
+
+    @property
+    def interleaved(self) -> bool:
+        """Whether ``P_`` and ``Q_`` are laid out by feature (:func:`part_pair`)."""
+        return interleave_for(self.dim, self.hyper["memory_order"])
+
+    def _in_place_fields(self) -> Collection[str]:
+        """``P_`` and ``Q_`` are restored into the arrays :meth:`_init_state` allocated, so a
+        restored learner keeps their memory order."""
+        return _LAID_OUT
 
     def _parts(self, x: Vec, task: int) -> tuple[float, float, float]:
         """``(u.x, p_i.x, q_i.x)``, O(nnz), summed as the kernel sums them."""
@@ -225,9 +262,11 @@ class RobustPGD(RobustMultitask):
         self._q_support_n = np.full(self.n_tasks, -1, dtype=np.int64)  # unknown: whole rows
 
     def _add_task(self) -> None:
-        d = self.dim
-        self.P_ = np.vstack([self.P_, np.zeros((1, d))])
-        self.Q_ = np.vstack([self.Q_, np.zeros((1, d))])
+        d, K = self.dim, self.n_tasks
+        P, Q = part_pair(K + 1, d, self.interleaved)
+        P[:K] = self.P_
+        Q[:K] = self.Q_
+        self.P_, self.Q_ = P, Q
         self.p_scale_ = np.append(self.p_scale_, 1.0)
         self.q_scale_ = np.append(self.q_scale_, 1.0)
         self.q_sqnorm_ = np.append(self.q_sqnorm_, 0.0)
