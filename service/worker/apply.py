@@ -408,7 +408,10 @@ class Applier:
             t = tindex.get(task)
             return None if t is None else (np.full(n, t, dtype=np.int64), xb, yb)
         assert names is not None
-        try:
+        tasks = self.state.task_lookup.indices(names, n, self.state.task_names)
+        if tasks is not None:
+            return tasks, xb, yb
+        try:  # not in the plain form the compiled look-up reads (service/worker/task_lookup.py)
             parsed = orjson.loads(names)
             if type(parsed) is not list or len(parsed) != n:
                 return None

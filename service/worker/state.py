@@ -25,6 +25,7 @@ import numpy as np
 
 from learners import Learner
 from service.store.snapshot import COUNTER_NAMES, ERROR_NAMES, Snapshot
+from service.worker.task_lookup import TaskLookup
 
 __all__ = ["TOTAL_NAMES", "ModelState"]
 
@@ -65,6 +66,8 @@ class ModelState:
         self.task_names: list[str] = list(snapshot.task_names)
         self.task_index: dict[bytes, int] = {n.encode(): i for i, n in enumerate(self.task_names)}
         self.task_by_name: dict[str, int] = {n: i for i, n in enumerate(self.task_names)}
+        #: the task names again, for the compiled look-up of a batch entry's list of names
+        self.task_lookup = TaskLookup()
         self.last_id = snapshot.last_id
         #: the id after which the next XREAD starts; ``pending`` holds entries read but
         #: not applied yet (a labelled group that may still grow, see Applier.apply)

@@ -51,6 +51,7 @@ from service.store.failures import clear_failed, mark_failed
 from service.store.lease import acquire, new_worker_id, release
 from service.store.models import ModelLimits, list_models
 from service.store.snapshot import SnapshotFenced
+from service.worker import task_lookup
 from service.worker.assignment import share
 from service.worker.blas import single_thread_blas
 from service.worker.history import HistoryRecorder
@@ -120,6 +121,7 @@ class Worker:
     ) -> None:
         if not settings.redis_url:
             raise ValueError("the worker needs a Redis URL (settings.redis_url / REDIS_URL)")
+        task_lookup.warm()  # compiled (or loaded) before the first read and lease
         self.settings = settings
         self.wanted = list(models) if models is not None else None
         self.id = worker_id or new_worker_id()

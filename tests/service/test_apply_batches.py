@@ -10,6 +10,7 @@ bit for bit, and check that a bad entry inside a run is handled exactly as alone
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import numpy as np
@@ -199,3 +200,45 @@ def test_a_run_of_one_entry_is_read_from_its_bytes_where_the_learner_can(name: s
     assert in_place == (name == "cmtl")
     assert seen == [not in_place] * 3 + [True]
     assert state.totals["entries"] == 5
+
+
+def _respelled(flat: list[Any], spell: Any) -> list[Any]:
+    """The entry with its list of task names written by ``spell`` (same names, other bytes)."""
+    out = list(flat)
+    at = out.index(b"tasks") + 1
+    out[at] = spell(json.loads(out[at])).encode()
+    return out
+
+
+@pytest.mark.parametrize(
+    "spell",
+    [
+        pytest.param(lambda names: json.dumps(names), id="spaced"),
+        pytest.param(
+            lambda names: "[" + ",".join(f'"\\u{ord(n):04x}"' for n in names) + "]", id="escaped"
+        ),
+    ],
+)
+def test_task_lists_of_other_encoders_give_the_same_state(spell: Any) -> None:
+    """A list the compiled look-up declines (spaces, escapes: service/worker/task_lookup.py)
+    is parsed as JSON instead; the state is that of our encoder's plain list, which the
+    look-up reads."""
+    entries, _ = _stream(seed=5, n_entries=30)
+    plain, applier = _applier(_config("cmtl"))
+    listed = [flat for _, flat in entries if b"tasks" in flat]
+    assert len(listed) >= 15
+    for flat in listed:
+        names = flat[flat.index(b"tasks") + 1]
+        n = len(json.loads(names))
+        assert plain.task_lookup.indices(names, n, plain.task_names) is not None
+        respelled = _respelled(flat, spell)[flat.index(b"tasks") + 1]
+        assert plain.task_lookup.indices(respelled, n, plain.task_names) is None
+    assert applier.apply(entries, horizon_ms=None) == []
+    other, applier = _applier(_config("cmtl"))
+    respelled_entries = [
+        [eid, _respelled(flat, spell) if b"tasks" in flat else flat] for eid, flat in entries
+    ]
+    assert applier.apply(respelled_entries, horizon_ms=None) == []
+    assert_same_learner(plain.learner, other.learner)
+    for counter, counts in plain.counters().items():
+        assert np.array_equal(counts, other.counters()[counter]), counter
