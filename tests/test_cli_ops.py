@@ -95,6 +95,7 @@ def test_up_refuses_a_busy_port_before_announcing(tmp_path: Path, which: str) ->
     assert not (tmp_path / "redis" / "url").exists()  # nothing was started
 
 
+@pytest.mark.slow
 def test_redis_cli_runs_commands_on_redis_url_and_on_the_recorded_embedded_server(
     tmp_path: Path, redis_url: str, r: redis.Redis
 ) -> None:

@@ -72,6 +72,7 @@ def _fuzz(operation: Any, check: Callable[[Any], None]) -> None:
     run()
 
 
+@pytest.mark.slow
 def test_fuzzed_admin_requests_never_get_a_5xx(
     fuzz_world: dict[str, Any], operations: list[Any]
 ) -> None:

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 import redis
 
 from evaluation.dataset import Dataset
@@ -66,6 +67,7 @@ def _labelled(r: redis.Redis) -> int:
     return int(r.hlen(keys.labels_key("default")))
 
 
+@pytest.mark.slow
 def test_annotate_answers_everything_across_an_api_restart(
     settings: Settings, rb: redis.Redis, tmp_path: Path
 ) -> None:

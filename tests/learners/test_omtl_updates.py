@@ -152,6 +152,7 @@ def test_matrix_functions_round_trip() -> None:
     assert factor == pytest.approx(4.0 / np.trace(A))
 
 
+@pytest.mark.slow
 def test_vonneumann_update_is_stable_over_100000_steps() -> None:
     """100,000 log-domain Eq. 3.8 steps on a Perceptron-like growing W stay finite, symmetric,
     positive definite and unit-trace, with the eigenvalue floor binding (condition 1e12)."""
