@@ -25,10 +25,9 @@ The table follows :attr:`service.worker.state.ModelState.task_names`, which only
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
-from numba import njit, types
+from numba import njit
 
 __all__ = ["TaskLookup"]
 
@@ -122,28 +121,6 @@ def _resolve(
     return pos == size - 1
 
 
-#: The one signature :func:`_resolve` is called with (the entry's bytes are read-only).
-_RESOLVE_SIGNATURE = types.boolean(
-    types.Array(types.uint8, 1, "C", readonly=True),
-    types.int64,
-    types.int64[::1],
-    types.uint64[::1],
-    types.uint8[::1],
-    types.int64[::1],
-    types.int64[::1],
-)
-_resolve_entry: Any = None
-
-
-def _resolver() -> Any:
-    """The machine-code entry of :func:`_resolve` for :data:`_RESOLVE_SIGNATURE`: calling it
-    skips numba's type dispatch (about half of a 100-name call)."""
-    global _resolve_entry
-    if _resolve_entry is None:
-        _resolve_entry = _resolve.compile(_RESOLVE_SIGNATURE)
-    return _resolve_entry
-
-
 class TaskLookup:
     """A model's task names, looked up from the raw JSON list of a batch entry."""
 
@@ -166,7 +143,7 @@ class TaskLookup:
         if self._size == 0:
             return None
         out = np.empty(n, dtype=np.int64)
-        if not _resolver()(
+        if not _resolve(
             np.frombuffer(raw, dtype=np.uint8), n, self._table, self._hashes, self._blob,
             self._offsets, out,
         ):  # fmt: skip
