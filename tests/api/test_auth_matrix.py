@@ -155,22 +155,31 @@ def ready(world: World) -> World:
             put_model(world.r, name, ModelConfig(learner="cmtl", n_features=3))
             world.event.pop(name, None)
     if read_version(world.r, TARGET) is None:
+        # the worker snapshots a model once it applied an entry: a model just created (by
+        # this fixture, after a test deleted it) has none yet
+        _post_event(world)
         Worker(world.settings, models=[TARGET]).run(until_idle=True, timeout=30)
+        assert read_version(world.r, TARGET) is not None
     if get_model(world.r, IMPORTED) is not None:
         delete_model(world.r, IMPORTED)
     for name in (TARGET, OTHER, "default"):  # "live" workers (none runs here)
         world.r.set(keys.heartbeat_key(name), "1")
     if TARGET not in world.event:
-        answer = world.client.post(
-            "/predict",
-            json={"model": TARGET, "task": "a", "x": [1, 0, 0]},
-            headers=bearer(world.keys["admin", "valid"]),
-        )
-        assert answer.status_code == 200
-        world.event[TARGET] = answer.json()["event_id"]
+        world.event[TARGET] = _post_event(world)
     if not world.r.hexists(keys.auth_names_key(), "disposable"):
         make_key(world.url, "viewer", "disposable")
     return world
+
+
+def _post_event(world: World) -> str:
+    """The id of a new unlabelled event of TARGET (a ``/predict``)."""
+    answer = world.client.post(
+        "/predict",
+        json={"model": TARGET, "task": "a", "x": [1, 0, 0]},
+        headers=bearer(world.keys["admin", "valid"]),
+    )
+    assert answer.status_code == 200
+    return str(answer.json()["event_id"])
 
 
 def _send(world: World, route: Route, headers: dict[str, str]) -> Any:
