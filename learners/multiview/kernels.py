@@ -18,7 +18,7 @@ import numba
 import numpy as np
 
 from learners.active.kernels import KernelRows
-from learners.kernels import row_axpy, row_dot
+from learners.kernels import register_warmup, row_axpy, row_dot
 
 __all__ = [
     "lone_view_pass",
@@ -394,3 +394,25 @@ def _perceptron_event(
     if _mistake(s, label):
         row_axpy(idx, val, w, label)
     return s
+
+
+@register_warmup
+def warm() -> None:
+    """Compile (or load from the cache) the passes over rounds: ``mmperc`` in both forms
+    and ``matrix-pnorm``, each learning a batch of two rounds and then one round (the
+    passes over interleaved events are warmed with every learner's defaults)."""
+    from learners.multiview import MatrixPNormPerceptron, MMPerc  # they import this module
+
+    wide = [
+        np.array([[1.0, 0.0, 2.0], [0.5, 2.0, 0.0]]),
+        np.array([[0.0, 1.0, 0.0], [1.0, 0.0, -1.0]]),
+    ]
+    narrow = [wide[0][:, :2], wide[1]]
+    y, tasks = np.array([1.0, -1.0]), np.array([0, 1])
+    for learner, views in (
+        (MMPerc(n_features=2, n_tasks=2, task_dims=[2, 3], form="primal"), narrow),
+        (MMPerc(n_features=2, n_tasks=2, task_dims=[2, 3], form="dual"), narrow),
+        (MatrixPNormPerceptron(n_features=3, n_tasks=2), wide),
+    ):
+        learner.score_and_learn_views_many(views, y, tasks)
+        learner.score_and_learn_views([view[0] for view in views], -1.0, 1)

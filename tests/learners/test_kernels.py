@@ -274,6 +274,28 @@ def test_after_warm_up_no_learner_call_compiles():
     assert compiled_signatures() == before, "a learner call compiled a new kernel"
 
 
+def test_after_warm_up_no_multiview_round_compiles():
+    """The passes over rounds of views (``mmperc`` in both forms, ``matrix-pnorm``), other
+    sizes than the warm-up's: a multiview model's first batch of rounds compiles nothing."""
+    learners.warm_kernels()
+    before = compiled_signatures()
+    rng = np.random.default_rng(4)
+    dims = [4, 2, 3]
+    views = [rng.normal(size=(6, d)) for d in dims]
+    y = np.where(rng.random(6) < 0.5, 1.0, -1.0)
+    tasks = rng.integers(0, 3, size=6)
+    for name, params in (
+        ("mmperc", {"form": "primal", "task_dims": dims}),
+        ("mmperc", {"form": "dual", "task_dims": dims}),
+        ("matrix-pnorm", {"p": 3}),
+    ):
+        model = learners.make(name, n_features=4, n_tasks=3, **params)
+        rounds = views if name == "mmperc" else [rng.normal(size=(6, 4)) for _ in dims]
+        model.score_and_learn_views_many(rounds, y, tasks)
+        model.score_and_learn_views([v[0] for v in rounds], 1.0, 2)
+    assert compiled_signatures() == before, "a round of views compiled a new kernel"
+
+
 def _labelled_stream(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """300 random rows of 6 features, random labels, 3 tasks."""
     rng = np.random.default_rng(seed)
