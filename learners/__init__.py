@@ -10,8 +10,9 @@ to list them::
     1
 
 Learners with compiled kernels compile them at first use (numba, cached on
-disk); call :func:`ensure_kernels` once at start-up so that no call compiles
-(:func:`warm_kernels` also loads every kernel into the process).
+disk); call :func:`ensure_kernels` once at start-up so that no call compiles,
+then :func:`load_kernels` for each learner the process serves (or
+:func:`warm_kernels`, which loads every kernel into the process).
 Optional capabilities are declared by class flags (``is_active``,
 ``reports_query_probability``, ``reports_outliers``; see :mod:`learners.base`)
 and reached through :func:`query_probability_reporter` and
@@ -19,6 +20,9 @@ and reached through :func:`query_probability_reporter` and
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
 
 from learners.compile_cache import is_complete, mark_complete, use_source_keyed_cache
 
@@ -35,7 +39,7 @@ from learners.base import (  # noqa: E402
     query_probability_reporter,
 )
 from learners.inputs import Vec, as_vector  # noqa: E402
-from learners.kernels import warm_kernels  # noqa: E402
+from learners.kernels import exercise_learner, warm_kernels  # noqa: E402
 from learners.registry import available, from_state_dict, get, make, register  # noqa: E402
 
 __all__ = [
@@ -49,6 +53,7 @@ __all__ = [
     "available",
     "ensure_kernels",
     "kernels_cached",
+    "load_kernels",
     "from_state_dict",
     "get",
     "make",
@@ -61,6 +66,7 @@ __all__ = [
 
 _ensured = False
 _loaded = False
+_loaded_for: set[str] = set()
 
 
 def kernels_cached() -> bool:
@@ -94,3 +100,27 @@ def ensure_kernels(load: bool = False) -> bool:
         warm_kernels()
         _loaded = True
     return compiled
+
+
+def load_kernels(learner: str, params: Mapping[str, Any] | None = None) -> bool:
+    """Load into this process the kernels that the learner registered as ``learner``, with
+    the hyperparameters ``params``, uses; returns whether this call loaded anything.
+
+    For a process that serves a few models (a worker, the API): loading every family's
+    kernels (:func:`ensure_kernels` with ``load=True``) costs 2-3 s of CPU at each start,
+    one learner's a tenth of that. The learner runs once on tiny inputs
+    (:func:`learners.kernels.exercise_learner`), with ``params`` where they fit a learner
+    of that shape, else with the defaults; a kernel that run leaves out loads from the
+    cache at its first call. Calls :func:`ensure_kernels` first, so nothing compiles later
+    where the cache lacked some kernel. A repeated call costs a set look-up.
+    """
+    key = f"{learner}\0{sorted((params or {}).items())!r}"
+    if _loaded or key in _loaded_for:
+        return False
+    ensure_kernels()
+    try:
+        exercise_learner(learner, **(params or {}))
+    except (TypeError, ValueError):  # hyperparameters tied to the model's shape (task_dims)
+        exercise_learner(learner)
+    _loaded_for.add(key)
+    return True

@@ -71,6 +71,7 @@ __all__ = [
     "dot",
     "dot2",
     "dot_sqnorm",
+    "exercise_learner",
     "prefetch",
     "prefetch_columns",
     "register_warmup",
@@ -710,14 +711,26 @@ def register_warmup(fn: _Warmup) -> _Warmup:
 
 
 def warm_every_learner() -> None:
-    """Run every registered learner with its default parameters on tiny inputs.
+    """:func:`exercise_learner` for every registered learner with its default parameters:
+    whatever a family's own warm-up leaves out, a default model's first request finds
+    compiled."""
+    from learners.registry import available
 
-    A dense batch, the same batch as CSR, and the per-event calls, dense and CSR (the
+    for info in available():
+        exercise_learner(info.name)
+
+
+def exercise_learner(name: str, **params: Any) -> None:
+    """Run the learner registered as ``name``, with the hyperparameters ``params``, once on
+    tiny inputs (3 features, 2 tasks), which compiles or loads the kernels it uses.
+
+    A dense batch, the same batch as CSR, and the per-event calls (prediction, learning,
+    test-then-train and, for an active learner, the query decision), dense and CSR, the
     latter also on fresh models, whose first negative label is a mistake, so that the
-    update paths of a single event run too): whatever a family's own warm-up leaves out,
-    a default model's first request finds compiled.
+    update paths of a single event run too. Raises ``ValueError`` where ``params`` do not
+    fit a learner of that shape (``task_dims`` of a larger model, for one).
     """
-    from learners.registry import available, make
+    from learners.registry import make
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(8, 3))
@@ -726,19 +739,22 @@ def warm_every_learner() -> None:
     y = np.where(np.arange(8) % 2 == 0, 1.0, -1.0)
     tasks = np.arange(8, dtype=np.int64) % 2
     csr = sp.csr_matrix(X)
-    for info in available():
-        model = make(info.name, n_features=3, n_tasks=2)
-        model.score_and_learn_many(X, y, tasks)
-        model.score_and_learn_many(csr, y, tasks)
-        for row, label, task in zip(X[:2], y.tolist(), tasks.tolist(), strict=False):
-            model.predict_one(row, task)
-            model.learn_one(row, label, task)
-            model.score_and_learn_one(row, label, task)
-        for event in (X[0], csr[0]):
-            fresh = make(info.name, n_features=3, n_tasks=2)
-            fresh.predict_one(event, 0)
-            fresh.learn_one(event, -1.0, 0)
-            fresh.score_and_learn_one(event, -1.0, 1)
+    model = make(name, n_features=3, n_tasks=2, **params)
+    model.score_and_learn_many(X, y, tasks)
+    model.score_and_learn_many(csr, y, tasks)
+    for row, label, task in zip(X[:2], y.tolist(), tasks.tolist(), strict=False):
+        model.predict_one(row, task)
+        model.learn_one(row, label, task)
+        model.score_and_learn_one(row, label, task)
+        if model.is_active:
+            model.decide_and_query(row, task, probability=True)
+    for event in (X[0], csr[0]):
+        fresh = make(name, n_features=3, n_tasks=2, **params)
+        fresh.predict_one(event, 0)
+        fresh.learn_one(event, -1.0, 0)
+        fresh.score_and_learn_one(event, -1.0, 1)
+        if fresh.is_active:
+            fresh.decide_and_query(event, 1, probability=True)
 
 
 def warm_kernels(claims: str | Path | None = None) -> dict[str, float]:

@@ -51,7 +51,7 @@ from service.auth.mode import auth_required, read_bootstrap_key
 from service.auth.store import ensure_bootstrap_key
 from service.settings import Settings, get_settings
 from service.store import STORE_UNAVAILABLE, connect
-from service.store.models import ensure_default_model
+from service.store.models import ensure_default_model, get_model_async, list_models_async
 
 __all__ = ["create_app"]
 
@@ -63,16 +63,30 @@ labels joined to earlier events by event id, label requests for annotators.
 """
 
 
-def _warm_kernels() -> None:
+async def _warm_kernels(ctx: ApiContext) -> None:
     """Make sure every learner kernel is in numba's cache (compiled now where it lacks
-    some) and loaded into the process, once per process: no request compiles, and the
-    first request of a learner does not wait for its kernels to load."""
+    some), then load into the process the kernels of the learners of the models that
+    exist: no request compiles, and the first request of those models does not wait for
+    its kernels to load. A model created later loads its learner's kernels as the API
+    first reads it (:meth:`service.api.cache.ModelCache.get`)."""
     start = time.perf_counter()
-    compiled = learners.ensure_kernels(load=True)
+    compiled = await asyncio.to_thread(learners.ensure_kernels)
+    loaded: set[str] = set()
+    for name in await list_models_async(ctx.redis):
+        config = await get_model_async(ctx.redis, name)
+        if config is None:
+            continue
+        try:
+            await asyncio.to_thread(learners.load_kernels, config.learner, config.params)
+        except (TypeError, ValueError) as exc:  # the model's own reads report it
+            log.warning("model %r: kernels not loaded ahead (%s)", name, exc)
+            continue
+        loaded.add(config.learner)
     log.info(
-        "learner kernels ready in %.2f s (%s)",
+        "learner kernels ready in %.2f s (%s; loaded for %s)",
         time.perf_counter() - start,
         "compiled" if compiled else "in the cache",
+        ", ".join(sorted(loaded)) or "no model yet",
     )
 
 
@@ -175,7 +189,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             await _ensure_default_model(settings)
             await _register_bootstrap_key(settings, ctx)
             metrics_server = _serve_metrics(settings)
-            await asyncio.to_thread(_warm_kernels)
+            await _warm_kernels(ctx)
             # Everything allocated so far (imported modules, the app, the clients) lives as
             # long as the process: kept out of the collector, a full collection costs
             # microseconds instead of pausing every request in flight for milliseconds.

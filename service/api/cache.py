@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+import learners
 from learners import Learner
 from service.api.errors import ModelFailed
 from service.store import STORE_UNAVAILABLE, AsyncStore, StoreReplyError, keys
@@ -229,6 +230,8 @@ class ModelCache:
             version = 0 if snapshot is None else snapshot.version
             snapshot = initial_snapshot(name, config)
             snapshot.version = version
+        # the learner's kernels, off the event loop (once per learner and process)
+        await asyncio.to_thread(learners.load_kernels, config.learner, config.params)
         view = ModelView.build(name, config, snapshot, self._limits)
         self._views[name] = view
         return view

@@ -49,9 +49,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         except OSError as exc:
             log.warning("metrics port %d unavailable (%s); running without it", port, exc)
     start = time.perf_counter()
-    # before the first read and the first lease: no batch pays a compilation or a load
-    # (a first step that loaded its kernels under load outlasted short leases)
-    compiled = learners.ensure_kernels(load=True)
+    # before the first read and the first lease: no batch pays a compilation (each model's
+    # learner loads its kernels as the worker takes the model: Worker._load)
+    compiled = learners.ensure_kernels()
     log.info(
         "learner kernels ready in %.2f s (%s)",
         time.perf_counter() - start,

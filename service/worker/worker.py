@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
+import learners
 from service import metrics as m
 from service.settings import Settings
 from service.store import STORE_UNAVAILABLE, StoreError, connect
@@ -202,6 +203,12 @@ class Worker:
         self.by_log[owned.log_key.encode()] = owned
         self.keeper.own(name)
         m.LEASE_OWNER.labels(name, self.id).set(1)
+        # the kernels of the model's learner, before its first batch and under a renewed
+        # lease (once per learner and process; learners.load_kernels)
+        try:
+            learners.load_kernels(state.learner.name, state.learner.hyper)
+        except Exception as exc:  # the first batch loads them instead
+            log.warning("model %r: kernels not loaded ahead (%s)", name, exc)
         log.info(
             "worker %s owns model %r from version %d, last id %s",
             self.id,

@@ -29,12 +29,34 @@ def _trained_snapshot(rb: redis.Redis, tasks: list[str]) -> None:
     write_snapshot(rb, "default", Snapshot(0, cfg.generation, learner, tasks))
 
 
+def _spy_on_load_kernels(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, dict]]:
+    """The ``(learner, params)`` of every :func:`learners.load_kernels` call from now on."""
+    calls: list[tuple[str, dict]] = []
+    load = learners.load_kernels
+
+    def spy(learner: str, params: dict | None = None) -> bool:
+        calls.append((learner, dict(params or {})))
+        return load(learner, params)
+
+    monkeypatch.setattr(learners, "load_kernels", spy)
+    return calls
+
+
 def test_the_api_warms_the_kernels_before_it_serves(
-    api_settings: Settings, rb: redis.Redis, caplog: pytest.LogCaptureFixture
+    api_settings: Settings,
+    rb: redis.Redis,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     app = create_app(api_settings)
+    loads = _spy_on_load_kernels(monkeypatch)
     with caplog.at_level(logging.INFO, logger="omtl.api"), TestClient(app) as client:
-        assert any("learner kernels ready" in r.getMessage() for r in caplog.records)
+        ready = [
+            r.getMessage() for r in caplog.records if "learner kernels ready" in r.getMessage()
+        ]
+        # the default model exists before the kernels are loaded: its learner's are
+        assert len(ready) == 1 and ready[0].endswith("loaded for cmtl)")
+        assert loads == [("cmtl", {})]
         _trained_snapshot(rb, ["a", "b"])
         before = kernel_compiles()
         for x in ([2.0, 0.0, 1.0], [1.0, -2.0, 0.5], {"indices": [2], "values": [1.5]}):
@@ -63,8 +85,11 @@ def test_the_worker_warms_the_kernels_before_its_first_read(
     monkeypatch.setenv("OMTL_DATA_DIR", str(api_settings.data_dir))
     learners.ensure_kernels()  # what the worker's start-up does, measured from here on
     before = kernel_compiles()
+    loads = _spy_on_load_kernels(monkeypatch)
     with caplog.at_level(logging.INFO, logger="omtl.worker"):
         assert worker_main(["--until-idle", "--timeout", "60", "--metrics-port", "0"]) == 0
     assert any("learner kernels ready" in r.getMessage() for r in caplog.records)
     assert kernel_compiles() == before, "a worker batch compiled a kernel"
+    # the worker loaded the kernels of the model's learner as it took the model
+    assert loads == [("cmtl", learners.make("cmtl", n_features=3, n_tasks=1).hyper)]
     assert json.loads(capsys.readouterr().out)["events"] == 41

@@ -117,6 +117,22 @@ def test_a_process_on_a_complete_cache_loads_no_kernel_at_start_up():
     assert out[1] == "1 1 0"
 
 
+def test_load_kernels_loads_one_learners_kernels_once():
+    """What the worker and the API do per model: the learner's kernels are loaded (from the
+    cache, none compiled), another family's are not, and a second call does nothing."""
+    out = _in_a_new_process(
+        "from learners.omtl import kernels as omtl\n"
+        "print(learners.load_kernels('adaptive-logistic', {'loss': 'hinge'}),"
+        " learners.load_kernels('adaptive-logistic', {'loss': 'hinge'}),"
+        " len(k.adaptive_pass.overloads), sum(k.adaptive_pass._cache_misses.values()),"
+        " len(omtl._weight_pass.overloads))\n"
+        # hyperparameters of a larger model: the defaults of the learner are run instead
+        "print(learners.load_kernels('mmperc', {'task_dims': [5, 6, 7]}))\n"
+    )
+    assert out[0] == "True False 1 0 0"
+    assert out[1] == "True"
+
+
 def _in_a_new_process(code: str) -> list[str]:
     """The output lines of ``code`` run in a new process (with ``learners``, numpy as
     ``np`` and the adaptive kernels as ``k`` imported) once this one has made the cache
