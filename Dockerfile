@@ -18,9 +18,11 @@ RUN /opt/omtl/bin/pip install --no-deps . && /opt/omtl/bin/omtl --version
 FROM python:3.11-slim
 RUN useradd --system --uid 10001 --user-group --home-dir /app --create-home --shell /usr/sbin/nologin omtl
 COPY --from=build /opt/omtl /opt/omtl
-# The learners' numba kernels are compiled once into the image, so containers start warm.
+# The learners' numba kernels, and the worker's pass over a batch's task names, are
+# compiled once into the image, so containers start warm.
 ENV NUMBA_CACHE_DIR=/opt/omtl/numba-cache
-RUN /opt/omtl/bin/python -c "import learners; learners.ensure_kernels()" \
+RUN /opt/omtl/bin/python -c "import learners; learners.ensure_kernels(); \
+from service.worker import task_lookup; task_lookup.warm()" \
     && chmod -R a+rX /opt/omtl/numba-cache
 ENV PATH=/opt/omtl/bin:$PATH \
     PYTHONUNBUFFERED=1 \

@@ -26,7 +26,8 @@ install: $(STAMP)
 
 ## compile the learners' numba kernels once into the cache (a no-op when it is complete):
 ## two processes side by side on two cores share the families, then one full call
-## loads every kernel, compiles whatever they left out and marks the cache complete
+## loads every kernel, compiles whatever they left out and marks the cache complete;
+## the worker's own compiled pass (reading a batch's task names) goes into the same cache
 warm: install
 	@if ! $(PY) -c "import sys, learners; sys.exit(not learners.kernels_cached())"; then \
 	  claims=$$(mktemp -d); \
@@ -34,7 +35,7 @@ warm: install
 	  $(PY) -c "import learners; learners.warm_kernels(claims='$$claims')"; \
 	  wait; rm -rf "$$claims"; \
 	fi
-	$(PY) -c "import learners; learners.ensure_kernels()"
+	$(PY) -c "import learners; learners.ensure_kernels(); from service.worker import task_lookup; task_lookup.warm()"
 
 ## run the whole service on one machine (embedded Redis unless REDIS_URL is set)
 run: warm
