@@ -19,6 +19,10 @@ from hypothesis import HealthCheck, given, settings
 from service.api.app import create_app
 from tests.api.auth_fixtures import auth_settings, bearer, make_key, own_server
 
+# One xdist worker runs the whole module: its module fixtures (a server, the app, schemathesis's
+# strategies: 3-10 s) are built once, not once on each worker.
+pytestmark = pytest.mark.xdist_group("auth-fuzz")
+
 EXAMPLES = 30
 
 

@@ -34,6 +34,10 @@ from tests.api.auth_fixtures import (
     revoke,
 )
 
+# One xdist worker runs the whole module: its module fixture (a server, sixteen keys, a worker
+# run) is built once, not once on each worker.
+pytestmark = pytest.mark.xdist_group("auth-matrix")
+
 ROLES = ("admin", "producer", "annotator", "viewer")
 CREDENTIALS = ("valid", "none", "wrong", "revoked", "other")
 TARGET, OTHER, IMPORTED = "m1", "m2", "m3"

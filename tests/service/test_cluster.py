@@ -21,6 +21,10 @@ from tests.api import test_loop
 from tests.service import test_assignment, test_crash_determinism, test_worker
 from tests.service.helpers import wait_until
 
+# One xdist worker runs the whole module: the session's three-node cluster (2.3-2.4 s to start) is
+# started once, not once on each worker.
+pytestmark = pytest.mark.xdist_group("cluster")
+
 
 def test_every_key_of_a_model_is_on_its_slot_and_models_spread_over_the_nodes(
     crb: redis.Redis,

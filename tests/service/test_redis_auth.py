@@ -29,6 +29,10 @@ from service.store.resp import RespConnection
 from service.worker import Worker
 from tests.api.auth_fixtures import flushed
 
+# One xdist worker runs the whole module: its two password-protected servers are started once, not
+# once on each worker.
+pytestmark = pytest.mark.xdist_group("redis-auth")
+
 SECRET = "p@ss:w/rd 1"  # characters that must be quoted in a URL
 
 
