@@ -65,9 +65,10 @@ def shots(tmp_path: Path) -> Path:
     return out
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    """The system chromium, headless, launched by playwright (never a downloaded browser)."""
+    """The system chromium, headless, launched by playwright (never a downloaded browser);
+    one for the module (1-1.7 s a launch), each test in contexts of its own (``Offline``)."""
     with sync_api.sync_playwright() as p:
         chromium = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
         yield chromium
