@@ -50,8 +50,13 @@ from service.api.services.pending import pending_requests
 from service.auth.mode import auth_required, read_bootstrap_key
 from service.auth.store import ensure_bootstrap_key
 from service.settings import Settings, get_settings
-from service.store import STORE_UNAVAILABLE, connect
-from service.store.models import ensure_default_model, get_model_async, list_models_async
+from service.store import STORE_UNAVAILABLE, StoreReplyError, connect
+from service.store.models import (
+    ModelLimits,
+    ensure_default_model,
+    get_model_async,
+    list_models_async,
+)
 
 __all__ = ["create_app"]
 
@@ -63,22 +68,27 @@ labels joined to earlier events by event id, label requests for annotators.
 """
 
 
-async def _warm_kernels(ctx: ApiContext) -> None:
+async def _warm_kernels(ctx: ApiContext, settings: Settings) -> None:
     """Make sure every learner kernel is in numba's cache (compiled now where it lacks
     some), then load into the process the kernels of the learners of the models that
     exist: no request compiles, and the first request of those models does not wait for
     its kernels to load. A model created later loads its learner's kernels as the API
-    first reads it (:meth:`service.api.cache.ModelCache.get`)."""
+    first reads it (:meth:`service.api.cache.ModelCache.get`). A model whose configuration
+    cannot be read or is over the limits is left to its own reads, which report it."""
     start = time.perf_counter()
     compiled = await asyncio.to_thread(learners.ensure_kernels)
+    limits = ModelLimits.from_settings(settings)
     loaded: set[str] = set()
     for name in await list_models_async(ctx.redis):
-        config = await get_model_async(ctx.redis, name)
-        if config is None:
-            continue
         try:
+            config = await get_model_async(ctx.redis, name)
+            if config is None:
+                continue
+            limits.check(
+                config.learner, config.n_features, max(1, len(config.tasks)), config.params
+            )
             await asyncio.to_thread(learners.load_kernels, config.learner, config.params)
-        except (TypeError, ValueError) as exc:  # the model's own reads report it
+        except (TypeError, ValueError, StoreReplyError, MemoryError) as exc:
             log.warning("model %r: kernels not loaded ahead (%s)", name, exc)
             continue
         loaded.add(config.learner)
@@ -189,7 +199,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             await _ensure_default_model(settings)
             await _register_bootstrap_key(settings, ctx)
             metrics_server = _serve_metrics(settings)
-            await _warm_kernels(ctx)
+            await _warm_kernels(ctx, settings)
             # Everything allocated so far (imported modules, the app, the clients) lives as
             # long as the process: kept out of the collector, a full collection costs
             # microseconds instead of pausing every request in flight for milliseconds.

@@ -14,7 +14,8 @@ from fastapi.testclient import TestClient
 import learners
 from service.api.app import create_app
 from service.settings import Settings
-from service.store.models import get_model
+from service.store import keys
+from service.store.models import ModelConfig, get_model, put_model
 from service.store.snapshot import Snapshot, write_snapshot
 from service.worker.__main__ import main as worker_main
 from tests.learners.test_kernels import kernel_compiles
@@ -93,3 +94,36 @@ def test_the_worker_warms_the_kernels_before_its_first_read(
     # the worker loaded the kernels of the model's learner as it took the model
     assert loads == [("cmtl", learners.make("cmtl", n_features=3, n_tasks=1).hyper)]
     assert json.loads(capsys.readouterr().out)["events"] == 41
+
+
+def test_the_api_starts_next_to_models_it_cannot_read(
+    api_settings: Settings,
+    rb: redis.Redis,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Configurations written straight into Redis (no learner field, not a hash, over the
+    limits) are left to the model's own reads: the API still starts, loads the kernels of
+    the models it can read and serves them."""
+    for name in ("nolearner", "nothash", "huge"):
+        put_model(rb, name, ModelConfig(learner="ipl", n_features=2))
+    rb.hdel(keys.config_key("nolearner"), "learner")
+    rb.delete(keys.config_key("nothash"))
+    rb.set(keys.config_key("nothash"), "oops")
+    rb.hset(keys.config_key("huge"), "n_features", str(10**9))
+    loads = _spy_on_load_kernels(monkeypatch)
+    app = create_app(api_settings)
+    with caplog.at_level(logging.INFO, logger="omtl.api"), TestClient(app) as client:
+        skipped = {
+            r.getMessage().split("'")[1]
+            for r in caplog.records
+            if "kernels not loaded ahead" in r.getMessage()
+        }
+        assert skipped == {"nolearner", "nothash", "huge"}
+        assert loads == [("cmtl", {})]  # the default model
+        answer = client.post("/predict", json={"task": "a", "x": [1.0, 0.0, 2.0]})
+        assert answer.status_code == 200
+        assert (
+            client.post("/predict", json={"model": "huge", "task": "a", "x": [1.0]}).status_code
+            >= 400
+        )
