@@ -53,6 +53,7 @@ __all__ = [
     "available",
     "ensure_kernels",
     "kernels_cached",
+    "kernels_loaded",
     "load_kernels",
     "from_state_dict",
     "get",
@@ -108,19 +109,29 @@ def load_kernels(learner: str, params: Mapping[str, Any] | None = None) -> bool:
 
     For a process that serves a few models (a worker, the API): loading every family's
     kernels (:func:`ensure_kernels` with ``load=True``) costs 2-3 s of CPU at each start,
-    one learner's a tenth of that. The learner runs once on tiny inputs
+    one learner's 0.3-0.9 s. The learner runs once on tiny inputs
     (:func:`learners.kernels.exercise_learner`), with ``params`` where they fit a learner
     of that shape, else with the defaults; a kernel that run leaves out loads from the
     cache at its first call. Calls :func:`ensure_kernels` first, so nothing compiles later
     where the cache lacked some kernel. A repeated call costs a set look-up.
     """
-    key = f"{learner}\0{sorted((params or {}).items())!r}"
-    if _loaded or key in _loaded_for:
+    if kernels_loaded(learner, params):
         return False
     ensure_kernels()
     try:
         exercise_learner(learner, **(params or {}))
     except (TypeError, ValueError):  # hyperparameters tied to the model's shape (task_dims)
         exercise_learner(learner)
-    _loaded_for.add(key)
+    _loaded_for.add(_kernels_key(learner, params))
     return True
+
+
+def kernels_loaded(learner: str, params: Mapping[str, Any] | None = None) -> bool:
+    """Whether :func:`load_kernels` (or a full load) already ran for this learner and
+    hyperparameters in this process: a set look-up, for a caller that would otherwise
+    hand the call to a thread for nothing."""
+    return _loaded or _kernels_key(learner, params) in _loaded_for
+
+
+def _kernels_key(learner: str, params: Mapping[str, Any] | None) -> str:
+    return f"{learner}\0{sorted((params or {}).items())!r}"

@@ -230,8 +230,10 @@ class ModelCache:
             version = 0 if snapshot is None else snapshot.version
             snapshot = initial_snapshot(name, config)
             snapshot.version = version
-        # the learner's kernels, off the event loop (once per learner and process)
-        await asyncio.to_thread(learners.load_kernels, config.learner, config.params)
+        # the learner's kernels, off the event loop (once per learner and process: a reload
+        # for a new snapshot version only looks them up)
+        if not learners.kernels_loaded(config.learner, config.params):
+            await asyncio.to_thread(learners.load_kernels, config.learner, config.params)
         view = ModelView.build(name, config, snapshot, self._limits)
         self._views[name] = view
         return view
