@@ -41,9 +41,17 @@ warm: install
 run: warm
 	$(VENV)/bin/omtl up
 
+## test processes: one more than the cores. Many tests spend seconds waiting with their
+## core idle (for a worker or an API under test, a lease to lapse, a server to restart);
+## the extra process fills those waits. On two cores the test phase takes about a fifth
+## less with three than with two (bench/results/throughput.md). At most 8: the databases
+## a run on TEST_REDIS_URL may use, one per process.
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1); \
+	n=$$((n + 1)); [ $$n -gt 8 ] && n=8; echo $$n)
+
 ## the full test suite (real Redis servers are started by the tests themselves)
 test: warm
-	$(PY) -m pytest -n 2 --dist loadgroup -q
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup -q
 
 lint: install
 	$(VENV)/bin/ruff check .

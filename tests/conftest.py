@@ -71,9 +71,10 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Modules with a ``slow`` test first, each module's tests kept together and in order.
 
-    ``make test`` runs the suite on two xdist workers, which take the tests in collection
-    order: a 20-30 s end-to-end test collected near the end would run on one worker while
-    the other has nothing left. Started first, the long tests overlap the many short ones.
+    ``make test`` runs the suite on a few xdist workers (one more than the cores), which
+    take the tests in collection order: a 20-30 s end-to-end test collected near the end
+    would run on one worker while the others have nothing left. Started first, the long
+    tests overlap the many short ones.
     Every worker collects and sorts the same way, as xdist requires."""
     slow = {getattr(item, "module", None) for item in items if item.get_closest_marker("slow")}
     slow.discard(None)
