@@ -23,7 +23,7 @@ import redis
 
 from service.settings import Settings
 from service.store import keys
-from service.store.codec import encode_batch, encode_event, encode_label
+from service.store.codec import encode_batch, encode_event, encode_label, entry_id_tuple
 from service.store.models import ModelConfig, put_model
 from service.store.snapshot import read_snapshot
 from service.worker import Worker
@@ -152,10 +152,12 @@ def test_sigkill_and_restart_gives_the_state_of_an_uninterrupted_run(
     assert result.entries == len(log.entries)
 
     # --- the same log, with the worker killed at random points
-    killed_at: list[int] = []  # the millisecond of the snapshot each kill left behind
+    # the last entry id of the snapshot each kill left behind, as (ms, seq): ten entries
+    # share a millisecond, and a life on a loaded machine may snapshot within one
+    killed_at: list[tuple[int, int]] = []
 
     def note_kill() -> None:
-        killed_at.append(int(str(read_snapshot(rb, "b").last_id).split("-")[0]))  # type: ignore[union-attr]
+        killed_at.append(entry_id_tuple(str(read_snapshot(rb, "b").last_id)))  # type: ignore[union-attr]
 
     kills, lives = kill_worker_while_it_works(
         redis_url,
@@ -173,7 +175,7 @@ def test_sigkill_and_restart_gives_the_state_of_an_uninterrupted_run(
     assert lives >= 4
     # every life made progress, and every kill hit the middle of the log
     assert killed_at == sorted(set(killed_at))
-    assert killed_at[-1] < int(log.entries[-1][0].split("-")[0])
+    assert killed_at[-1] < entry_id_tuple(log.entries[-1][0])
 
     a, b = read_snapshot(rb, "a"), read_snapshot(rb, "b")
     assert a is not None
