@@ -9,7 +9,7 @@
   on feature dicts.
 
 Converting the stream to VW text lines or River dicts is timed separately and
-left out of the learner figures (as in guides/perf-anchors.md).
+left out of the learner figures: they measure the learners, not the input conversion.
 """
 
 from __future__ import annotations

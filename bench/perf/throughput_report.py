@@ -70,7 +70,7 @@ def markdown(result: dict[str, Any]) -> str:
     out.append("")
     out.append("Versions: " + ", ".join(f"{k} {v}" for k, v in result["versions"].items()) + ".")
     out.append("")
-    out.append("Streams (guides/perf-anchors.md): " + result["stream_note"])
+    out.append("Streams (bench/perf/throughput_streams.py): " + result["stream_note"])
     out.append("")
     if result["streams"]:
         out.append(result["method_note"])

@@ -1,6 +1,6 @@
 """Synthetic related-task streams for the throughput benchmark.
 
-Following guides/perf-anchors.md: tasks drawn uniformly from K; true vectors
+Tasks drawn uniformly from K; true vectors
 ``w_k = w0 + 0.5 u_k`` with ``|w0| = 1`` and ``u_k ~ N(0, I/d)``; labels
 ``y = sign(w_k . x)`` with 5% flipped. Dense streams: ``x ~ N(0, I)`` scaled to
 unit norm. Sparse stream: d = 100,000 with 80-120 distinct non-zeros per row,
