@@ -21,8 +21,7 @@ COPY --from=build /opt/omtl /opt/omtl
 # The learners' numba kernels, and the worker's pass over a batch's task names, are
 # compiled once into the image, so containers start warm.
 ENV NUMBA_CACHE_DIR=/opt/omtl/numba-cache
-RUN /opt/omtl/bin/python -c "import learners; learners.ensure_kernels(); \
-from service.worker import task_lookup; task_lookup.warm()" \
+RUN /opt/omtl/bin/python -m service.warm \
     && chmod -R a+rX /opt/omtl/numba-cache
 ENV PATH=/opt/omtl/bin:$PATH \
     PYTHONUNBUFFERED=1 \

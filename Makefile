@@ -35,7 +35,7 @@ warm: install
 	  $(PY) -c "import learners; learners.warm_kernels(claims='$$claims')"; \
 	  wait; rm -rf "$$claims"; \
 	fi
-	$(PY) -c "import learners; learners.ensure_kernels(); from service.worker import task_lookup; task_lookup.warm()"
+	$(PY) -m service.warm
 
 ## run the whole service on one machine (embedded Redis unless REDIS_URL is set)
 run: warm
