@@ -111,14 +111,17 @@ def load_kernels(learner: str, params: Mapping[str, Any] | None = None) -> bool:
     kernels (:func:`ensure_kernels` with ``load=True``) costs 2-3 s of CPU at each start,
     one learner's 0.3-0.9 s. The learner runs once on tiny inputs
     (:func:`learners.kernels.exercise_learner`), with ``params`` where they fit a learner
-    of that shape, else with the defaults (an error of the run itself is raised); a kernel
-    that run leaves out loads from the cache at its first call. Calls :func:`ensure_kernels` first, so nothing compiles later
+    of that shape, else with the defaults; a kernel that run leaves out loads from the
+    cache at its first call. Calls :func:`ensure_kernels` first, so nothing compiles later
     where the cache lacked some kernel. A repeated call costs a set look-up.
     """
     if kernels_loaded(learner, params):
         return False
     ensure_kernels()
-    exercise_learner(learner, **(params or {}))
+    try:
+        exercise_learner(learner, **(params or {}))
+    except (TypeError, ValueError):  # hyperparameters tied to the model's shape (task_dims)
+        exercise_learner(learner)
     _loaded_for.add(_kernels_key(learner, params))
     return True
 

@@ -727,17 +727,10 @@ def exercise_learner(name: str, **params: Any) -> None:
     A dense batch, the same batch as CSR, and the per-event calls (prediction, learning,
     test-then-train and, for an active learner, the query decision), dense and CSR, the
     latter also on fresh models, whose first negative label is a mistake, so that the
-    update paths of a single event run too. Where ``params`` do not fit a learner of that
-    shape (``task_dims`` of a larger model, for one), the learner runs with its defaults:
-    the construction decides that, so an error of the run itself is raised.
+    update paths of a single event run too. Raises ``ValueError`` where ``params`` do not
+    fit a learner of that shape (``task_dims`` of a larger model, for one).
     """
     from learners.registry import make
-
-    try:
-        model = make(name, n_features=3, n_tasks=2, **params)
-    except (TypeError, ValueError):  # hyperparameters tied to a larger model's shape
-        params = {}
-        model = make(name, n_features=3, n_tasks=2)
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(8, 3))
@@ -746,6 +739,7 @@ def exercise_learner(name: str, **params: Any) -> None:
     y = np.where(np.arange(8) % 2 == 0, 1.0, -1.0)
     tasks = np.arange(8, dtype=np.int64) % 2
     csr = sp.csr_matrix(X)
+    model = make(name, n_features=3, n_tasks=2, **params)
     model.score_and_learn_many(X, y, tasks)
     model.score_and_learn_many(csr, y, tasks)
     for row, label, task in zip(X[:2], y.tolist(), tasks.tolist(), strict=False):
