@@ -169,12 +169,7 @@ class _MarginRule(SelectiveSampling):
         compiled passes update in place."""
         base = self.base_
         assert isinstance(base, AdaptiveLearner)
-        c = base._configs
-        return (
-            (c.losses, c.etas, c.couplings, c.ridges),
-            (base.U0_, base.U_, base.G0_, base.G_, base.S_, base.stats_, base.mistakes_),
-            (c.outlier_gammas, base.Q_, base.Qs_, base.Qn_),
-        )
+        return base.kernel_arrays()
 
     def _weights_for_kernel(self) -> np.ndarray:
         """``tau_`` as the C-ordered float64 array the kernels update in place."""

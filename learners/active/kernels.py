@@ -58,6 +58,7 @@ __all__ = [
     "KernelPass",
     "KernelRows",
     "kernel_rows",
+    "rows_between",
     "load_row",
     "row_axpy",
     "row_buffers",
@@ -147,6 +148,16 @@ def vector_rows(v: Vec, bias: bool, normalize: bool) -> KernelRows:
         return True, v.val.reshape(1, -1), _NO_INT, _NO_INT, _NO_FLOAT, bias, normalize
     indptr = np.array([0, v.idx.shape[0]], dtype=np.int64)
     return False, _NO_DENSE, indptr, v.idx, v.val, bias, normalize
+
+
+def rows_between(rows: KernelRows, start: int, stop: int) -> KernelRows:
+    """Rows ``start`` to ``stop`` (excluded) of ``rows``, without a copy: a dense batch's
+    row slice, or a CSR batch's ``indptr`` slice (its offsets index the whole
+    ``indices``/``data``, which the kernels read through it)."""
+    dense, X, indptr, indices, data, bias, normalize = rows
+    if dense:
+        return True, X[start:stop], indptr, indices, data, bias, normalize
+    return False, X, indptr[start : stop + 1], indices, data, bias, normalize
 
 
 # ---------------------------------------------------------------- row helpers

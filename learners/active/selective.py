@@ -69,6 +69,8 @@ CESA_BIANCHI2006 = (
 
 #: Hyperparameters the wrapper owns; the base learner may not set them itself.
 _WRAPPER_OWNED = frozenset({"append_bias", "l2_normalize", "log_scale", "budget"})
+#: A selector's pruning, which a base does not do: the active passes run its whole grid.
+_BASE_RUNS_WHOLE = frozenset({"prune", "prune_every"})
 
 
 def _registered_name(v: Any) -> str:
@@ -290,6 +292,12 @@ class SelectiveSampling(ActiveLearner):
             raise ValueError(
                 f"base_params may not set {', '.join(owned)}: give them to the wrapper"
             )
+        pruning = sorted(_BASE_RUNS_WHOLE & set(base_params))
+        if pruning:
+            raise ValueError(
+                f"base_params may not set {', '.join(pruning)}: an active learner's passes "
+                "run its base's whole grid (docs/algorithms.md Sec. 11.9)"
+            )
         base_cls._resolve_params(base_params)
 
     @classmethod
@@ -383,6 +391,8 @@ class SelectiveSampling(ActiveLearner):
         known = {p.name for p in get(name).params}
         off = ("append_bias", "l2_normalize", "log_scale")
         params = {**params, **{p: False for p in off if p in known}}
+        if "prune" in known:  # a selector base runs its whole grid (docs/algorithms.md 11.9)
+            params["prune"] = 0.0
         base = make(name, n_features=self.dim, n_tasks=self.n_tasks, seed=self.seed, **params)
         _check_base_class(type(base))
         if base.is_active:

@@ -43,6 +43,16 @@ class Configs:
         """One configuration (``gamma > 0``: with an outlier part, first-order losses only)."""
         return cls.grid([loss], [eta], [b], r, gamma)
 
+    def subset(self, index: np.ndarray) -> Configs:
+        """The configurations ``index`` (grid indices or a mask), in that order."""
+        return Configs(
+            self.losses[index],
+            self.etas[index],
+            self.couplings[index],
+            self.ridges[index],
+            self.outlier_gammas[index],
+        )
+
     @property
     def has_outliers(self) -> bool:
         """Whether any configuration has an outlier part."""

@@ -385,9 +385,9 @@ def _gradient_step(
 RowBuffers = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 #: The configuration arrays ``(losses, etas, couplings, ridges)``, shape (M,) each.
 ConfigArrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
-#: The learned state ``(U0, U, G0, G, S, stats, mistakes)`` (``reference.AdaptiveState``).
+#: The learned state ``(U0, U, G0, G, S, stats, mistakes, duels)`` (``reference.AdaptiveState``).
 StateArrays = tuple[
-    np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray
+    np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray
 ]
 
 
@@ -430,13 +430,20 @@ def _count_and_normalise(
     q: np.ndarray,
 ) -> float:  # pragma: no cover - compiled
     """What a grid's row does between its scores and its steps (``reference.learn``): each
-    configuration's mistake count, then, for a row with entries, the normaliser
+    configuration's mistake count and its duel with the leader (``duels[m, 0]``: m wrong
+    where the leader was right, ``duels[m, 1]``: the other way round; the leader taken
+    before the counts move, as the caller's score; docs/algorithms.md Sec. 11.9), then, for a row with entries, the normaliser
     (``q_p = 1 / s_j``) and ``stats``. Returns the scale ``sqrt(t / N)`` (0 for an empty
     row, which learns nothing)."""
-    U0, U, _, _, S, stats, mistakes = state
+    U0, U, _, _, S, stats, mistakes, duels = state
+    positive = y > 0.0
+    lead_wrong = (scores[leader(mistakes)] >= 0.0) != positive
     for m in range(U0.shape[0]):
-        if (scores[m] >= 0.0) != (y > 0.0):
+        wrong = (scores[m] >= 0.0) != positive
+        if wrong:
             mistakes[m] += 1
+        if wrong != lead_wrong:
+            duels[m, 0 if wrong else 1] += 1
     if n == 0:
         return 0.0
     _normalise(S, q, idx, val, n, U0, U, losses, outlier)
@@ -465,7 +472,7 @@ def _grid_row(
     configuration's step (reference: ``reference.learn``), and every lane's weight update
     in another. ``scratch`` is the scores array, :func:`score_slots` long."""
     losses, etas, couplings, ridges = configs
-    U0, U, G0, G, _, _, mistakes = state
+    U0, U, G0, G, _, _, mistakes, _ = state
     M = U0.shape[0]
     width = scratch_width(M, scratch.shape[0])
     grid_scores(idx, val, n, k, U0, U, scratch, 0, M)
@@ -527,7 +534,7 @@ def _learn_row(
     """Score one loaded row with every configuration, then learn it; returns the
     leader's score (the order of ``reference.learn``)."""
     losses, etas, couplings, ridges = configs
-    U0, U, G0, G, _, _, mistakes = state
+    U0, U, G0, G, _, _, mistakes, _ = state
     gammas, Q, Qs, _ = outlier
     M = U0.shape[0]
     if idx is not None:  # noqa: SIM102 - numba drops the branch when idx is None only so
@@ -923,7 +930,7 @@ def _member_row(
     over the row: both scores in one loop, the normaliser's inverse without a branch when
     it does not move, each part's accumulator, rate and share of h in one loop."""
     losses, etas, couplings, ridges = configs
-    U0, U, G0, G, S, stats, mistakes = state
+    U0, U, G0, G, S, stats, mistakes, _ = state
     u0, uk, g0, gk = U0[0], U[0, k], G0[0], G[0, k]
     if idx is None:
         score = _dot2(u0, uk, idx, val, n)
@@ -997,7 +1004,7 @@ def _dense_member_row(
     for a row with a zero entry or a growing normaliser: the caller then takes the
     general path (:func:`_member_row`), which this function does not call, so that its
     per-row cost stays that of the dense loops."""
-    U0, U, G0, G, S, stats, mistakes = state
+    U0, U, G0, G, S, stats, mistakes, _ = state
     u0, uk, g0, gk = U0[0], U[0, k], G0[0], G[0, k]
     q = buffers[0]
     n = x.shape[0] + (1 if bias else 0)
@@ -1284,7 +1291,7 @@ def _row_score(
     here rather than shared: with a shared scoring helper the grid's pass ran 7-17%
     slower (``adaptive`` 0.24 -> 0.20-0.23 M events/s at K = 10, d = 100); the
     conformance checks hold the two to the bit (``check_score_and_learn_one``)."""
-    U0, U, G0, G, _, _, mistakes = state
+    U0, U, G0, G, _, _, mistakes, _ = state
     _, Q, Qs, _ = outlier
     if member:
         if idx is None:
@@ -1371,7 +1378,16 @@ def warm_state(M: int, n_tasks: int, dim: int, interleave: bool) -> StateArrays:
     zeros, ones = np.zeros(M), np.ones(M)
     u0, g0 = config_pair((M, dim), zeros, ones, interleave)
     u, g = config_pair((M, n_tasks, dim), zeros, ones, interleave)
-    return (u0, u, g0, g, np.zeros(dim), np.zeros(2), np.zeros(M, dtype=np.int64))
+    return (
+        u0,
+        u,
+        g0,
+        g,
+        np.zeros(dim),
+        np.zeros(2),
+        np.zeros(M, dtype=np.int64),
+        np.zeros((M, 2), dtype=np.int64),
+    )
 
 
 @register_warmup

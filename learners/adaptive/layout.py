@@ -39,6 +39,7 @@ __all__ = [
     "MEMORY_ORDERS",
     "config_pair",
     "in_layout",
+    "kept_pair",
     "interleave_for",
     "is_interleaved",
 ]
@@ -76,6 +77,28 @@ def config_pair(
     u[...] = u_fill.reshape(column)
     g[...] = g_fill.reshape(column)
     return u, g
+
+
+def kept_pair(
+    u: np.ndarray, g: np.ndarray, keep: np.ndarray, interleave: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """The configurations ``keep`` (a mask over the first axis) of the pair ``u``, ``g`` in
+    new arrays of the requested order. A pair laid out by feature is gathered from its
+    buffer in one pass (a copy through the strided views and then into the order took
+    five times as long on a 290 MB state)."""
+    physical = u.base
+    if (
+        interleave
+        and is_interleaved(u)
+        and physical is not None
+        and physical is g.base
+        and physical.shape == (*u.shape[1:], 2, u.shape[0])
+    ):
+        flat = physical.reshape(-1, physical.shape[-1])
+        gathered = np.compress(keep, flat, axis=1).reshape(*physical.shape[:-1], -1)
+        back = _back(u.ndim)
+        return gathered[..., 0, :].transpose(back), gathered[..., 1, :].transpose(back)
+    return in_layout(u[keep], g[keep], interleave)
 
 
 def in_layout(u: np.ndarray, g: np.ndarray, interleave: bool) -> tuple[np.ndarray, np.ndarray]:

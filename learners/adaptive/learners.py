@@ -21,16 +21,30 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from learners.active.kernels import KernelPass, KernelRows, kernel_rows, vector_rows
+from learners.active.kernels import (
+    KernelPass,
+    KernelRows,
+    kernel_rows,
+    rows_between,
+    vector_rows,
+)
 from learners.adaptive.configs import Configs, loss_list, non_negative_list, positive_list
-from learners.adaptive.kernels import adaptive_pass, adaptive_scores
+from learners.adaptive.kernels import (
+    ConfigArrays,
+    OutlierArrays,
+    StateArrays,
+    adaptive_pass,
+    adaptive_scores,
+)
 from learners.adaptive.layout import (
     INTERLEAVE_MIN_FEATURES,
     MEMORY_ORDERS,
     config_pair,
     in_layout,
     interleave_for,
+    kept_pair,
 )
+from learners.adaptive.pruning import PRUNE, PRUNE_EVERY, losing, next_check
 from learners.adaptive.reference import AdaptiveState, learn, member_scores
 from learners.base import APPEND_BIAS, L2_NORMALIZE, LOG_SCALE, Learner, Param
 from learners.inputs import Batch, Vec, as_vector, check_label, check_task
@@ -134,6 +148,9 @@ class AdaptiveLearner(Learner):
         ``[N, t]``: the sum of squared normalised inputs and the events learned.
     mistakes_ : ndarray of int64, shape (M,)
         Progressive-validation mistakes per configuration.
+    duels_ : ndarray of int64, shape (M, 2)
+        Per configuration, the events it got wrong where the leader was right, and those it
+        got right where the leader was wrong (docs/algorithms.md Sec. 11.9).
     """
 
     kind = "classification"
@@ -149,6 +166,7 @@ class AdaptiveLearner(Learner):
         "S_",
         "stats_",
         "mistakes_",
+        "duels_",
     )
 
     @classmethod
@@ -163,10 +181,10 @@ class AdaptiveLearner(Learner):
     @classmethod
     def state_bytes(cls, n_features: int, n_tasks: int, **params: Any) -> int:
         """``U0_``, ``G0_`` (M x D), ``U_``, ``G_`` (M x K x D), ``S_`` (D), ``stats_`` and
-        ``mistakes_`` for the M configurations, with ``D = d + 1``."""
+        ``mistakes_``, ``duels_`` for the M configurations, with ``D = d + 1``."""
         m = cls.configs_for(cls._resolve_params(params)).size
         d, k = int(n_features) + 1, int(n_tasks)
-        return 8 * (2 * m * d * (k + 1) + d + 2 + m)
+        return 8 * (2 * m * d * (k + 1) + d + 2 + 3 * m)
 
     # ------------------------------------------------------------ public extras
     def leader(self) -> int:
@@ -192,6 +210,7 @@ class AdaptiveLearner(Learner):
         self.S_ = np.zeros(D)
         self.stats_ = np.zeros(2)
         self.mistakes_ = np.zeros(M, dtype=np.int64)
+        self.duels_ = np.zeros((M, 2), dtype=np.int64)
         k_q, d_q = (K, D) if self._configs.has_outliers else (0, 0)
         self.Q_ = np.zeros((M, k_q, d_q))
         self.Qs_ = np.ones((M, k_q))
@@ -217,6 +236,8 @@ class AdaptiveLearner(Learner):
         return _LAID_OUT
 
     def _set_state(self, state: Mapping[str, Any]) -> None:
+        if "duels_" not in state:  # a state saved before the duels were counted
+            state = {**state, "duels_": np.zeros((len(state["mistakes_"]), 2), dtype=np.int64)}
         super()._set_state(state)
         self._lay_out()
 
@@ -229,6 +250,7 @@ class AdaptiveLearner(Learner):
             self.S_,
             self.stats_,
             self.mistakes_,
+            self.duels_,
             self.Q_,
             self.Qs_,
             self.Qn_,
@@ -344,14 +366,31 @@ class AdaptiveLearner(Learner):
             y = kernel_array(y, np.float64)
             tasks = kernel_array(tasks, np.int64)
         call = KernelPass(*rows, y, tasks, False, _NO_DRAWS, 0, scores, _NO_QUERIES)
-        c = self._configs
-        state = (self.U0_, self.U_, self.G0_, self.G_, self.S_, self.stats_, self.mistakes_)
-        outlier = (c.outlier_gammas, self.Q_, self.Qs_, self.Qn_)
+        configs, state, outlier = self.kernel_arrays()
         if learn:
-            adaptive_pass(call, (c.losses, c.etas, c.couplings, c.ridges), state, outlier)
+            adaptive_pass(call, configs, state, outlier)
         else:
             adaptive_scores(call, state, outlier)
         return scores
+
+    def kernel_arrays(self) -> tuple[ConfigArrays, StateArrays, OutlierArrays]:
+        """The configurations, state and outlier parts as the compiled passes take them
+        (:mod:`learners.adaptive.kernels`), which update the state in place."""
+        c = self._configs
+        return (
+            (c.losses, c.etas, c.couplings, c.ridges),
+            (
+                self.U0_,
+                self.U_,
+                self.G0_,
+                self.G_,
+                self.S_,
+                self.stats_,
+                self.mistakes_,
+                self.duels_,
+            ),
+            (c.outlier_gammas, self.Q_, self.Qs_, self.Qn_),
+        )
 
     def _add_task(self) -> None:
         """A new task: zero weights, fresh accumulators, in the arrays' memory order (the
@@ -500,7 +539,17 @@ class AdaptiveSelector(AdaptiveLearner):
     """Online model selection over adaptive configurations (docs/algorithms.md Sec. 11.4).
 
     Runs every (loss, eta, b) of the grid side by side in one pass and predicts
-    with the one with the fewest progressive-validation mistakes so far.
+    with the one with the fewest progressive-validation mistakes so far. Every
+    ``prune_every`` labelled events it drops the configurations that are significantly
+    behind its own predictions (``prune``; :mod:`learners.adaptive.pruning`, Sec. 11.9):
+    the state arrays then hold the surviving configurations only.
+
+    Attributes
+    ----------
+    alive_ : ndarray of int64
+        Grid indices of the configurations still run, in grid order.
+    events_ : ndarray of int64, shape (1,)
+        Labelled events learned (the pruning clock).
     """
 
     name = "adaptive"
@@ -512,6 +561,8 @@ class AdaptiveSelector(AdaptiveLearner):
         COUPLINGS,
         AROW_COUPLINGS,
         RIDGE,
+        PRUNE,
+        PRUNE_EVERY,
         MEMORY_ORDER,
         BIAS_ON,
         L2_NORMALIZE,
@@ -519,6 +570,8 @@ class AdaptiveSelector(AdaptiveLearner):
     )
     conformance_params: ClassVar[tuple[dict[str, Any], ...]] = (
         {},
+        {"prune_every": 7, "prune": 0.5, "etas": "0.1,1,10"},
+        {"prune_every": 5, "prune": 0.0, "couplings": "0,4"},
         {"losses": "arow,logistic", "etas": "0.5", "couplings": "0,1", "append_bias": False},
         {"losses": "logistic,arow", "etas": "1.0", "couplings": "0.5", "arow_couplings": "0.25,4"},
         {"losses": "hinge,arow", "etas": "0.5,2", "couplings": "0,1", "memory_order": "features"},
@@ -531,6 +584,18 @@ class AdaptiveSelector(AdaptiveLearner):
         },
     )
 
+    state_fields: ClassVar[tuple[str, ...]] = (
+        *AdaptiveLearner.state_fields,
+        "alive_",
+        "events_",
+    )
+
+    @classmethod
+    def state_bytes(cls, n_features: int, n_tasks: int, **params: Any) -> int:
+        """The whole grid's arrays (pruning only shrinks them), ``alive_`` and ``events_``."""
+        m = cls.configs_for(cls._resolve_params(params)).size
+        return super().state_bytes(n_features, n_tasks, **params) + 8 * (m + 1)
+
     @classmethod
     def configs_for(cls, hyper: dict[str, Any]) -> Configs:
         return Configs.grid(
@@ -542,6 +607,101 @@ class AdaptiveSelector(AdaptiveLearner):
             if hyper.get("arow_couplings") is None
             else [float(b) for b in hyper["arow_couplings"].split(",")],
         )
+
+    # ------------------------------------------------------------ pruning (Sec. 11.9)
+    def configs(self) -> Configs:
+        """The configurations still run (the grid's, less those pruned)."""
+        return self.configs_for(self.hyper).subset(self.alive_)
+
+    def _init_state(self) -> None:
+        self.alive_ = np.arange(self.configs_for(self.hyper).size, dtype=np.int64)
+        self.events_ = np.zeros(1, dtype=np.int64)
+        super()._init_state()
+
+    def _set_state(self, state: Mapping[str, Any]) -> None:
+        """Restore, first shrinking the arrays to the saved state's surviving configurations
+        (a state saved before pruning existed has all of them)."""
+        size = self.configs_for(self.hyper).size
+        alive = np.asarray(state.get("alive_", np.arange(size)), dtype=np.int64).reshape(-1)
+        if alive.size == 0 or np.any(np.diff(alive) <= 0) or alive[0] < 0 or alive[-1] >= size:
+            raise ValueError(f"alive_ must be increasing grid indices below {size}, got {alive}")
+        if not np.array_equal(alive, self.alive_):
+            self.alive_ = alive.copy()
+            AdaptiveLearner._init_state(self)
+        events = state.get("events_", np.zeros(1, dtype=np.int64))
+        super()._set_state({**state, "alive_": self.alive_, "events_": events})
+
+    def _prunes(self) -> bool:
+        """Whether a learning pass checks for losing configurations: pruning is on and more
+        than one configuration is left."""
+        return self.hyper["prune"] > 0.0 and self.alive_.shape[0] > 1
+
+    def _run(
+        self,
+        rows: KernelRows,
+        y: np.ndarray,
+        tasks: np.ndarray,
+        learn: bool,
+        *,
+        own_arrays: bool = False,
+    ) -> np.ndarray:
+        """:meth:`AdaptiveLearner._run`, a learning pass cut at the pruning checks (every
+        ``prune_every`` labelled events counted from the first), each check run where it
+        falls, so that a batch gives the result of its rows one at a time."""
+        if not learn:
+            return super()._run(rows, y, tasks, learn, own_arrays=own_arrays)
+        if not self._prunes():
+            scores = super()._run(rows, y, tasks, learn, own_arrays=own_arrays)
+            self._learned(tasks.shape[0])
+            return scores
+        if not own_arrays:
+            y = kernel_array(y, np.float64)
+            tasks = kernel_array(tasks, np.int64)
+        n = tasks.shape[0]
+        scores = np.empty(n)
+        start = 0
+        while start < n:
+            stop = n
+            if self._prunes():
+                stop = min(n, start + next_check(int(self.events_[0]), self.hyper["prune_every"]))
+            part = rows_between(rows, start, stop)
+            scores[start:stop] = super()._run(
+                part, y[start:stop], tasks[start:stop], True, own_arrays=True
+            )
+            self._learned(stop - start)
+            start = stop
+        return scores
+
+    def _score_and_learn_row(self, x: Vec, y: float, task: int) -> float:
+        if not self.numpy_reference:  # the compiled pass: _run counts and checks
+            return super()._score_and_learn_row(x, y, task)
+        score = super()._score_and_learn_row(x, y, task)
+        self._learned(1)
+        return score
+
+    def _learned(self, n: int) -> None:
+        """Count ``n`` labelled events learned (with pruning on: the clock stays at 0 without,
+        as in the passes of an active learner over this selector, which never prune); at a
+        check, drop the losing configurations."""
+        if not self.hyper["prune"] > 0.0:
+            return
+        self.events_[0] += n
+        if self._prunes() and self.events_[0] % self.hyper["prune_every"] == 0:
+            drop = losing(self.duels_, self.leader(), self.hyper["prune"])
+            if drop.any():
+                self._keep(~drop)
+
+    def _keep(self, keep: np.ndarray) -> None:
+        """Keep only the configurations ``keep`` (a mask), in order, in the arrays' memory
+        order; the dropped ones' memory is freed."""
+        self.alive_ = self.alive_[keep]
+        self._configs = self.configs()
+        interleave = self.interleaved
+        self.U0_, self.G0_ = kept_pair(self.U0_, self.G0_, keep, interleave)
+        self.U_, self.G_ = kept_pair(self.U_, self.G_, keep, interleave)
+        self.mistakes_ = self.mistakes_[keep]
+        self.duels_ = self.duels_[keep]
+        self.Q_, self.Qs_, self.Qn_ = self.Q_[keep], self.Qs_[keep], self.Qn_[keep]
 
 
 class ReferencePerEvent(Learner):

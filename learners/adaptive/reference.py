@@ -7,7 +7,10 @@ State (docs/algorithms.md Sec. 11): for ``M`` configurations, ``K`` tasks, dimen
   coordinates, or AROW's diagonal variances;
 * ``S`` (D,) the largest ``|x_j|`` seen per feature (VW's normaliser), and
   ``stats = [N, t]`` with ``N = sum_t sum_j (x_tj / s_j)^2`` and ``t`` the events learned;
-* ``mistakes`` (M,) progressive-validation mistakes per configuration;
+* ``mistakes`` (M,) progressive-validation mistakes per configuration, and ``duels``
+  (M, 2) its duels with the leader's prediction: ``duels[m, 0]`` counts the events m got
+  wrong where the leader was right, ``duels[m, 1]`` the other way round (the evidence of
+  the pruning rule, docs/algorithms.md Sec. 11.9);
 * the outlier parts (docs/algorithms.md Sec. 11.7), ``q_k = Qs[m, k] * Q[m, k]`` with
   ``Qn[m, k] = ||q_k||^2``; shapes (M, K, D), (M, K), (M, K), or (M, 0, 0), (M, 0),
   (M, 0) for a learner without them.
@@ -45,6 +48,7 @@ class AdaptiveState:
     S: np.ndarray
     stats: np.ndarray
     mistakes: np.ndarray
+    duels: np.ndarray
     Q: np.ndarray
     Qs: np.ndarray
     Qn: np.ndarray
@@ -72,8 +76,8 @@ def learn(state: AdaptiveState, configs: Configs, v: Vec, y: float, task: int) -
     j, val = _coords(v)
     scores = member_scores(state, v, task)
     x2 = val * val
+    _count(state, scores, y)
     if val.shape[0] == 0:
-        state.mistakes += (scores >= 0.0) != (y > 0.0)
         return scores
     # Normaliser (VW's normalized updates): s_j = max |x_j|, N += sum (x_j / s_j)^2; the
     # first-order weights of a feature whose s_j grows from s_old > 0 shrink by s_old / s_new.
@@ -85,8 +89,6 @@ def learn(state: AdaptiveState, configs: Configs, v: Vec, y: float, task: int) -
     scale = math.sqrt(state.stats[1] / state.stats[0])
     for m in range(configs.size):
         p = float(scores[m])
-        if (p >= 0.0) != (y > 0.0):
-            state.mistakes[m] += 1
         loss = int(configs.losses[m])
         b = float(configs.couplings[m])
         z0 = y * p
@@ -118,6 +120,17 @@ def learn(state: AdaptiveState, configs: Configs, v: Vec, y: float, task: int) -
         if gamma > 0.0:
             _outlier_step(state, m, task, j, (a * rateq) * val, eta * gamma)
     return scores
+
+
+def _count(state: AdaptiveState, scores: np.ndarray, y: float) -> None:
+    """Each configuration's mistake and its duel with the leader (the configuration with the
+    fewest mistakes before this event, the first on ties)."""
+    wrong = (scores >= 0.0) != (y > 0.0)
+    lead_wrong = bool(wrong[int(np.argmin(state.mistakes))])
+    state.mistakes += wrong
+    split = wrong != lead_wrong
+    state.duels[:, 0] += split & wrong
+    state.duels[:, 1] += split & ~wrong
 
 
 def _outlier_step(

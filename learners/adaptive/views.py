@@ -24,6 +24,11 @@ progressive-validation mistakes so far (the first view on ties), Sec. 11.8.
 Every view learns every labelled row. The rule depends only on
 the rows before the current one, so a batch gives the same scores, mistakes and
 state as the same rows one at a time, however the stream is cut.
+
+Pruning (``prune``, ``prune_every``; :mod:`learners.adaptive.pruning`, docs/algorithms.md
+Sec. 11.9) works at both levels: each view's selector drops its losing configurations,
+and every ``prune_every`` labelled events a view significantly behind the learner's own
+predictions is dropped whole (never the leading one).
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ from learners.adaptive.learners import (
     with_reference,
 )
 from learners.adaptive.products import expanded_width, with_products, with_products_batch
+from learners.adaptive.pruning import PRUNE, PRUNE_EVERY, count_duels, losing, next_check
 from learners.base import Learner, Param
 from learners.inputs import Batch, Vec, as_vector, check_label, check_task
 from learners.kernels import kernel_array
@@ -129,7 +135,14 @@ class AdaptiveViews(Learner):
     Attributes
     ----------
     view_mistakes_ : ndarray of int64, shape (V,)
-        Progressive mistakes of each view's own predictions.
+        Progressive mistakes of each view's own predictions (the views still run).
+    view_duels_ : ndarray of int64, shape (V, 2)
+        Per view, the events it got wrong where the learner's prediction was right, and the
+        other way round (docs/algorithms.md Sec. 11.9).
+    view_alive_ : ndarray of int64
+        Indices of the views still run among :attr:`all_view_names`.
+    view_events_ : ndarray of int64, shape (1,)
+        Labelled events learned (the pruning clock).
     views_ : list of AdaptiveSelector
         One selector per view; their state is stored under ``<view>_<field>``.
     """
@@ -144,6 +157,8 @@ class AdaptiveViews(Learner):
         AUTO_AROW_COUPLINGS,
         RIDGE,
         VIEW_LIST,
+        PRUNE,
+        PRUNE_EVERY,
         MEMORY_ORDER,
         BIAS_ON,
     )
@@ -153,8 +168,15 @@ class AdaptiveViews(Learner):
         {"views": "l2"},
         {"views": "raw,log-l2,log", "etas": "1.0", "couplings": "1.0"},
         {"views": "log-quad,l2", "etas": "1.0", "couplings": "0.5,2.0"},
+        {"views": "raw,l2,log", "etas": "0.1,3", "prune": 0.5, "prune_every": 6},
+        {"views": "raw,log-l2", "prune": 0.0, "prune_every": 3},
     )
-    state_fields: ClassVar[tuple[str, ...]] = ("view_mistakes_",)
+    state_fields: ClassVar[tuple[str, ...]] = (
+        "view_mistakes_",
+        "view_duels_",
+        "view_alive_",
+        "view_events_",
+    )
     #: True in the :attr:`reference_class`: the views run the numpy reference per event.
     numpy_reference: ClassVar[bool] = False
     relation_kind = "weight-similarity"
@@ -176,7 +198,7 @@ class AdaptiveViews(Learner):
         views = view_names(hyper["views"], int(n_features))
         bias = 1 if hyper["append_bias"] else 0
         grid = cls._grid(hyper, False)
-        total = 8 * len(views)
+        total = 8 * (4 * len(views) + 1)  # the views' mistakes, duels, indices and clock
         for view in views:
             d = expanded_width(int(n_features)) if view in QUAD_VIEWS else int(n_features)
             total += AdaptiveSelector.state_bytes(d + bias, n_tasks, **grid)
@@ -190,6 +212,8 @@ class AdaptiveViews(Learner):
             "couplings": hyper["couplings"],
             "arow_couplings": hyper["arow_couplings"],
             "r": hyper["r"],
+            "prune": hyper["prune"],
+            "prune_every": hyper["prune_every"],
             "memory_order": hyper["memory_order"],
             "append_bias": False,
             "l2_normalize": unit_rows,
@@ -198,8 +222,14 @@ class AdaptiveViews(Learner):
     # ------------------------------------------------------------ public extras
     @property
     def view_names(self) -> list[str]:
-        """The views this learner runs, in tie-breaking order (``auto`` resolved)."""
+        """The views this learner runs, in tie-breaking order (``auto`` resolved), less
+        those pruned."""
         return list(self._view_names)
+
+    @property
+    def all_view_names(self) -> list[str]:
+        """Every view of ``views`` (``auto`` resolved), pruned or not."""
+        return view_names(self.hyper["views"], self.n_features)
 
     def leader_view(self) -> str:
         """The view the learner predicts with now."""
@@ -207,7 +237,14 @@ class AdaptiveViews(Learner):
 
     # ------------------------------------------------------------ learner hooks
     def _init_state(self) -> None:
-        self._view_names = view_names(self.hyper["views"], self.n_features)
+        self.view_alive_ = np.arange(len(self.all_view_names), dtype=np.int64)
+        self.view_events_ = np.zeros(1, dtype=np.int64)
+        self._init_views()
+
+    def _init_views(self) -> None:
+        """Fresh selectors and counts for the views of :attr:`view_alive_`."""
+        names = self.all_view_names
+        self._view_names = [names[int(i)] for i in self.view_alive_]
         # The selectors take the rows after the bias was appended here; each scales its own.
         extra = expanded_width(self.n_features) - self.n_features
         # a reference_class's views are reference selectors (numpy per event)
@@ -224,6 +261,7 @@ class AdaptiveViews(Learner):
             for view in self._view_names
         ]
         self.view_mistakes_ = np.zeros(len(self.views_), dtype=np.int64)
+        self.view_duels_ = np.zeros((len(self.views_), 2), dtype=np.int64)
 
     def _view_row(self, v: Vec, view: int, logged: Vec | None = None) -> Vec:
         """Row ``v`` in view ``view``; ``logged``: ``v`` log-scaled already (shared by the
@@ -300,9 +338,11 @@ class AdaptiveViews(Learner):
 
     def _learn(self, x: Vec, y: float, task: int) -> None:
         logged = self._log_row(x) if LOG_VIEWS.intersection(self._view_names) else None
+        wrong = np.empty((len(self.views_), 1), dtype=np.bool_)
         for m, inner in enumerate(self.views_):
             score = inner._score_and_learn_row(self._view_row(x, m, logged), y, task)
-            self.view_mistakes_[m] += (score >= 0.0) != (y > 0.0)
+            wrong[m, 0] = (score >= 0.0) != (y > 0.0)
+        self._count_views(wrong)
 
     def score_and_learn_many(self, X: Any, y: Any, task: Any) -> np.ndarray:
         """Test-then-train over a batch (see :meth:`learners.base.Learner.score_and_learn_many`):
@@ -324,10 +364,27 @@ class AdaptiveViews(Learner):
     ) -> np.ndarray:
         """Every view learns ``batch`` (``bias``: its rows still lack the constant 1); the
         score of each row is the one of the view with fewer mistakes before it.
-        ``own_arrays``: ``y`` and ``tasks`` are already the kernels' array types."""
+        ``own_arrays``: ``y`` and ``tasks`` are already the kernels' array types. The batch
+        is cut at the views' pruning checks (Sec. 11.9)."""
         if not own_arrays:  # once for every view's pass
             y = kernel_array(y, np.float64)
             tasks = kernel_array(tasks, np.int64)
+        if not self._prunes_views():
+            return self._views_part(batch, y, tasks, bias)
+        out = np.empty(batch.n)
+        start = 0
+        while start < batch.n:
+            stop = batch.n
+            if self._prunes_views():
+                every = self.hyper["prune_every"]
+                stop = min(batch.n, start + next_check(int(self.view_events_[0]), every))
+            part = batch if (start, stop) == (0, batch.n) else batch.rows_between(start, stop)
+            out[start:stop] = self._views_part(part, y[start:stop], tasks[start:stop], bias)
+            start = stop
+        return out
+
+    def _views_part(self, batch: Batch, y: np.ndarray, tasks: np.ndarray, bias: bool) -> np.ndarray:
+        """:meth:`_views_batch` on rows that hold no pruning check before their last."""
         scores = np.empty((len(self.views_), batch.n))
         has_bias = self._bias and not bias
         logged = None  # computed once for every log view
@@ -342,18 +399,47 @@ class AdaptiveViews(Learner):
             else:
                 unit = name in UNIT_VIEWS
                 scores[m] = inner._kernel_batch(rows, y, tasks, bias, unit, own_arrays=True)
-        if batch.n == 1:  # one event: the counts before it are the carried ones
-            lead1 = int(np.argmin(self.view_mistakes_))  # the first view on ties
-            positive = bool(y[0] > 0.0)
-            for m, s in enumerate(scores[:, 0].tolist()):
-                self.view_mistakes_[m] += (s >= 0.0) != positive
-            return scores[lead1]
         wrong = (scores >= 0.0) != (y > 0.0)[None, :]
+        if batch.n == 1:  # one event: the counts before it are the carried ones
+            out = scores[int(np.argmin(self.view_mistakes_)), :]  # the first view on ties
+        else:
+            out = scores[self._leaders(wrong), np.arange(batch.n)]
+        self._count_views(wrong)
+        return out
+
+    def _leaders(self, wrong: np.ndarray) -> np.ndarray:
+        """The leading view of each row of a batch whose views erred as ``wrong`` (views x
+        rows): the fewest mistakes before the row, the first view on ties."""
         # Mistakes of each view before row i: the carried counts plus the batch's so far.
         before = self.view_mistakes_[:, None] + np.cumsum(wrong, axis=1) - wrong
-        lead = np.argmin(before, axis=0)  # the first view on ties
+        return np.argmin(before, axis=0)
+
+    def _count_views(self, wrong: np.ndarray) -> None:
+        """Count a batch's mistakes and duels of the views (``wrong``: views x rows) and
+        its labelled events; at a check, drop the views significantly behind."""
+        lead = self._leaders(wrong)
+        count_duels(self.view_duels_, wrong, wrong[lead, np.arange(wrong.shape[1])])
         self.view_mistakes_ += wrong.sum(axis=1)
-        return scores[lead, np.arange(batch.n)]
+        if not self.hyper["prune"] > 0.0:
+            return
+        self.view_events_[0] += wrong.shape[1]
+        if self._prunes_views() and self.view_events_[0] % self.hyper["prune_every"] == 0:
+            lead_now = int(np.argmin(self.view_mistakes_))
+            drop = losing(self.view_duels_, lead_now, self.hyper["prune"])
+            if drop.any():
+                self._keep_views(~drop)
+
+    def _prunes_views(self) -> bool:
+        """Whether learning checks for losing views: pruning is on and several are left."""
+        return self.hyper["prune"] > 0.0 and len(self.views_) > 1
+
+    def _keep_views(self, keep: np.ndarray) -> None:
+        """Keep only the views ``keep`` (a mask), in order; the dropped selectors go."""
+        self.view_alive_ = self.view_alive_[keep]
+        self._view_names = [n for n, k in zip(self._view_names, keep.tolist(), strict=True) if k]
+        self.views_ = [v for v, k in zip(self.views_, keep.tolist(), strict=True) if k]
+        self.view_mistakes_ = self.view_mistakes_[keep]
+        self.view_duels_ = self.view_duels_[keep]
 
     @staticmethod
     def _products_batch(
@@ -393,13 +479,30 @@ class AdaptiveViews(Learner):
         return cosine_similarity(W)
 
     def _get_state(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"view_mistakes_": self.view_mistakes_}
+        out: dict[str, Any] = {name: getattr(self, name) for name in self.state_fields}
         for view, inner in zip(self._view_names, self.views_, strict=True):
             out.update({f"{view}_{k}": v for k, v in inner._get_state().items()})
         return out
 
     def _set_state(self, state: Mapping[str, Any]) -> None:
-        super()._set_state({"view_mistakes_": state["view_mistakes_"]})
+        """Restore, first dropping the views the saved state had pruned (a state saved
+        before pruning existed has every view and no duels)."""
+        size = len(self.all_view_names)
+        alive = np.asarray(state.get("view_alive_", np.arange(size)), dtype=np.int64).reshape(-1)
+        if alive.size == 0 or np.any(np.diff(alive) <= 0) or alive[0] < 0 or alive[-1] >= size:
+            raise ValueError(
+                f"view_alive_ must be increasing view indices below {size}, got {alive}"
+            )
+        if not np.array_equal(alive, self.view_alive_):
+            self.view_alive_ = alive.copy()
+            self._init_views()
+        own = {
+            "view_mistakes_": state["view_mistakes_"],
+            "view_duels_": state.get("view_duels_", np.zeros((alive.size, 2), dtype=np.int64)),
+            "view_alive_": alive,
+            "view_events_": state.get("view_events_", np.zeros(1, dtype=np.int64)),
+        }
+        super()._set_state(own)
         for view, inner in zip(self._view_names, self.views_, strict=True):
             prefix = f"{view}_"
             inner._set_state(

@@ -242,13 +242,14 @@ def test_bad_views_are_refused(views: str) -> None:
 
 @pytest.mark.parametrize("d", [10, 40])
 def test_state_bytes_is_one_selector_per_view(d: int) -> None:
-    """Two selectors on ``d + 1`` inputs, and for narrow rows one on ``d (d + 3) / 2 + 1``."""
+    """Two selectors on ``d + 1`` inputs, and for narrow rows one on ``d (d + 3) / 2 + 1``;
+    per view its mistakes, duels and index (4 int64), and the pruning clock."""
     one = learners.get("adaptive").state_bytes(d + 1, 4, append_bias=False, **GRID)
-    want = 2 * one + 16
+    want = 2 * one + 2 * 32 + 8
     if d <= 32:
         want += (
             learners.get("adaptive").state_bytes(d * (d + 3) // 2 + 1, 4, append_bias=False, **GRID)
-            + 8
+            + 32
         )
     assert learners.get("adaptive-auto").state_bytes(d, 4) == want
     auto = learners.make("adaptive-auto", n_features=d, n_tasks=4)
