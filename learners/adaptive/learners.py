@@ -44,7 +44,7 @@ from learners.adaptive.layout import (
     interleave_for,
     kept_pair,
 )
-from learners.adaptive.pruning import PRUNE, PRUNE_EVERY, losing, next_check
+from learners.adaptive.pruning import PRUNE, PRUNE_EVERY, losing, next_check, survivors
 from learners.adaptive.reference import AdaptiveState, learn, member_scores
 from learners.base import APPEND_BIAS, L2_NORMALIZE, LOG_SCALE, Learner, Param
 from learners.inputs import Batch, Vec, as_vector, check_label, check_task
@@ -621,10 +621,7 @@ class AdaptiveSelector(AdaptiveLearner):
     def _set_state(self, state: Mapping[str, Any]) -> None:
         """Restore, first shrinking the arrays to the saved state's surviving configurations
         (a state saved before pruning existed has all of them)."""
-        size = self.configs_for(self.hyper).size
-        alive = np.asarray(state.get("alive_", np.arange(size)), dtype=np.int64).reshape(-1)
-        if alive.size == 0 or np.any(np.diff(alive) <= 0) or alive[0] < 0 or alive[-1] >= size:
-            raise ValueError(f"alive_ must be increasing grid indices below {size}, got {alive}")
+        alive = survivors(state.get("alive_"), self.configs_for(self.hyper).size, "alive_")
         if not np.array_equal(alive, self.alive_):
             self.alive_ = alive.copy()
             AdaptiveLearner._init_state(self)

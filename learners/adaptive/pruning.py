@@ -29,7 +29,7 @@ import numpy as np
 from learners.base import Param
 from learners.params import non_negative, positive_int
 
-__all__ = ["PRUNE", "PRUNE_EVERY", "count_duels", "losing", "next_check"]
+__all__ = ["PRUNE", "PRUNE_EVERY", "count_duels", "losing", "next_check", "survivors"]
 
 PRUNE = Param(
     "prune",
@@ -69,3 +69,12 @@ def count_duels(duels: np.ndarray, wrong: np.ndarray, lead_wrong: np.ndarray) ->
 def next_check(events: int, every: int) -> int:
     """Labelled events until the next check, from ``events`` learned so far."""
     return every - events % every
+
+
+def survivors(saved: object, size: int, what: str) -> np.ndarray:
+    """The surviving candidates' indices a state holds (``saved``; None for a state saved
+    before pruning existed: all ``size``), checked: increasing, at least one, below ``size``."""
+    alive = np.asarray(np.arange(size) if saved is None else saved, dtype=np.int64).reshape(-1)
+    if alive.size == 0 or np.any(np.diff(alive) <= 0) or alive[0] < 0 or alive[-1] >= size:
+        raise ValueError(f"{what} must be increasing indices below {size}, got {alive}")
+    return alive

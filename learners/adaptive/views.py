@@ -51,7 +51,14 @@ from learners.adaptive.learners import (
     with_reference,
 )
 from learners.adaptive.products import expanded_width, with_products, with_products_batch
-from learners.adaptive.pruning import PRUNE, PRUNE_EVERY, count_duels, losing, next_check
+from learners.adaptive.pruning import (
+    PRUNE,
+    PRUNE_EVERY,
+    count_duels,
+    losing,
+    next_check,
+    survivors,
+)
 from learners.base import Learner, Param
 from learners.inputs import Batch, Vec, as_vector, check_label, check_task
 from learners.kernels import kernel_array
@@ -487,12 +494,7 @@ class AdaptiveViews(Learner):
     def _set_state(self, state: Mapping[str, Any]) -> None:
         """Restore, first dropping the views the saved state had pruned (a state saved
         before pruning existed has every view and no duels)."""
-        size = len(self.all_view_names)
-        alive = np.asarray(state.get("view_alive_", np.arange(size)), dtype=np.int64).reshape(-1)
-        if alive.size == 0 or np.any(np.diff(alive) <= 0) or alive[0] < 0 or alive[-1] >= size:
-            raise ValueError(
-                f"view_alive_ must be increasing view indices below {size}, got {alive}"
-            )
+        alive = survivors(state.get("view_alive_"), len(self.all_view_names), "view_alive_")
         if not np.array_equal(alive, self.view_alive_):
             self.view_alive_ = alive.copy()
             self._init_views()

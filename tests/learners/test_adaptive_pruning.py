@@ -247,3 +247,12 @@ def test_an_active_learner_runs_its_selector_base_whole(name: str) -> None:
             learners.make(
                 name, n_features=6, n_tasks=3, base="adaptive", base_params={**GRID, **extra}
             )
+
+
+@pytest.mark.parametrize("alive", [[], [0, 0], [1, 0], [2]])
+def test_bad_surviving_views_in_a_state_are_refused(alive: list[int]) -> None:
+    model = learners.make("adaptive-auto", n_features=5, n_tasks=2, views="raw,l2")
+    state = model.state_dict()
+    state["state.view_alive_"] = np.array(alive, dtype=np.int64)
+    with pytest.raises(ValueError, match="view_alive_ must be increasing indices below 2"):
+        AdaptiveViews.from_state_dict(state)
