@@ -690,7 +690,8 @@ class AdaptiveSelector(AdaptiveLearner):
 
     def _keep(self, keep: np.ndarray) -> None:
         """Keep only the configurations ``keep`` (a mask), in order, in the arrays' memory
-        order; the dropped ones' memory is freed."""
+        order, packed into the memory the arrays already use
+        (:func:`learners.adaptive.layout.kept_pair`)."""
         self.alive_ = self.alive_[keep]
         self._configs = self.configs()
         interleave = self.interleaved

@@ -9,10 +9,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import learners
+from learners.adaptive.layout import config_pair, is_interleaved, kept_pair
 from learners.adaptive.pruning import count_duels, losing, next_check
 from learners.adaptive.views import AdaptiveViews
 from learners.checks.kernels import reference_of
@@ -256,3 +258,54 @@ def test_bad_surviving_views_in_a_state_are_refused(alive: list[int]) -> None:
     state["state.view_alive_"] = np.array(alive, dtype=np.int64)
     with pytest.raises(ValueError, match="view_alive_ must be increasing indices below 2"):
         AdaptiveViews.from_state_dict(state)
+
+
+# ---------------------------------------------------------------- packing in place
+@pytest.mark.parametrize("interleave", [False, True])
+@pytest.mark.parametrize("shape", [(6, 7), (6, 3, 7)])
+def test_kept_pair_packs_the_survivors_in_their_own_memory(
+    interleave: bool, shape: tuple[int, ...]
+) -> None:
+    """Twice in a row, as two prunings do: the survivors' values, in order, in the order by
+    feature or by configuration, in the memory the pair already used (the first pack
+    and the second both take the fast path)."""
+    rng = np.random.default_rng(0)
+    u, g = config_pair(shape, np.zeros(shape[0]), np.zeros(shape[0]), interleave)
+    u[...] = rng.normal(size=shape)
+    g[...] = rng.normal(size=shape)
+    want_u, want_g = u.copy(), g.copy()
+    owner = u.base if interleave else None
+    for keep in (np.array([1, 0, 1, 1, 0, 1], bool), np.array([0, 1, 1, 0], bool)):
+        before_u, before_g = u, g
+        want_u, want_g = want_u[keep], want_g[keep]
+        u, g = kept_pair(u, g, keep, interleave)
+        np.testing.assert_array_equal(u, want_u)
+        np.testing.assert_array_equal(g, want_g)
+        assert is_interleaved(u) == interleave and is_interleaved(g) == interleave
+        assert np.shares_memory(u, before_u) and np.shares_memory(g, before_g)
+        if interleave:
+            assert u.base is owner and g.base is owner
+        else:
+            assert u.flags.c_contiguous and g.flags.c_contiguous
+
+
+def test_a_pruned_wide_selector_keeps_its_buffer_and_restores_compact() -> None:
+    """Laid out by feature, a pruned selector's arrays are views of the buffer it started
+    with; its state and a learner restored from it hold the survivors only."""
+    rng = np.random.default_rng(1)
+    X = sp.random(3000, 40, density=0.2, random_state=1, format="csr")
+    tasks = rng.integers(0, 3, 3000)
+    y = np.where(np.asarray(X.sum(axis=1)).ravel() > X.sum() / 3000, 1.0, -1.0)
+    model = learners.make(
+        "adaptive", n_features=40, n_tasks=3, memory_order="features", prune_every=200, **GRID
+    )
+    buffer = model.U_.base
+    model.learn_many(X, y, tasks)
+    M = model.alive_.shape[0]
+    assert M < 4 and model.U_.base is buffer and model.U_.shape == (M, 3, 41)
+    state = model.state_dict()
+    assert state["state.U_"].shape == (M, 3, 41)
+    back = type(model).from_state_dict(state)
+    assert back.U_.base.size == 2 * M * 3 * 41  # a buffer of the survivors only
+    np.testing.assert_array_equal(back.U_, model.U_)
+    assert back.decision_one(X[0], 1) == model.decision_one(X[0], 1)
