@@ -1134,18 +1134,20 @@ def full_csr_row(call: KernelPass, i: int, dim: int) -> bool:  # pragma: no cove
 
 
 @njit(**ROW_HELPER)
-def dense_row(call: KernelPass, i: int, state: StateArrays) -> bool:  # pragma: no cover
+def dense_row(call: KernelPass, i: int, U0: np.ndarray) -> bool:  # pragma: no cover
     """Whether row i of the call, when none of its entries is zero, is read in the dense
     form (no feature indices): the rows of a dense call, and the rows
     of a CSR call that store every feature (:func:`full_csr_row`), as
     :func:`learners.inputs.as_vector` makes a full sparse row dense. So a row gives the
     same numbers whichever form it comes in, alone or in a batch. Never on a state laid
-    out by feature (:func:`_by_feature`): there the dense loops run strided, and their
-    sums would not add in the order of the same row's sparse form, so every row takes
-    the sparse form (its non-zeros and their indices)."""
-    if _by_feature(state[0]):
+    out by feature (:func:`_by_feature`, read off the shared weights ``U0``): there the
+    dense loops run strided, and their sums would not add in the order of the same row's
+    sparse form, so every row takes the sparse form (its non-zeros and their indices).
+    It takes ``U0``, not the state: every field of every array passed is an argument of
+    a call, once per row."""
+    if _by_feature(U0):
         return False
-    return call.dense or full_csr_row(call, i, state[0].shape[1])
+    return call.dense or full_csr_row(call, i, U0.shape[1])
 
 
 @njit(**ROW_HELPER)
@@ -1233,7 +1235,7 @@ def _pass_rows(
                 call.scores[i] = score
                 continue
         n = load_row(call, i, dim, idx, val)
-        if dense_row(call, i, state) and _all_nonzero(val, n):
+        if dense_row(call, i, state[0]) and _all_nonzero(val, n):
             if member:
                 call.scores[i] = _member_row(None, val, n, k, y, configs, state, outlier, buffers)
             else:
@@ -1354,7 +1356,7 @@ def _score_rows(
                 call.scores[i] = score
                 continue
         n = load_row(call, i, dim, idx, val)
-        if dense_row(call, i, state) and _all_nonzero(val, n):
+        if dense_row(call, i, state[0]) and _all_nonzero(val, n):
             call.scores[i] = _row_score(None, val, n, k, state, outlier, member, scores, buffers)
         else:
             n = _nonzeros(call.dense, idx, val, n)
