@@ -11,7 +11,7 @@ the base's state updated in place by
 :func:`learners.adaptive.kernels.learn_row`, the per-row step of the adaptive
 learners' own pass:
 
-* a row is loaded once (:func:`learners.active.kernels.load_row`, which applies
+* a row is loaded once (:func:`learners.active.kernels.load_row_inlined`, which applies
   ``append_bias`` / ``l2_normalize``) and put in the reference's canonical form
   (dense when it has no zero, else its non-zeros);
 * the margins are those of the configuration that leads before the round, the
@@ -51,7 +51,7 @@ import math
 import numpy as np
 from numba import njit
 
-from learners.active.kernels import KernelPass, load_row, warm_call, warm_rows
+from learners.active.kernels import KernelPass, load_row_inlined, warm_call, warm_rows
 from learners.adaptive.kernels import (
     WARM_BASES,
     ConfigArrays,
@@ -337,7 +337,7 @@ def _committee_rows(
     dim = base[1][0].shape[1]
     member = _is_member(base)
     for i in range(call.y.shape[0]):
-        n = load_row(call, i, dim, idx, val)
+        n = load_row_inlined(call, i, dim, idx, val)
         if dense_row(call, i, base[1][0]) and _all_nonzero(val, n):
             _committee_row(
                 None,
@@ -397,7 +397,7 @@ def _peer_rows(
     dim = base[1][0].shape[1]
     member = _is_member(base)
     for i in range(call.y.shape[0]):
-        n = load_row(call, i, dim, idx, val)
+        n = load_row_inlined(call, i, dim, idx, val)
         if dense_row(call, i, base[1][0]) and _all_nonzero(val, n):
             _peer_row(
                 None,
