@@ -44,7 +44,7 @@ from learners.adaptive.layout import (
     interleave_for,
     kept_pair,
 )
-from learners.adaptive.pruning import PRUNE, PRUNE_EVERY, losing, next_check, survivors
+from learners.adaptive.pruning import PRUNE, PRUNE_EVERY, cuts, losing, survivors
 from learners.adaptive.reference import AdaptiveState, learn, member_scores
 from learners.base import APPEND_BIAS, L2_NORMALIZE, LOG_SCALE, Learner, Param
 from learners.inputs import Batch, Vec, as_vector, check_label, check_task
@@ -654,19 +654,14 @@ class AdaptiveSelector(AdaptiveLearner):
         if not own_arrays:
             y = kernel_array(y, np.float64)
             tasks = kernel_array(tasks, np.int64)
-        n = tasks.shape[0]
-        scores = np.empty(n)
-        start = 0
-        while start < n:
-            stop = n
-            if self._prunes():
-                stop = min(n, start + next_check(int(self.events_[0]), self.hyper["prune_every"]))
+        scores = np.empty(tasks.shape[0])
+        every = self.hyper["prune_every"]
+        for start, stop in cuts(tasks.shape[0], self.events_, every, self._prunes):
             part = rows_between(rows, start, stop)
             scores[start:stop] = super()._run(
                 part, y[start:stop], tasks[start:stop], True, own_arrays=True
             )
             self._learned(stop - start)
-            start = stop
         return scores
 
     def _score_and_learn_row(self, x: Vec, y: float, task: int) -> float:

@@ -24,12 +24,22 @@ of them, so the result does not depend on how the stream is cut into batches.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+
 import numpy as np
 
 from learners.base import Param
 from learners.params import non_negative, positive_int
 
-__all__ = ["PRUNE", "PRUNE_EVERY", "count_duels", "losing", "next_check", "survivors"]
+__all__ = [
+    "PRUNE",
+    "PRUNE_EVERY",
+    "count_duels",
+    "cuts",
+    "losing",
+    "next_check",
+    "survivors",
+]
 
 PRUNE = Param(
     "prune",
@@ -69,6 +79,20 @@ def count_duels(duels: np.ndarray, wrong: np.ndarray, lead_wrong: np.ndarray) ->
 def next_check(events: int, every: int) -> int:
     """Labelled events until the next check, from ``events`` learned so far."""
     return every - events % every
+
+
+def cuts(
+    n: int, clock: np.ndarray, every: int, pruning: Callable[[], bool]
+) -> Iterator[tuple[int, int]]:
+    """``(start, stop)`` pieces of ``n`` rows, each ending at a check or at the last row,
+    while ``pruning()`` holds (then the rest in one piece). ``clock[0]`` (labelled events
+    learned) and ``pruning()`` are read again for each piece, after the caller has learned
+    the one before and run its check."""
+    start = 0
+    while start < n:
+        stop = min(n, start + next_check(int(clock[0]), every)) if pruning() else n
+        yield start, stop
+        start = stop
 
 
 def survivors(saved: object, size: int, what: str) -> np.ndarray:
