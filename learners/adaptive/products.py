@@ -14,6 +14,8 @@ product.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from learners.inputs import Batch, Vec, canonical_row
@@ -31,10 +33,26 @@ def expanded_width(d: int) -> int:
     return d + product_count(d)
 
 
+@lru_cache(maxsize=16)
+def _pairs(d: int) -> tuple[np.ndarray, np.ndarray]:
+    """The indices ``(i, j)``, ``i <= j < d``, in row-major upper-triangle order, read-only.
+
+    Kept per width: ``np.triu_indices`` builds a d x d mask on every call, which took
+    twice as long as the product itself on a per-event call of ten features."""
+    i, j = np.triu_indices(d)
+    i.flags.writeable = False
+    j.flags.writeable = False
+    return i, j
+
+
 def _expand(core: np.ndarray) -> np.ndarray:
     """``[core, core_i core_j for i <= j]`` per row of the 2-D ``core``."""
-    i, j = np.triu_indices(core.shape[1])
-    return np.hstack([core, core[:, i] * core[:, j]])
+    n, d = core.shape
+    i, j = _pairs(d)
+    out = np.empty((n, d + i.shape[0]), dtype=core.dtype)
+    out[:, :d] = core
+    np.multiply(core[:, i], core[:, j], out=out[:, d:])
+    return out
 
 
 def with_products(v: Vec, has_bias: bool) -> Vec:
