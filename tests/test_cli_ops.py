@@ -4,6 +4,7 @@ progress bars only on a terminal, and ``omtl export`` / ``import`` / ``rollback`
 
 from __future__ import annotations
 
+import argparse
 import io
 import json
 import os
@@ -18,7 +19,7 @@ import pytest
 import redis
 from fastapi.testclient import TestClient
 
-from service.cli import main
+from service.cli import build_parser, command_modules, main
 from service.cli.annotate_cmd import annotate
 from service.cli.export_cmd import export_to, import_from, rollback_to
 from service.cli.progress import progress
@@ -61,6 +62,48 @@ def test_version_imports_neither_numpy_nor_the_commands() -> None:
     # the console script answers the same
     run = subprocess.run([OMTL, "--version"], env=_env(), capture_output=True, text=True)
     assert run.stdout == version + "\n"
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> set[str]:
+    (sub,) = [a for a in parser._actions if a.dest == "command"]
+    return set(sub.choices)  # type: ignore[arg-type]
+
+
+def test_every_command_module_declares_the_subcommands_it_adds() -> None:
+    """``COMMANDS``, read from the source, is what each module's ``register`` adds; together
+    the modules add every subcommand of the whole parser, each once."""
+    owners = command_modules()
+    for module in sorted(set(owners.values())):
+        declared = {name for name, owner in owners.items() if owner == module}
+        assert _subcommands(build_parser([module])) == declared, module
+    assert set(owners) == _subcommands(build_parser())
+    for path in sorted((ROOT / "service" / "cli").glob("*.py")):
+        if "\ndef register(" in path.read_text():
+            assert path.stem in owners.values(), f"{path.name} adds commands but declares none"
+
+
+def test_a_command_imports_only_its_own_module() -> None:
+    """``omtl keys token`` runs without numpy, numba or the other commands' modules (a
+    fraction of the second the whole parser's imports take)."""
+    code = (
+        "import sys, json\n"
+        "from service.cli import main\n"
+        "code = main(['keys', 'token'])\n"
+        "heavy = ('numpy', 'scipy', 'numba', 'learners', 'fastapi', 'evaluation',\n"
+        "         'service.cli.up_cmd', 'service.cli.evaluate_cmd', 'service.cli.annotate_cmd')\n"
+        "print(json.dumps([code, [m for m in heavy if m in sys.modules]]))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=_env(), capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    token, result = out.stdout.splitlines()
+    assert len(token) > 20 and json.loads(result) == [0, []]
+    # a command's own help, and the top-level help that lists every command
+    run = subprocess.run([OMTL, "rollback", "--help"], env=_env(), capture_output=True, text=True)
+    assert run.returncode == 0 and "usage: omtl rollback" in run.stdout
+    run = subprocess.run([OMTL, "--help"], env=_env(), capture_output=True, text=True)
+    assert run.returncode == 0 and all(name in run.stdout for name in command_modules())
 
 
 def _bound() -> tuple[socket.socket, int]:

@@ -1,9 +1,10 @@
 """Start-up time of the ``omtl`` command line (run by command, not in CI).
 
 Times, over several runs each, the wall clock of ``omtl --version`` (answered
-before any command module, numpy or scipy is imported) and of ``omtl --help``
-(which builds the whole parser, importing every command module), as fresh
-processes. Prints the medians and writes ``bench/results/cli_startup.md``.
+before any command module, numpy or scipy is imported), of two commands that
+import only their own module (``omtl keys token``, ``omtl up --help``) and of
+``omtl --help`` (which builds the whole parser, importing every command
+module), as fresh processes. Prints the medians and writes ``bench/results/cli_startup.md``.
 
 Usage: ``python -m bench.perf.cli_startup [--runs 10]``
 """
@@ -38,7 +39,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS / "cli_startup.md")
     args = parser.parse_args()
     rows = []
-    for command in (["--version"], ["--help"]):
+    for command in (["--version"], ["keys", "token"], ["up", "--help"], ["--help"]):
         median, worst = wall(command, args.runs)
         rows.append(f"| `omtl {' '.join(command)}` | {median * 1000:.0f} | {worst * 1000:.0f} |")
         print(rows[-1], flush=True)

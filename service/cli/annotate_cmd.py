@@ -32,7 +32,7 @@ from service.cli.client import Api, ApiCallError, HttpApi, sse_messages
 from service.cli.progress import Progress, progress
 from service.cli.replay_cmd import default_url
 
-__all__ = ["AnnotateStats", "annotate", "register", "run"]
+__all__ = ["AnnotateStats", "COMMANDS", "annotate", "register", "run"]
 
 
 @dataclass
@@ -155,6 +155,11 @@ def _answer(
         stats.expired += 1
     else:
         raise ApiCallError(status, answer)
+
+
+#: The subcommands :func:`register` adds (read from this source by
+#: :func:`service.cli.command_modules`, which imports only the module of the command run).
+COMMANDS = ("annotate",)
 
 
 def register(sub: Any) -> None:

@@ -82,6 +82,11 @@ def _common_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", metavar="FILE", help="also write the JSON output to FILE")
 
 
+#: The subcommands :func:`register` adds (read from this source by
+#: :func:`service.cli.command_modules`, which imports only the module of the command run).
+COMMANDS = ("evaluate", "compare", "datasets")
+
+
 def register(sub: Any) -> None:
     """Add the ``evaluate`` and ``compare`` subcommands."""
     ev = sub.add_parser("evaluate", help="evaluate one learner on a dataset")

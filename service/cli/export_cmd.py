@@ -19,7 +19,7 @@ import urllib.parse
 from pathlib import Path
 from typing import Any, Protocol
 
-__all__ = ["HttpRaw", "RawApi", "export_to", "import_from", "register", "rollback_to"]
+__all__ = ["COMMANDS", "HttpRaw", "RawApi", "export_to", "import_from", "register", "rollback_to"]
 
 
 class RawApi(Protocol):
@@ -99,6 +99,11 @@ def rollback_to(api: RawApi, model: str, version: int | None) -> dict[str, Any]:
     status, data = api.raw("POST", f"/models/{quoted}/rollback", body, "application/json")
     result = _json(status, data)
     return result
+
+
+#: The subcommands :func:`register` adds (read from this source by
+#: :func:`service.cli.command_modules`, which imports only the module of the command run).
+COMMANDS = ("export", "import", "rollback")
 
 
 def register(sub: Any) -> None:

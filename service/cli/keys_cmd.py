@@ -23,10 +23,15 @@ from service.auth.tokens import new_token
 from service.cli.redis_cli_cmd import server_url
 from service.store import STORE_UNAVAILABLE, AsyncStore, connect_async
 
-__all__ = ["register"]
+__all__ = ["COMMANDS", "register"]
 
 #: The actor of key changes made with this command (whoever can reach Redis).
 CLI_ACTOR = "omtl-keys"
+
+
+#: The subcommands :func:`register` adds (read from this source by
+#: :func:`service.cli.command_modules`, which imports only the module of the command run).
+COMMANDS = ("keys",)
 
 
 def register(sub: Any) -> None:

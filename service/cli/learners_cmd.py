@@ -9,6 +9,10 @@ from typing import Any
 
 import learners
 
+#: The subcommands :func:`register` adds (read from this source by
+#: :func:`service.cli.command_modules`, which imports only the module of the command run).
+COMMANDS = ("learners",)
+
 
 def register(sub: Any) -> None:
     """Add the ``learners`` subcommand."""

@@ -17,7 +17,7 @@ from typing import Any
 
 from service.settings import get_settings
 
-__all__ = ["embedded_url_file", "register", "server_url"]
+__all__ = ["COMMANDS", "embedded_url_file", "register", "server_url"]
 
 
 def embedded_url_file(data_dir: Path) -> Path:
@@ -35,6 +35,11 @@ def server_url(data_dir: Path | None = None) -> str | None:
         return path.read_text().strip() or None
     except OSError:
         return None
+
+
+#: The subcommands :func:`register` adds (read from this source by
+#: :func:`service.cli.command_modules`, which imports only the module of the command run).
+COMMANDS = ("redis-cli",)
 
 
 def register(sub: Any) -> None:

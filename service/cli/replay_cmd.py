@@ -34,6 +34,7 @@ from service.cli.progress import Progress, progress
 from service.settings import get_settings
 
 __all__ = [
+    "COMMANDS",
     "ReplayStats",
     "ensure_model",
     "ensure_multiview_model",
@@ -198,6 +199,11 @@ def replay(
                 time.sleep(ahead)
     stats.seconds = time.monotonic() - started
     return stats
+
+
+#: The subcommands :func:`register` adds (read from this source by
+#: :func:`service.cli.command_modules`, which imports only the module of the command run).
+COMMANDS = ("replay",)
 
 
 def register(sub: Any) -> None:

@@ -37,10 +37,15 @@ from service.settings import Settings, get_settings
 if TYPE_CHECKING:
     from service.embedded_redis import EmbeddedRedis
 
-__all__ = ["register", "run_api", "run_up", "run_worker"]
+__all__ = ["COMMANDS", "register", "run_api", "run_up", "run_worker"]
 
 log = logging.getLogger("omtl.up")
 APP = "service.api.app:create_app"
+
+
+#: The subcommands :func:`register` adds (read from this source by
+#: :func:`service.cli.command_modules`, which imports only the module of the command run).
+COMMANDS = ("up", "api", "worker")
 
 
 def register(sub: Any) -> None:
