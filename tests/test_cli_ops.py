@@ -45,6 +45,15 @@ def _env(**extra: str) -> dict[str, str]:
     return env
 
 
+def _fresh_python(code: str) -> list[str]:
+    """The lines ``code`` prints in a new interpreter (which must exit with 0)."""
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=_env(), capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    return out.stdout.splitlines()
+
+
 def test_version_imports_neither_numpy_nor_the_commands() -> None:
     code = (
         "import sys, json\n"
@@ -53,11 +62,7 @@ def test_version_imports_neither_numpy_nor_the_commands() -> None:
         "heavy = ('numpy', 'scipy', 'numba', 'learners', 'redis', 'fastapi', 'service.cli.up_cmd')\n"
         "print(json.dumps([m for m in heavy if m in sys.modules]))\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], env=_env(), capture_output=True, text=True, timeout=60
-    )
-    assert out.returncode == 0, out.stderr
-    version, loaded = out.stdout.splitlines()
+    version, loaded = _fresh_python(code)
     assert version.startswith("omtl ") and json.loads(loaded) == []
     # the console script answers the same
     run = subprocess.run([OMTL, "--version"], env=_env(), capture_output=True, text=True)
@@ -93,11 +98,7 @@ def test_a_command_imports_only_its_own_module() -> None:
         "         'service.cli.up_cmd', 'service.cli.evaluate_cmd', 'service.cli.annotate_cmd')\n"
         "print(json.dumps([code, [m for m in heavy if m in sys.modules]]))\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], env=_env(), capture_output=True, text=True, timeout=60
-    )
-    assert out.returncode == 0, out.stderr
-    token, result = out.stdout.splitlines()
+    token, result = _fresh_python(code)
     assert len(token) > 20 and json.loads(result) == [0, []]
     # a command's own help, and the top-level help that lists every command
     run = subprocess.run([OMTL, "rollback", "--help"], env=_env(), capture_output=True, text=True)
