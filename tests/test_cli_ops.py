@@ -5,6 +5,7 @@ progress bars only on a terminal, and ``omtl export`` / ``import`` / ``rollback`
 from __future__ import annotations
 
 import argparse
+import importlib
 import io
 import json
 import os
@@ -19,7 +20,7 @@ import pytest
 import redis
 from fastapi.testclient import TestClient
 
-from service.cli import build_parser, command_modules, main
+from service.cli import build_parser, command_modules, main, overview_parser
 from service.cli.annotate_cmd import annotate
 from service.cli.export_cmd import export_to, import_from, rollback_to
 from service.cli.progress import progress
@@ -87,6 +88,20 @@ def test_every_command_module_declares_the_subcommands_it_adds() -> None:
             assert path.stem in owners.values(), f"{path.name} adds commands but declares none"
 
 
+#: Modules a command other than their own must not import.
+HEAVY = (
+    "numpy",
+    "scipy",
+    "numba",
+    "learners",
+    "fastapi",
+    "evaluation",
+    "service.cli.up_cmd",
+    "service.cli.evaluate_cmd",
+    "service.cli.annotate_cmd",
+)
+
+
 def test_a_command_imports_only_its_own_module() -> None:
     """``omtl keys token`` runs without numpy, numba or the other commands' modules (a
     fraction of the second the whole parser's imports take)."""
@@ -94,17 +109,41 @@ def test_a_command_imports_only_its_own_module() -> None:
         "import sys, json\n"
         "from service.cli import main\n"
         "code = main(['keys', 'token'])\n"
-        "heavy = ('numpy', 'scipy', 'numba', 'learners', 'fastapi', 'evaluation',\n"
-        "         'service.cli.up_cmd', 'service.cli.evaluate_cmd', 'service.cli.annotate_cmd')\n"
-        "print(json.dumps([code, [m for m in heavy if m in sys.modules]]))\n"
+        f"print(json.dumps([code, [m for m in {HEAVY!r} if m in sys.modules]]))\n"
     )
     token, result = _fresh_python(code)
     assert len(token) > 20 and json.loads(result) == [0, []]
-    # a command's own help, and the top-level help that lists every command
     run = subprocess.run([OMTL, "rollback", "--help"], env=_env(), capture_output=True, text=True)
     assert run.returncode == 0 and "usage: omtl rollback" in run.stdout
-    run = subprocess.run([OMTL, "--help"], env=_env(), capture_output=True, text=True)
-    assert run.returncode == 0 and all(name in run.stdout for name in command_modules())
+
+
+def test_the_top_level_help_comes_from_the_declarations_alone() -> None:
+    """``omtl --help`` and an unknown command's error list every command with its help, as
+    the whole parser does, and import no command module."""
+    assert overview_parser().format_help() == build_parser().format_help()
+    code = (
+        "import sys, json\n"
+        "from service.cli import main\n"
+        "try:\n"
+        "    main(['--help'])\n"
+        "except SystemExit as exit:\n"
+        f"    print(json.dumps([exit.code, [m for m in {HEAVY!r} if m in sys.modules]]))\n"
+    )
+    *shown, result = _fresh_python(code)
+    assert json.loads(result) == [0, []]
+    for name, help_text in _declared_help().items():
+        assert any(name in line and help_text[:30] in line for line in shown), name
+    run = subprocess.run([OMTL, "nope"], env=_env(), capture_output=True, text=True)
+    assert run.returncode == 2 and "invalid choice: 'nope'" in run.stderr
+    assert "'redis-cli'" in run.stderr
+
+
+def _declared_help() -> dict[str, str]:
+    """Every subcommand's one-line help, from the modules' ``COMMANDS`` (imported)."""
+    out: dict[str, str] = {}
+    for module in set(command_modules().values()):
+        out.update(importlib.import_module(f"service.cli.{module}").COMMANDS)
+    return out
 
 
 def _bound() -> tuple[socket.socket, int]:

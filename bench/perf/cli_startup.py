@@ -3,8 +3,8 @@
 Times, over several runs each, the wall clock of ``omtl --version`` (answered
 before any command module, numpy or scipy is imported), of two commands that
 import only their own module (``omtl keys token``, ``omtl up --help``) and of
-``omtl --help`` (which builds the whole parser, importing every command
-module), as fresh processes. Prints the medians and writes ``bench/results/cli_startup.md``.
+``omtl --help`` (built from the commands' declarations, importing none of
+them), as fresh processes. Prints the medians and writes ``bench/results/cli_startup.md``.
 
 Usage: ``python -m bench.perf.cli_startup [--runs 10]``
 """

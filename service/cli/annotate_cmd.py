@@ -157,14 +157,16 @@ def _answer(
         raise ApiCallError(status, answer)
 
 
-#: The subcommands :func:`register` adds (read from this source by
-#: :func:`service.cli.command_modules`, which imports only the module of the command run).
-COMMANDS = ("annotate",)
+#: The subcommands :func:`register` adds and their one-line help (read from this source by
+#: :mod:`service.cli`, which imports only the module of the command run).
+COMMANDS = {
+    "annotate": "answer label requests from a dataset's ground truth",
+}
 
 
 def register(sub: Any) -> None:
     """Add the ``annotate`` subcommand."""
-    p = sub.add_parser("annotate", help="answer label requests from a dataset's ground truth")
+    p = sub.add_parser("annotate", help=COMMANDS["annotate"])
     p.add_argument("--model", required=True, help="model whose label requests to answer")
     p.add_argument("--from", dest="dataset", required=True, help="dataset with the true labels")
     p.add_argument("--url", default=None, help="API URL (default from OMTL_API_HOST/PORT)")

@@ -82,25 +82,29 @@ def _common_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", metavar="FILE", help="also write the JSON output to FILE")
 
 
-#: The subcommands :func:`register` adds (read from this source by
-#: :func:`service.cli.command_modules`, which imports only the module of the command run).
-COMMANDS = ("evaluate", "compare", "datasets")
+#: The subcommands :func:`register` adds and their one-line help (read from this source by
+#: :mod:`service.cli`, which imports only the module of the command run).
+COMMANDS = {
+    "evaluate": "evaluate one learner on a dataset",
+    "compare": "compare learners on the same shuffles of a dataset",
+    "datasets": "list the built-in evaluation datasets",
+}
 
 
 def register(sub: Any) -> None:
     """Add the ``evaluate`` and ``compare`` subcommands."""
-    ev = sub.add_parser("evaluate", help="evaluate one learner on a dataset")
+    ev = sub.add_parser("evaluate", help=COMMANDS["evaluate"])
     _common_options(ev)
     ev.add_argument("--learner", required=True, help="registered learner name (see omtl learners)")
     ev.set_defaults(func=run_evaluate)
-    cmp = sub.add_parser("compare", help="compare learners on the same shuffles of a dataset")
+    cmp = sub.add_parser("compare", help=COMMANDS["compare"])
     _common_options(cmp)
     cmp.add_argument("--learners", required=True, help="comma-separated learner names")
     cmp.add_argument(
         "--plot", metavar="FILE.png", help="draw the learners' curves (needs matplotlib)"
     )
     cmp.set_defaults(func=run_compare)
-    ds = sub.add_parser("datasets", help="list the built-in evaluation datasets")
+    ds = sub.add_parser("datasets", help=COMMANDS["datasets"])
     ds.set_defaults(func=run_datasets)
 
 

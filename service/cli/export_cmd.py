@@ -101,27 +101,29 @@ def rollback_to(api: RawApi, model: str, version: int | None) -> dict[str, Any]:
     return result
 
 
-#: The subcommands :func:`register` adds (read from this source by
-#: :func:`service.cli.command_modules`, which imports only the module of the command run).
-COMMANDS = ("export", "import", "rollback")
+#: The subcommands :func:`register` adds and their one-line help (read from this source by
+#: :mod:`service.cli`, which imports only the module of the command run).
+COMMANDS = {
+    "export": "write a model (configuration + snapshot) to a file",
+    "import": "create a model from a file of `omtl export`",
+    "rollback": "restore a kept snapshot, discarding the log after it (no VERSION: list)",
+}
 
 
 def register(sub: Any) -> None:
     """Add the ``export``, ``import`` and ``rollback`` subcommands."""
     url_help = "API URL (default from OMTL_API_HOST/PORT)"
-    p = sub.add_parser("export", help="write a model (configuration + snapshot) to a file")
+    p = sub.add_parser("export", help=COMMANDS["export"])
     p.add_argument("model")
     p.add_argument("file", type=Path)
     p.add_argument("--url", default=None, help=url_help)
     p.set_defaults(func=_run_export)
-    p = sub.add_parser("import", help="create a model from a file of `omtl export`")
+    p = sub.add_parser("import", help=COMMANDS["import"])
     p.add_argument("file", type=Path)
     p.add_argument("--as", dest="name", default=None, help="name of the new model")
     p.add_argument("--url", default=None, help=url_help)
     p.set_defaults(func=_run_import)
-    p = sub.add_parser(
-        "rollback", help="restore a kept snapshot, discarding the log after it (no VERSION: list)"
-    )
+    p = sub.add_parser("rollback", help=COMMANDS["rollback"])
     p.add_argument("model")
     p.add_argument("version", type=int, nargs="?", default=None)
     p.add_argument("--url", default=None, help=url_help)

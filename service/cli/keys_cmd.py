@@ -29,14 +29,16 @@ __all__ = ["COMMANDS", "register"]
 CLI_ACTOR = "omtl-keys"
 
 
-#: The subcommands :func:`register` adds (read from this source by
-#: :func:`service.cli.command_modules`, which imports only the module of the command run).
-COMMANDS = ("keys",)
+#: The subcommands :func:`register` adds and their one-line help (read from this source by
+#: :mod:`service.cli`, which imports only the module of the command run).
+COMMANDS = {
+    "keys": "manage API keys (in the Redis at REDIS_URL)",
+}
 
 
 def register(sub: Any) -> None:
     """Add ``omtl keys create|list|revoke|token``."""
-    keys = sub.add_parser("keys", help="manage API keys (in the Redis at REDIS_URL)")
+    keys = sub.add_parser("keys", help=COMMANDS["keys"])
     actions = keys.add_subparsers(dest="keys_command", metavar="ACTION", required=True)
 
     create = actions.add_parser("create", help="create a key and print it (shown once)")

@@ -9,14 +9,16 @@ from typing import Any
 
 import learners
 
-#: The subcommands :func:`register` adds (read from this source by
-#: :func:`service.cli.command_modules`, which imports only the module of the command run).
-COMMANDS = ("learners",)
+#: The subcommands :func:`register` adds and their one-line help (read from this source by
+#: :mod:`service.cli`, which imports only the module of the command run).
+COMMANDS = {
+    "learners": "list the available learners",
+}
 
 
 def register(sub: Any) -> None:
     """Add the ``learners`` subcommand."""
-    p = sub.add_parser("learners", help="list the available learners")
+    p = sub.add_parser("learners", help=COMMANDS["learners"])
     p.add_argument("--json", action="store_true", help="print a JSON list of LearnerInfo entries")
     p.set_defaults(func=run)
 

@@ -37,17 +37,16 @@ def server_url(data_dir: Path | None = None) -> str | None:
         return None
 
 
-#: The subcommands :func:`register` adds (read from this source by
-#: :func:`service.cli.command_modules`, which imports only the module of the command run).
-COMMANDS = ("redis-cli",)
+#: The subcommands :func:`register` adds and their one-line help (read from this source by
+#: :mod:`service.cli`, which imports only the module of the command run).
+COMMANDS = {
+    "redis-cli": "run a Redis command on the service's server (REDIS_URL or the embedded one)",
+}
 
 
 def register(sub: Any) -> None:
     """Add the ``redis-cli`` subcommand."""
-    p = sub.add_parser(
-        "redis-cli",
-        help="run a Redis command on the service's server (REDIS_URL or the embedded one)",
-    )
+    p = sub.add_parser("redis-cli", help=COMMANDS["redis-cli"])
     p.add_argument("--data-dir", default=None, help="data directory of `omtl up` (OMTL_DATA_DIR)")
     p.add_argument("words", nargs=argparse.REMAINDER, help="the command, e.g. XLEN 'omtl:{m}:log'")
     p.set_defaults(func=run)

@@ -201,14 +201,16 @@ def replay(
     return stats
 
 
-#: The subcommands :func:`register` adds (read from this source by
-#: :func:`service.cli.command_modules`, which imports only the module of the command run).
-COMMANDS = ("replay",)
+#: The subcommands :func:`register` adds and their one-line help (read from this source by
+#: :mod:`service.cli`, which imports only the module of the command run).
+COMMANDS = {
+    "replay": "stream a dataset into a running service",
+}
 
 
 def register(sub: Any) -> None:
     """Add the ``replay`` subcommand."""
-    p = sub.add_parser("replay", help="stream a dataset into a running service")
+    p = sub.add_parser("replay", help=COMMANDS["replay"])
     p.add_argument(
         "dataset",
         help="dataset name (see `omtl datasets`; a multiview one is sent as rounds) or a .npz path",

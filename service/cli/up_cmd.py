@@ -43,16 +43,18 @@ log = logging.getLogger("omtl.up")
 APP = "service.api.app:create_app"
 
 
-#: The subcommands :func:`register` adds (read from this source by
-#: :func:`service.cli.command_modules`, which imports only the module of the command run).
-COMMANDS = ("up", "api", "worker")
+#: The subcommands :func:`register` adds and their one-line help (read from this source by
+#: :mod:`service.cli`, which imports only the module of the command run).
+COMMANDS = {
+    "up": "run the whole service: embedded Redis (unless REDIS_URL), API and worker",
+    "api": "serve the HTTP API against REDIS_URL",
+    "worker": "run a worker against REDIS_URL",
+}
 
 
 def register(sub: Any) -> None:
     """Add the ``up``, ``api`` and ``worker`` subcommands."""
-    up = sub.add_parser(
-        "up", help="run the whole service: embedded Redis (unless REDIS_URL), API and worker"
-    )
+    up = sub.add_parser("up", help=COMMANDS["up"])
     up.add_argument("--host", default=None, help="API bind address (default: OMTL_API_HOST)")
     up.add_argument("--port", type=int, default=None, help="API port (default: OMTL_API_PORT)")
     up.add_argument(
@@ -66,12 +68,12 @@ def register(sub: Any) -> None:
     )
     up.set_defaults(func=run_up)
 
-    api = sub.add_parser("api", help="serve the HTTP API against REDIS_URL")
+    api = sub.add_parser("api", help=COMMANDS["api"])
     api.add_argument("--host", default=None, help="bind address (default: OMTL_API_HOST)")
     api.add_argument("--port", type=int, default=None, help="port (default: OMTL_API_PORT)")
     api.set_defaults(func=run_api)
 
-    worker = sub.add_parser("worker", help="run a worker against REDIS_URL")
+    worker = sub.add_parser("worker", help=COMMANDS["worker"])
     worker.add_argument("--model", action="append", help="serve only this model (repeatable)")
     worker.add_argument(
         "--metrics-port", type=int, default=None, help="Prometheus port (OMTL_WORKER_METRICS_PORT)"
