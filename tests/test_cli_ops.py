@@ -117,6 +117,23 @@ def test_a_command_imports_only_its_own_module() -> None:
     assert run.returncode == 0 and "usage: omtl rollback" in run.stdout
 
 
+def test_annotate_starts_without_the_learners() -> None:
+    """``omtl annotate`` answers label requests from a dataset: it needs neither the learners
+    nor numba (its module borrows ``default_url`` from ``omtl replay``'s, which imports the
+    learners only for multiview rounds)."""
+    code = (
+        "import sys, json\n"
+        "from service.cli import main\n"
+        "try:\n"
+        "    main(['annotate', '--help'])\n"
+        "except SystemExit as exit:\n"
+        "    loaded = [m for m in ('numba', 'learners') if m in sys.modules]\n"
+        "    print(json.dumps([exit.code, loaded]))\n"
+    )
+    *shown, result = _fresh_python(code)
+    assert json.loads(result) == [0, []] and "usage: omtl annotate" in shown[0]
+
+
 def test_the_top_level_help_comes_from_the_declarations_alone() -> None:
     """``omtl --help`` and an unknown command's error list every command with its help, as
     the whole parser does, and import no command module."""

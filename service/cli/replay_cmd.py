@@ -25,7 +25,6 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-import learners
 from evaluation.catalog import load_any
 from evaluation.dataset import Dataset
 from evaluation.multiview import MultiviewDataset
@@ -95,7 +94,10 @@ def round_json(ds: MultiviewDataset, row: int, labelled: bool) -> dict[str, Any]
 
 def for_learner(ds: MultiviewDataset, learner: str) -> MultiviewDataset:
     """The rounds as ``learner`` takes them: zero-padded to the largest view dimension
-    when it has no ``task_dims`` and the views differ in dimension."""
+    when it has no ``task_dims`` and the views differ in dimension. Imports the learners
+    here: ``omtl annotate`` and ``omtl replay`` of single-view data do without numba."""
+    import learners
+
     has_dims = any(p.name == "task_dims" for p in learners.get(learner).params)
     return ds if has_dims or ds.uniform else ds.padded()
 
