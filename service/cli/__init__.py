@@ -38,10 +38,15 @@ def _declarations() -> dict[str, tuple[str, str]]:
     """Each subcommand's name, its module and its one-line help, in the order of the
     modules' names and of each module's ``COMMANDS``."""
     declared: dict[str, tuple[str, str]] = {}
-    for mod in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-        for name, help_text in _declared_commands(Path(__path__[0]) / f"{mod.name}.py").items():
-            declared[name] = (mod.name, help_text)
+    for module in _module_names():
+        for name, help_text in _declared_commands(Path(__path__[0]) / f"{module}.py").items():
+            declared[name] = (module, help_text)
     return declared
+
+
+def _module_names() -> list[str]:
+    """The modules of this package, by name in alphabetical order."""
+    return sorted(m.name for m in pkgutil.iter_modules(__path__))
 
 
 def _declared_commands(path: Path) -> dict[str, str]:
@@ -51,14 +56,10 @@ def _declared_commands(path: Path) -> dict[str, str]:
     except OSError:
         return {}
     for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1:
-            target, value = node.targets[0], node.value
-        elif isinstance(node, ast.AnnAssign) and node.value is not None:
-            target, value = node.target, node.value
-        else:
-            continue
-        if isinstance(target, ast.Name) and target.id == "COMMANDS":
-            return {str(k): str(v) for k, v in ast.literal_eval(value).items()}
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == [
+            "COMMANDS"
+        ]:
+            return {str(k): str(v) for k, v in ast.literal_eval(node.value).items()}
     return {}
 
 
@@ -75,9 +76,7 @@ def build_parser(modules: Sequence[str] | None = None) -> argparse.ArgumentParse
     """The top-level parser with the subcommands of the given modules of this package
     (by name; None: every module, found by discovery)."""
     parser, sub = _top_parser()
-    if modules is None:
-        modules = [m.name for m in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name)]
-    for name in modules:
+    for name in _module_names() if modules is None else modules:
         module = importlib.import_module(f"{__name__}.{name}")
         register = getattr(module, "register", None)
         if register is not None:
