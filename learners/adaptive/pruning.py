@@ -27,14 +27,17 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 import numpy as np
+from numba import njit
 
 from learners.base import Param
+from learners.kernels import register_warmup
 from learners.params import non_negative, positive_int
 
 __all__ = [
     "PRUNE",
     "PRUNE_EVERY",
     "count_duels",
+    "count_rows",
     "cuts",
     "losing",
     "next_check",
@@ -74,6 +77,46 @@ def count_duels(duels: np.ndarray, wrong: np.ndarray, lead_wrong: np.ndarray) ->
     split = wrong != lead_wrong[None, :]
     duels[:, 0] += np.count_nonzero(split & wrong, axis=1)
     duels[:, 1] += np.count_nonzero(split & ~wrong, axis=1)
+
+
+@njit(cache=True)
+def count_rows(
+    scores: np.ndarray, y: np.ndarray, mistakes: np.ndarray, duels: np.ndarray, leads: np.ndarray
+) -> None:  # pragma: no cover - compiled
+    """Count a batch's mistakes and duels of the candidates, row by row: ``scores``
+    (candidates x rows) each candidate's score of each row, ``y`` the labels. Before row
+    i the leader is the candidate with the fewest ``mistakes`` (the first on ties), stored
+    in ``leads[i]``; then every candidate whose sign error differs from the leader's counts
+    a duel (:func:`count_duels`) and every erring candidate a mistake. ``mistakes`` and
+    ``duels`` are updated in place: what :func:`count_duels` and the running counts give,
+    in one pass instead of a dozen array operations (15-20 us of a 100-row batch)."""
+    V, n = scores.shape
+    for i in range(n):
+        positive = y[i] > 0.0
+        lead = 0
+        for v in range(1, V):
+            if mistakes[v] < mistakes[lead]:
+                lead = v
+        leads[i] = lead
+        lead_wrong = (scores[lead, i] >= 0.0) != positive
+        for v in range(V):
+            wrong = (scores[v, i] >= 0.0) != positive
+            if wrong != lead_wrong:
+                duels[v, 0 if wrong else 1] += 1
+            if wrong:
+                mistakes[v] += 1
+
+
+@register_warmup
+def warm() -> None:
+    """Compile :func:`count_rows` for the arrays the views' batches pass it."""
+    count_rows(
+        np.zeros((2, 1)),
+        np.ones(1),
+        np.zeros(2, dtype=np.int64),
+        np.zeros((2, 2), dtype=np.int64),
+        np.empty(1, dtype=np.int64),
+    )
 
 
 def next_check(events: int, every: int) -> int:

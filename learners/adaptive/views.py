@@ -54,7 +54,7 @@ from learners.adaptive.products import expanded_width, with_products, with_produ
 from learners.adaptive.pruning import (
     PRUNE,
     PRUNE_EVERY,
-    count_duels,
+    count_rows,
     cuts,
     losing,
     survivors,
@@ -402,29 +402,20 @@ class AdaptiveViews(Learner):
             else:
                 unit = name in UNIT_VIEWS
                 scores[m] = inner._kernel_batch(rows, y, tasks, bias, unit, own_arrays=True)
-        wrong = (scores >= 0.0) != (y > 0.0)[None, :]
-        if batch.n == 1:  # one event: the counts before it are the carried ones
-            lead = int(np.argmin(self.view_mistakes_))  # the first view on ties
-            self._count_event(wrong[:, 0].tolist(), lead)
-            return scores[lead, :]
-        leads = self._leaders(wrong)
-        each = np.arange(batch.n)
-        count_duels(self.view_duels_, wrong, wrong[leads, each])
-        self.view_mistakes_ += wrong.sum(axis=1)
+        if len(self.views_) == 1:  # the one view leads every row and duels no other
+            self.view_mistakes_[0] += int(np.count_nonzero((scores[0] >= 0.0) != (y > 0.0)))
+            self._learned_views(batch.n)
+            return scores[0]
+        leads = np.empty(batch.n, dtype=np.int64)
+        count_rows(scores, y, self.view_mistakes_, self.view_duels_, leads)
         self._learned_views(batch.n)
-        return scores[leads, each]
-
-    def _leaders(self, wrong: np.ndarray) -> np.ndarray:
-        """The leading view of each row of a batch whose views erred as ``wrong`` (views x
-        rows): the fewest mistakes before the row, the first view on ties."""
-        # Mistakes of each view before row i: the carried counts plus the batch's so far.
-        before = self.view_mistakes_[:, None] + np.cumsum(wrong, axis=1) - wrong
-        return np.argmin(before, axis=0)
+        return scores[leads, np.arange(batch.n)]
 
     def _count_event(self, wrong: list[bool], lead: int) -> None:
         """One event's mistakes and duels of the views (``wrong[v]``: view v erred; ``lead``:
-        the leading view before it), then its count. Scalar steps: the numpy calls of a
-        batch's count cost a fifth of a per-event call."""
+        the leading view before it), then its count: the numpy reference's per-event step
+        (:meth:`_learn`) of what :func:`~learners.adaptive.pruning.count_rows` counts for a
+        batch."""
         lead_wrong = wrong[lead]
         for v, w in enumerate(wrong):
             if w:

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import learners
 from learners.adaptive.layout import config_pair, is_interleaved, kept_pair
-from learners.adaptive.pruning import count_duels, losing, next_check
+from learners.adaptive.pruning import count_duels, count_rows, losing, next_check
 from learners.adaptive.views import AdaptiveViews
 from learners.checks.kernels import reference_of
 
@@ -57,6 +57,44 @@ def test_count_duels_counts_only_the_events_where_exactly_one_erred() -> None:
     # candidate 0: wrong where the leader was right at event 0, right where it was wrong at 1
     # candidate 1: right where the leader was wrong at 1, wrong where it was right at 3
     assert duels.tolist() == [[1, 1], [1, 1]]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(1, 4).flatmap(
+        lambda V: st.tuples(
+            st.lists(st.integers(0, 5), min_size=V, max_size=V),
+            st.lists(
+                st.lists(st.sampled_from([-1.0, -0.0, 0.0, 0.5]), min_size=V, max_size=V),
+                min_size=0,
+                max_size=12,
+            ),
+            st.lists(st.sampled_from([-1.0, 1.0]), min_size=12, max_size=12),
+        )
+    )
+)
+def test_count_rows_is_the_running_leader_and_count_duels_row_by_row(case: Any) -> None:
+    """The compiled batch count equals, row by row: the leader with the fewest mistakes so
+    far (the first on ties), :func:`count_duels` against it, then the mistakes (a score of
+    0 or -0 predicts +1)."""
+    start, columns, labels = case
+    V, n = len(start), len(columns)
+    scores = np.array(columns, dtype=np.float64).T.reshape(V, n)
+    y = np.array(labels[:n])
+    mistakes = np.array(start, dtype=np.int64)
+    duels = np.zeros((V, 2), dtype=np.int64)
+    expected_mistakes, expected_duels, expected_leads = mistakes.copy(), duels.copy(), []
+    for i in range(n):
+        wrong = (scores[:, i] >= 0.0) != (y[i] > 0.0)
+        lead = int(np.argmin(expected_mistakes))
+        expected_leads.append(lead)
+        count_duels(expected_duels, wrong[:, None], wrong[lead : lead + 1])
+        expected_mistakes += wrong
+    leads = np.full(n, -1, dtype=np.int64)
+    count_rows(scores, y, mistakes, duels, leads)
+    assert leads.tolist() == expected_leads
+    np.testing.assert_array_equal(mistakes, expected_mistakes)
+    np.testing.assert_array_equal(duels, expected_duels)
 
 
 def test_checks_fall_every_prune_every_events() -> None:
