@@ -4,8 +4,8 @@ Measures, in one run on one machine:
 
 1. worker events/second draining a pre-filled log of single-event entries,
    beside the raw Redis Streams baseline (XREADGROUP + XACK, no decoding, no
-   learning) on the same entries (K = 100, d = 100, ``cmtl``, every event
-   labelled);
+   learning) on the same entries (K = 100, d = 100, ``cmtl`` or the learner
+   ``--learner`` names, every event labelled);
 2. the same with batch entries of 100 events, and of 10,000 events (the cost
    per event must not grow with the entry): the two drains alternate
    ``--drain-reps`` times, each on a log of its own, and the report keeps each
@@ -24,8 +24,8 @@ The worker's figures come with its CPU time per event, which depends far less
 on other load on the machine than the rates do. The learner kernels are warmed
 (compiled or loaded from numba's cache) before anything is timed.
 
-Usage: ``python -m bench.e2e [--single N] [--batch N] [--batch10k N] [--drain-reps N]
-[--seconds S] [--reps R] [--quick]``
+Usage: ``python -m bench.e2e [--learner NAME] [--single N] [--batch N] [--batch10k N]
+[--drain-reps N] [--seconds S] [--reps R] [--quick] [--out DIR]``
 """
 
 from __future__ import annotations
@@ -169,6 +169,7 @@ def report(
     info: dict[str, str],
     versions: dict[str, str],
     load_avg: tuple[float, float],
+    learner: str = "cmtl",
 ) -> str:
     """The markdown report."""
     lines = [
@@ -184,7 +185,7 @@ def report(
         "",
         "Versions: " + ", ".join(f"{k} {v}" for k, v in versions.items()) + ".",
         "",
-        f"## Worker drain (K = {K}, d = {D}, cmtl, every event labelled)",
+        f"## Worker drain (K = {K}, d = {D}, {learner}, every event labelled)",
         "",
         "A pre-filled log drained by the real worker in burst mode (read, decode, predict, "
         "count, learn, snapshot) beside the raw baseline on the same entries and server "
@@ -256,6 +257,9 @@ def report(
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark, print the report and write ``bench/results/e2e.md``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--learner", default="cmtl", help="the drained models' learner (default cmtl)"
+    )
     parser.add_argument("--single", type=int, default=100_000, help="events, 1 per entry")
     parser.add_argument(
         "--batch", type=int, default=500_000, help="events, 100 per entry (0 skips)"
@@ -292,7 +296,9 @@ def main(argv: list[str] | None = None) -> int:
             if n == 0:
                 continue
             _log(f"draining {n:,} events, {per_entry} per entry ...")
-            result = measure_drain(settings, make_stream(n, K, D), per_entry, model, D)
+            result = measure_drain(
+                settings, make_stream(n, K, D), per_entry, model, D, args.learner
+            )
             drains.setdefault(label, []).append(result)
             _log(f"  {result}")
             if per_entry > 1:
@@ -310,7 +316,9 @@ def main(argv: list[str] | None = None) -> int:
         )
         r.close()
     load_avg = (load_start, os.getloadavg()[0])
-    text = report(drains, predicts, machine(), _versions(str(server_version)), load_avg)
+    text = report(
+        drains, predicts, machine(), _versions(str(server_version)), load_avg, args.learner
+    )
     print(text)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "e2e.md").write_text(text)

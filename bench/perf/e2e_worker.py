@@ -10,7 +10,7 @@ Both sides drain the same pre-filled stream on the same server:
 Events follow the perf-anchor stream of :mod:`bench.perf.throughput_streams`: x ~ N(0, I)
 scaled to unit norm (sent as float32), tasks uniform over K, y = sign(w_k x) with 5% of labels flipped,
 w_k = w0 + 0.5 u_k. Every event is labelled, so the worker predicts and learns
-each one (multitask Perceptron ``cmtl``).
+each one (with the multitask Perceptron ``cmtl`` unless another learner is named).
 """
 
 from __future__ import annotations
@@ -96,12 +96,18 @@ def _raw_drain(r: redis.Redis, key: str, count: int, total: int) -> float:
 
 
 def measure_drain(
-    settings: Settings, stream: BenchStream, per_entry: int, model: str, dim: int
+    settings: Settings,
+    stream: BenchStream,
+    per_entry: int,
+    model: str,
+    dim: int,
+    learner: str = "cmtl",
 ) -> DrainResult:
-    """Fill the model's log and a baseline stream with the same entries and drain both."""
+    """Fill the model's log (a new model of ``learner``) and a baseline stream with the
+    same entries and drain both."""
     r = redis.Redis.from_url(settings.redis_url or "")
     tasks = [f"t{k}" for k in range(stream.n_tasks)]
-    put_model(r, model, ModelConfig(learner="cmtl", n_features=dim, tasks=tasks))
+    put_model(r, model, ModelConfig(learner=learner, n_features=dim, tasks=tasks))
     entries = _entries(stream, per_entry)
     fill = _fill(r, keys.log_key(model), entries)
     worker = Worker(settings, models=[model])
