@@ -163,6 +163,55 @@ def _verdicts(drains: dict[str, list[DrainResult]]) -> list[str]:
     return lines
 
 
+def _predict_section(predicts: list[tuple[LoadResult, LoadResult]], learner: str) -> list[str]:
+    """The /predict comparison of the report (a sentence when it was not run)."""
+    if not predicts:
+        return [
+            "",
+            f"POST /predict was not compared: `{learner}` predicts from more than a matrix of "
+            "per-task weights, the bare endpoint's dot product.",
+        ]
+    lines = [
+        "",
+        "## POST /predict beside a bare FastAPI endpoint (same body, same dot product)",
+        "",
+        "One uvicorn worker each (uvloop, httptools, no access log), both running side by "
+        "side; load from "
+        f"{predicts[0][0].tool} with one thread on the same 2 cores, the runs of the two apps "
+        "alternating; each cell is the run with the median requests/second. Ours validates the body, "
+        "appends the event to the log and checks the snapshot version in one Redis round trip, "
+        "and counts metrics; the bare endpoint only parses and multiplies.",
+        "",
+        "| connections | ours req/s | ours p50 | ours p99 | bare req/s | bare p50 | bare p99 "
+        "| ours / bare |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for ours, bare in predicts:
+        lines.append(
+            f"| {ours.connections} | {ours.requests_per_sec:,.0f} | {ours.p50_ms:.2f} ms | "
+            f"{ours.p99_ms:.2f} ms | {bare.requests_per_sec:,.0f} | {bare.p50_ms:.2f} ms | "
+            f"{bare.p99_ms:.2f} ms | {ours.requests_per_sec / bare.requests_per_sec:.0%} |"
+        )
+        if ours.errors or bare.errors:
+            lines.append(f"| (errors: ours {ours.errors}, bare {bare.errors}) | | | | | | | |")
+    lines += [
+        "",
+        "Server CPU per request during the same runs (ours: API process + Redis server; "
+        "bare: its process), which depends far less on other load on the machine than "
+        "requests per second do:",
+        "",
+        "| connections | ours CPU / request | bare CPU / request | bare / ours |",
+        "|---:|---:|---:|---:|",
+    ]
+    for ours, bare in predicts:
+        lines.append(
+            f"| {ours.connections} | {ours.cpu_us_per_request:.0f} µs | "
+            f"{bare.cpu_us_per_request:.0f} µs | "
+            f"{bare.cpu_us_per_request / ours.cpu_us_per_request:.0%} |"
+        )
+    return lines
+
+
 def report(
     drains: dict[str, list[DrainResult]],
     predicts: list[tuple[LoadResult, LoadResult]],
@@ -204,44 +253,7 @@ def report(
             f"{_rate(d.raw_per_sec)} | {d.ratio:.0%} | {1e3 * d.worker_cpu_us:.0f} ns | "
             f"{1e3 * d.raw_cpu_us:.0f} ns |"
         )
-    lines += [
-        "",
-        "## POST /predict beside a bare FastAPI endpoint (same body, same dot product)",
-        "",
-        "One uvicorn worker each (uvloop, httptools, no access log), both running side by "
-        "side; load from "
-        f"{predicts[0][0].tool} with one thread on the same 2 cores, the runs of the two apps "
-        "alternating; each cell is the run with the median requests/second. Ours validates the body, "
-        "appends the event to the log and checks the snapshot version in one Redis round trip, "
-        "and counts metrics; the bare endpoint only parses and multiplies.",
-        "",
-        "| connections | ours req/s | ours p50 | ours p99 | bare req/s | bare p50 | bare p99 "
-        "| ours / bare |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for ours, bare in predicts:
-        lines.append(
-            f"| {ours.connections} | {ours.requests_per_sec:,.0f} | {ours.p50_ms:.2f} ms | "
-            f"{ours.p99_ms:.2f} ms | {bare.requests_per_sec:,.0f} | {bare.p50_ms:.2f} ms | "
-            f"{bare.p99_ms:.2f} ms | {ours.requests_per_sec / bare.requests_per_sec:.0%} |"
-        )
-        if ours.errors or bare.errors:
-            lines.append(f"| (errors: ours {ours.errors}, bare {bare.errors}) | | | | | | | |")
-    lines += [
-        "",
-        "Server CPU per request during the same runs (ours: API process + Redis server; "
-        "bare: its process), which depends far less on other load on the machine than "
-        "requests per second do:",
-        "",
-        "| connections | ours CPU / request | bare CPU / request | bare / ours |",
-        "|---:|---:|---:|---:|",
-    ]
-    for ours, bare in predicts:
-        lines.append(
-            f"| {ours.connections} | {ours.cpu_us_per_request:.0f} µs | "
-            f"{bare.cpu_us_per_request:.0f} µs | "
-            f"{bare.cpu_us_per_request / ours.cpu_us_per_request:.0%} |"
-        )
+    lines += _predict_section(predicts, learner)
     lines += [
         "",
         "Targets (issues 4 and 17): worker >= 70% of raw for single-event entries; "
@@ -306,14 +318,17 @@ def main(argv: list[str] | None = None) -> int:
         snap = read_snapshot(r, "bench1")
         assert snap is not None
         weights = snap.learner.task_weights()
-        assert weights is not None
-        weights_file = Path(tmp) / "weights.npy"
-        np.save(weights_file, weights)
-        _log("loading /predict ...")
-        assert server.pid is not None
-        predicts = _predict_runs(
-            server.url, server.pid, "bench1", weights_file, args.seconds, args.reps
-        )
+        predicts: list[tuple[LoadResult, LoadResult]] = []
+        if weights is None:
+            _log(f"{args.learner} has no per-task weights for the bare endpoint: no /predict")
+        else:
+            weights_file = Path(tmp) / "weights.npy"
+            np.save(weights_file, weights)
+            _log("loading /predict ...")
+            assert server.pid is not None
+            predicts = _predict_runs(
+                server.url, server.pid, "bench1", weights_file, args.seconds, args.reps
+            )
         r.close()
     load_avg = (load_start, os.getloadavg()[0])
     text = report(
