@@ -14,8 +14,12 @@ slow implementation that defines the mathematics, kept for the kernel check of
   right length, an ``int`` or ``numpy.int64`` task and a ``+-1`` label (``int``,
   ``float`` or ``numpy.float64``: what a loop over numpy arrays hands over) go
   straight to the kernel, which checks finiteness as part of its pass (a
-  non-finite score changes nothing and is then reported as bad input). Any
-  other input takes the general validation of :class:`learners.base.Learner`.
+  non-finite score changes nothing and is then reported as bad input). A float32
+  or read-only ``x`` of the right length (the rows the worker reads from the log)
+  takes the lane as a float64 copy, the values the general validation would
+  convert it to (0.9 us per ``decision_one`` at d = 100, against 3.4 us through the
+  general validation). Any other input takes the general validation of
+  :class:`learners.base.Learner`.
   The lane calls the kernels' machine code for exactly those argument types
   (:func:`_entry`), which skips numba's per-call type dispatch: with it a Python
   loop of ``predict_one`` + ``learn_one`` costs less than the plain numpy loop
@@ -91,6 +95,16 @@ def _lean(x: Any, shape: tuple[int, ...] | None, task: Any, n_tasks: int) -> boo
         and type(task) is int
         and 0 <= task < n_tasks
     )
+
+
+def _lean_copy(x: Any, shape: tuple[int, ...] | None) -> np.ndarray | None:
+    """A float64 copy of a float32 or float64 array ``x`` of the lean ``shape`` that is not
+    a lean row itself (float32, read-only or strided: the rows the worker reads from the
+    log are read-only float32), else None. The copy holds the values the general
+    validation would convert ``x`` to."""
+    if type(x) is np.ndarray and x.shape == shape and (x.dtype is _F32 or x.dtype is _F64):
+        return np.array(x, dtype=np.float64)
+    return None
 
 
 class CompiledLinear(Learner):
@@ -358,11 +372,22 @@ class CompiledLinear(Learner):
         as_vector(x, self._n_features)  # raises ValueError on NaN or infinite values
         raise ValueError("the score is not finite: the weights or x overflow")
 
+    def _lean_row(self, x: Any, task: Any) -> np.ndarray | None:
+        """``x`` as the fast lane takes it (itself, or :func:`_lean_copy`), or None when
+        ``(x, task)`` needs the general validation."""
+        if _lean(x, self._x_shape, task, self._n_tasks):
+            return x
+        if type(task) is not int or not 0 <= task < self._n_tasks:
+            return None
+        return _lean_copy(x, self._x_shape)
+
     def decision_one(self, x: Any, task: int) -> float:
         if type(task) is np.int64:
             task = int(task)
-        if not _lean(x, self._x_shape, task, self._n_tasks):
+        row = self._lean_row(x, task)
+        if row is None:
             return super().decision_one(x, task)
+        x = row
         score: float = self._decide(self.kernel_kind, self._S, x, task, self._p0, self._p1)
         if -_INF < score < _INF:
             return score
@@ -374,7 +399,10 @@ class CompiledLinear(Learner):
         if type(task) is np.int64:
             task = int(task)
         if not _lean(x, self._x_shape, task, self._n_tasks):
-            return 1 if super().decision_one(x, task) >= 0.0 else -1
+            row = self._lean_row(x, task)
+            if row is None:
+                return 1 if super().decision_one(x, task) >= 0.0 else -1
+            x = row
         score = self._decide(self.kernel_kind, self._S, x, task, self._p0, self._p1)
         if not -_INF < score < _INF:
             self._reject(x)
@@ -385,13 +413,13 @@ class CompiledLinear(Learner):
             task = int(task)
         if type(y) is np.float64:
             y = float(y)
-        if not (
-            (y == 1.0 or y == -1.0)
-            and (type(y) is float or type(y) is int)
-            and _lean(x, self._x_shape, task, self._n_tasks)
-        ):
+        row = None
+        if (y == 1.0 or y == -1.0) and (type(y) is float or type(y) is int):
+            row = self._lean_row(x, task)
+        if row is None:
             t = check_task(task, self._n_tasks)
             return self._run(self._prepare(x), check_label(y, self.label_kind), t, True)
+        x = row
         score: float = self._learn_dense(
             self.kernel_kind, self._S, self._A, x, y, task, self._p0, self._p1
         )

@@ -187,7 +187,9 @@ def test_lean_calls_reject_bad_x_and_change_nothing(name):
         np.testing.assert_array_equal(np.asarray(after[key]), np.asarray(value))
 
 
-def test_other_array_kinds_take_the_general_path_with_the_same_result():
+def test_other_array_kinds_give_the_result_of_a_float64_row():
+    """Read-only and strided rows (the lane, as a copy) and a list (the general path)
+    learn what the C-contiguous float64 row learns."""
     x = np.array([1.0, -2.0, 0.5, 3.0])
     a = learners.make("cmtl", n_features=4, n_tasks=2)
     b = learners.make("cmtl", n_features=4, n_tasks=2)
@@ -197,6 +199,45 @@ def test_other_array_kinds_take_the_general_path_with_the_same_result():
     for form in (readonly, strided, x.astype(np.float32).astype(np.float64), [1, -2, 0.5, 3]):
         assert a.score_and_learn_one(form, 1, 1) == b.score_and_learn_one(x, 1.0, 1)
     np.testing.assert_array_equal(a.task_weights(), b.task_weights())
+
+
+@pytest.mark.parametrize("name", ["cmtl", "ipl", "pt-global", "pa-global", "pa-individual"])
+def test_float32_rows_take_the_lean_lane_as_their_float64_values(name, monkeypatch):
+    """The rows the worker reads from the log (float32, read-only where read in place)
+    take the lean lane as a float64 copy, without the general validation, and score and
+    learn exactly what their float64 values do; a NaN among them is still refused with
+    nothing changed."""
+    X, y, tasks = _labelled_stream(13)
+    X32 = X.astype(np.float32)
+    read_only = np.frombuffer(X32.tobytes(), np.float32).reshape(X32.shape)
+    rows32 = learners.make(name, n_features=6, n_tasks=3)
+    rows64 = learners.make(name, n_features=6, n_tasks=3)
+
+    def general_path(*args: object) -> None:
+        raise AssertionError("the general validation ran")
+
+    monkeypatch.setattr(rows32, "_prepare", general_path)
+    for i, (label, t) in enumerate(zip(y.tolist(), tasks.tolist(), strict=True)):
+        x32 = read_only[i] if i % 2 else X32[i]
+        x64 = X32[i].astype(np.float64)
+        assert rows32.decision_one(x32, t) == rows64.decision_one(x64, t)
+        assert rows32.predict_one(x32, t) == rows64.predict_one(x64, t)
+        assert rows32.score_and_learn_one(x32, label, t) == rows64.score_and_learn_one(
+            x64, label, t
+        )
+    counter = type(rows32).update_counter
+    assert getattr(rows32, counter) == getattr(rows64, counter) > 0
+    np.testing.assert_array_equal(rows32.task_weights(), rows64.task_weights())
+    monkeypatch.undo()
+    before = rows32.state_dict()
+    bad = X32[0].copy()
+    bad[2] = np.nan
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        rows32.score_and_learn_one(bad, 1.0, 0)
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        rows32.decision_one(bad, 0)
+    for key, value in before.items():
+        np.testing.assert_array_equal(np.asarray(rows32.state_dict()[key]), np.asarray(value))
 
 
 @pytest.mark.parametrize("name", ["cmtl", "ipl", "pa-global"])
