@@ -18,7 +18,7 @@ from types import TracebackType
 
 import redis
 
-from service.embedded_redis import EmbeddedRedis, free_port
+from service.embedded_redis import PORT_ATTEMPTS, EmbeddedRedis, PortInUse, free_port
 
 __all__ = ["EmbeddedCluster"]
 
@@ -31,19 +31,42 @@ class EmbeddedCluster:
     def __init__(self, data_dir: str | os.PathLike[str], n: int = 3) -> None:
         self.data_dir = Path(data_dir).resolve()
         #: each node's cluster bus port
-        self.bus_ports = [free_port() for _ in range(n)]
-        self.nodes = [EmbeddedRedis(self.data_dir / f"node{i}", port=free_port()) for i in range(n)]
-        for i, node in enumerate(self.nodes):
-            node.extra_args = [
-                "--cluster-enabled",
-                "yes",
-                "--cluster-config-file",
-                str(self.data_dir / f"node{i}" / "nodes.conf"),
-                "--cluster-port",  # explicit: the default (port + 10000) may not exist
-                str(self.bus_ports[i]),
-                "--cluster-node-timeout",
-                "5000",
-            ]
+        self.bus_ports = [0] * n
+        self.nodes = [EmbeddedRedis(self.data_dir / f"node{i}") for i in range(n)]
+        for i in range(n):
+            self._new_ports(i)
+
+    def _config_file(self, i: int) -> Path:
+        return self.data_dir / f"node{i}" / "nodes.conf"
+
+    def _new_ports(self, i: int) -> None:
+        """Free ports for node ``i`` (its clients' and its cluster bus), in its options."""
+        node = self.nodes[i]
+        node.port, self.bus_ports[i] = free_port(), free_port()
+        node.extra_args = [
+            "--cluster-enabled",
+            "yes",
+            "--cluster-config-file",
+            str(self._config_file(i)),
+            "--cluster-port",  # explicit: the default (port + 10000) may not exist
+            str(self.bus_ports[i]),
+            "--cluster-node-timeout",
+            "5000",
+        ]
+
+    def _start_node(self, i: int) -> None:
+        """Start node ``i``; a start that finds one of its ports taken in the meantime is
+        tried again on new ones (:class:`~service.embedded_redis.PortInUse`), with a new
+        cluster configuration."""
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            try:
+                self.nodes[i].start()
+                return
+            except PortInUse:
+                if attempt == PORT_ATTEMPTS:
+                    raise
+                self._config_file(i).unlink(missing_ok=True)
+                self._new_ports(i)
 
     @property
     def url(self) -> str:
@@ -56,8 +79,12 @@ class EmbeddedCluster:
 
     def start(self, timeout: float = 20.0) -> EmbeddedCluster:
         """Start the nodes, assign the slots, join them and wait for ``cluster_state:ok``."""
-        for node in self.nodes:
-            node.start()
+        try:
+            for i in range(len(self.nodes)):
+                self._start_node(i)
+        except BaseException:
+            self.stop()
+            raise
         clients = self.clients()
         try:
             n = len(self.nodes)

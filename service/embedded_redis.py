@@ -35,7 +35,14 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO
 
-__all__ = ["BINARY_ENV", "DataDirLocked", "EmbeddedRedis", "find_server_binary", "free_port"]
+__all__ = [
+    "BINARY_ENV",
+    "DataDirLocked",
+    "EmbeddedRedis",
+    "PortInUse",
+    "find_server_binary",
+    "free_port",
+]
 
 #: Environment variable naming an explicit server binary.
 BINARY_ENV = "EMBEDDED_REDIS_SERVER"
@@ -43,6 +50,17 @@ BINARY_ENV = "EMBEDDED_REDIS_SERVER"
 
 class DataDirLocked(RuntimeError):
     """Another process already runs a server on this data directory."""
+
+
+class PortInUse(RuntimeError):
+    """The server exited because a port it was to listen on was taken: a port that
+    :func:`free_port` found free can be taken by another process before the server binds
+    it (any outgoing connection on the machine may get it as its local port)."""
+
+
+#: Starts of a server on a port chosen here, each on a new free port after a port taken
+#: in between (:class:`PortInUse`).
+PORT_ATTEMPTS = 5
 
 
 def find_server_binary() -> str:
@@ -158,7 +176,21 @@ class EmbeddedRedis:
         self._lock = lock
 
     def start(self, timeout: float = 10.0) -> EmbeddedRedis:
-        """Start the server and wait until it answers PING."""
+        """Start the server and wait until it answers PING. On a port chosen here (none
+        given), a start that finds it taken is tried again on another free port, up to
+        :data:`PORT_ATTEMPTS` times; a port given is tried once (:class:`PortInUse`)."""
+        chosen = self.port is None
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            try:
+                return self._start_once(timeout)
+            except PortInUse:
+                if not chosen or attempt == PORT_ATTEMPTS:
+                    raise
+                self.port = None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _start_once(self, timeout: float) -> EmbeddedRedis:
+        """One start of the server (:meth:`start`)."""
         self._acquire_lock()
         self.port = self.port or free_port(self.host)
         cmd = [
@@ -199,7 +231,8 @@ class EmbeddedRedis:
             if self.proc.poll() is not None:
                 self._release()
                 tail = self.log_path.read_text()[-2000:] if self.log_path.exists() else ""
-                raise RuntimeError(f"server exited with {self.proc.returncode}: {tail}")
+                error = PortInUse if "Address already in use" in tail else RuntimeError
+                raise error(f"server exited with {self.proc.returncode}: {tail}")
             if self._answers_ping():
                 return self
             time.sleep(0.01)
