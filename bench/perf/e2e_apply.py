@@ -14,7 +14,10 @@ learner calls, counters; no Redis round trip. It isolates what
 It then times entries of 100 *unlabelled* events for the active learners of
 :data:`ACTIVE` (each event scored, a query decision drawn, a label request written
 where the learner asks), beside a loop of the learner's own ``decide_and_query`` over
-the same rows, so that the worker's share of an unlabelled event shows.
+the same rows, so that the worker's share of an unlabelled event shows; and entries of
+one event each, every one in a millisecond of its own (what events posted one at a
+time give: no group to apply in one call), labelled and unlabelled, for the learners
+of :data:`SINGLES`.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import time
 from typing import Any
 
 from bench.perf import throughput_streams
-from service.store.codec import encode_batch
+from service.store.codec import encode_batch, encode_event
 from service.store.models import ModelConfig, initial_snapshot
 from service.worker.apply import Applier
 from service.worker.outbox import Outbox
@@ -34,6 +37,8 @@ from service.worker.worker import READ_BYTES, READ_EVENTS
 __all__ = ["main", "measure"]
 
 K, D, READ_COUNT = 100, 100, 500
+#: A server time after every entry id here: what lets the worker apply a last group.
+_END = 10**15
 
 
 def _flat(fields: dict[str, bytes | str]) -> list[bytes]:
@@ -51,6 +56,11 @@ ACTIVE = (
     "amlc-adaptive",
     "peer-share-adaptive",
 )
+
+
+#: Learners whose single-event entries :func:`main` times: the default learner of a new
+#: model and two of the compiled linear family.
+SINGLES = ("cmtl", "pa-global", "adaptive-auto")
 
 
 def measure(
@@ -78,14 +88,48 @@ def measure(
     ]
     entry_bytes = sum(map(len, entries[0][1]))
     read = max(1, min(READ_COUNT, READ_EVENTS // per_entry, READ_BYTES // entry_bytes))
+    return _median_rate(entries, read, n_events, learner, reps)
+
+
+def measure_singles(
+    n_events: int, reps: int = 3, learner: str = "cmtl", labelled: bool = True
+) -> float:
+    """Median events per CPU second of ``Applier.apply`` over entries of one binary event
+    each, entry ``i`` with id ``<1000 + i>-0``: no two in the same millisecond, so each
+    is applied by the learner's per-event calls."""
+    stream = throughput_streams.make_stream(K, D, n_events, seed=0)
+    entries: list[list[Any]] = [
+        [
+            f"{1000 + i}-0".encode(),
+            _flat(
+                encode_event(
+                    f"t{stream.task[i]}",
+                    stream.X[i],
+                    float(stream.y[i]) if labelled else None,
+                    binary=True,
+                )
+            ),
+        ]
+        for i in range(n_events)
+    ]
+    return _median_rate(entries, READ_COUNT, n_events, learner, reps)
+
+
+def _median_rate(
+    entries: list[list[Any]], read: int, n_events: int, learner: str, reps: int
+) -> float:
+    """Median events per CPU second of a fresh model's ``Applier.apply`` over ``entries``,
+    ``read`` entries per call, after one run that is not kept."""
     config = _config(learner)
     rates = []
     for _ in range(reps + 1):  # the first run warms caches and is not kept
         state = ModelState("m", initial_snapshot("m", config))
         applier = Applier(state, Outbox(), lambda entry_id: None)
         started = time.thread_time()
+        held: list[Any] = []  # a group of labelled single events that may still grow
         for s in range(0, len(entries), read):
-            applier.apply(entries[s : s + read], horizon_ms=None)
+            held = applier.apply(held + entries[s : s + read], horizon_ms=None)
+        applier.apply(held, horizon_ms=_END)  # as the worker does once the log is read
         rates.append(n_events / (time.thread_time() - started))
         assert state.totals["events"] == n_events
     kept = sorted(rates[1:])
@@ -129,6 +173,13 @@ def main(argv: list[str] | None = None) -> int:
         alone = decide_loop(spec, n)
         print(
             f"  {spec:<38} apply {rate / 1e3:7.1f} k   decide_and_query alone {alone / 1e3:7.1f} k"
+        )
+    print(f"entries of one event, each in its own millisecond, K = {K}, d = {D}:")
+    for spec in SINGLES:
+        labelled = measure_singles(n, learner=spec)
+        unlabelled = measure_singles(n, learner=spec, labelled=False)
+        print(
+            f"  {spec:<38} labelled {labelled / 1e3:7.1f} k   unlabelled {unlabelled / 1e3:7.1f} k"
         )
     return 0
 
