@@ -372,11 +372,10 @@ class CompiledLinear(Learner):
         as_vector(x, self._n_features)  # raises ValueError on NaN or infinite values
         raise ValueError("the score is not finite: the weights or x overflow")
 
-    def _lean_row(self, x: Any, task: Any) -> np.ndarray | None:
-        """``x`` as the fast lane takes it (itself, or :func:`_lean_copy`), or None when
-        ``(x, task)`` needs the general validation."""
-        if _lean(x, self._x_shape, task, self._n_tasks):
-            return x
+    def _lane_copy(self, x: Any, task: Any) -> np.ndarray | None:
+        """For an ``(x, task)`` that :func:`_lean` refused: the float64 copy of ``x`` the
+        fast lane takes (:func:`_lean_copy`), or None when it needs the general
+        validation."""
         if type(task) is not int or not 0 <= task < self._n_tasks:
             return None
         return _lean_copy(x, self._x_shape)
@@ -384,10 +383,11 @@ class CompiledLinear(Learner):
     def decision_one(self, x: Any, task: int) -> float:
         if type(task) is np.int64:
             task = int(task)
-        row = self._lean_row(x, task)
-        if row is None:
-            return super().decision_one(x, task)
-        x = row
+        if not _lean(x, self._x_shape, task, self._n_tasks):
+            row = self._lane_copy(x, task)
+            if row is None:
+                return super().decision_one(x, task)
+            x = row
         score: float = self._decide(self.kernel_kind, self._S, x, task, self._p0, self._p1)
         if -_INF < score < _INF:
             return score
@@ -399,7 +399,7 @@ class CompiledLinear(Learner):
         if type(task) is np.int64:
             task = int(task)
         if not _lean(x, self._x_shape, task, self._n_tasks):
-            row = self._lean_row(x, task)
+            row = self._lane_copy(x, task)
             if row is None:
                 return 1 if super().decision_one(x, task) >= 0.0 else -1
             x = row
@@ -413,13 +413,13 @@ class CompiledLinear(Learner):
             task = int(task)
         if type(y) is np.float64:
             y = float(y)
-        row = None
-        if (y == 1.0 or y == -1.0) and (type(y) is float or type(y) is int):
-            row = self._lean_row(x, task)
-        if row is None:
-            t = check_task(task, self._n_tasks)
-            return self._run(self._prepare(x), check_label(y, self.label_kind), t, True)
-        x = row
+        lane = (y == 1.0 or y == -1.0) and (type(y) is float or type(y) is int)
+        if not (lane and _lean(x, self._x_shape, task, self._n_tasks)):
+            row = self._lane_copy(x, task) if lane else None
+            if row is None:
+                t = check_task(task, self._n_tasks)
+                return self._run(self._prepare(x), check_label(y, self.label_kind), t, True)
+            x = row
         score: float = self._learn_dense(
             self.kernel_kind, self._S, self._A, x, y, task, self._p0, self._p1
         )
