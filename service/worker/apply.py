@@ -361,8 +361,12 @@ class Applier:
         return 0
 
     def _unlabelled(self, eid_b: bytes, t: int, x32: bytes, ref: bytes | None) -> int:
-        """An unlabelled single event read by the fast path: predict, maybe ask for its label."""
-        self._unlabelled_event(eid_b.decode(), t, np.frombuffer(x32, _F4), ref)
+        """An unlabelled single event read by the fast path: predict, maybe ask for its label.
+        Its id is one Redis gave the entry (``<ms>-<seq>``), so its key is read by a split
+        rather than :func:`~service.store.codec.parse_event_id`'s pattern."""
+        ms, _, seq = eid_b.partition(b"-")
+        key = (int(ms), int(seq), -1)
+        self._unlabelled_event(eid_b.decode(), t, np.frombuffer(x32, _F4), ref, key)
         return 1
 
     def _apply_group(self, group: list[_Grouped]) -> int:
