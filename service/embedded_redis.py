@@ -179,15 +179,13 @@ class EmbeddedRedis:
         """Start the server and wait until it answers PING. On a port chosen here (none
         given), a start that finds it taken is tried again on another free port, up to
         :data:`PORT_ATTEMPTS` times; a port given is tried once (:class:`PortInUse`)."""
-        chosen = self.port is None
-        for attempt in range(1, PORT_ATTEMPTS + 1):
-            try:
-                return self._start_once(timeout)
-            except PortInUse:
-                if not chosen or attempt == PORT_ATTEMPTS:
-                    raise
-                self.port = None
-        raise AssertionError("unreachable")  # pragma: no cover
+        if self.port is None:
+            for _ in range(PORT_ATTEMPTS - 1):
+                try:
+                    return self._start_once(timeout)
+                except PortInUse:
+                    self.port = None
+        return self._start_once(timeout)
 
     def _start_once(self, timeout: float) -> EmbeddedRedis:
         """One start of the server (:meth:`start`)."""
