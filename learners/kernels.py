@@ -36,6 +36,7 @@ pass tests the row for zeros, so a dense row is read once per dot.
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import Callable
@@ -63,6 +64,7 @@ __all__ = [
     "vec_dot",
     "warm_learners",
     "all_finite",
+    "copy_signs",
     "axpy",
     "axpy2",
     "batch_rows",
@@ -531,6 +533,18 @@ def all_finite(a: np.ndarray) -> bool:
     return s == 0.0
 
 
+@njit(cache=True)
+def copy_signs(out: np.ndarray, src: np.ndarray) -> None:
+    """``out[i] = copysign(out[i], src[i])`` in place, for 1-D float64 arrays of one length.
+
+    The same bits as ``np.copysign(out, src, out=out)``, which numpy runs one element at
+    a time: this loop compiles to SIMD code, 2.5-4.5 times faster from 100 values up
+    (the sign restore of the ``log_scale`` preprocessing, :func:`learners.inputs._log_scale`).
+    """
+    for i in range(out.shape[0]):
+        out[i] = math.copysign(out[i], src[i])
+
+
 @njit(**ROW_KERNEL)
 def axpy(w: np.ndarray, scale: float, idx: np.ndarray, val: np.ndarray) -> None:
     """``w += scale * x`` in place for the row ``x = (idx, val)``: O(nnz)."""
@@ -708,6 +722,14 @@ def register_warmup(fn: _Warmup) -> _Warmup:
     """Decorator: ``fn`` runs a family's kernels once on tiny inputs (see :func:`warm_kernels`)."""
     _WARMUPS.append(fn)
     return fn
+
+
+@register_warmup
+def warm_input_checks() -> None:
+    """Compile the helpers that the input checks and preprocessing call from Python
+    (:func:`all_finite`, :func:`copy_signs`), which no family's kernel calls."""
+    all_finite(np.ones(2))
+    copy_signs(np.ones(2), -np.ones(2))
 
 
 def warm_every_learner() -> None:

@@ -7,10 +7,14 @@ import sys
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 import learners
 from learners import kernels
 from learners.checks.kernels import compare_with_reference, noisy_stream
+from learners.inputs import _log_scale
 from learners.perceptron import kernels as linear_kernels
 from learners.perceptron import pnorm_kernels, second_order_kernels
 from learners.perceptron.linear import IndependentPerceptrons
@@ -94,6 +98,37 @@ def test_all_finite_finds_every_nan_and_inf(n):
             b = a.copy()
             b[pos] = bad
             assert not kernels.all_finite(b)
+
+
+_FLOATS = st.floats(allow_nan=False, allow_infinity=False, width=64)
+
+
+@settings(max_examples=60, deadline=None)
+@given(hnp.arrays(np.float64, st.integers(0, 300), elements=_FLOATS))
+def test_copy_signs_gives_the_bits_of_numpy_copysign(values):
+    """Signed zeros, subnormals and the largest floats included: the compiled sign restore
+    of the log scaling is bit for bit ``np.copysign``."""
+    magnitudes = np.abs(values[::-1]).copy()
+    want = np.copysign(magnitudes, values)
+    kernels.copy_signs(magnitudes, values)
+    np.testing.assert_array_equal(magnitudes.view(np.int64), want.view(np.int64))
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        np.array([[3.0, -0.0, -1.0], [0.0, 1e-310, -7.5]]),  # C-contiguous 2-D: compiled
+        np.array([[3.0, -0.0, -1.0], [0.0, 1e-310, -7.5]]).T,  # strided: numpy's copysign
+        np.array([2.0, -3.0, -0.0], dtype=np.float32),  # float32: numpy's copysign
+        np.linspace(-5.0, 5.0, 1001),
+    ],
+)
+def test_log_scale_is_the_numpy_formula_to_the_bit_in_every_layout(values):
+    want = np.copysign(np.log1p(np.abs(values)), values)
+    got = _log_scale(values)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    bits = [np.ascontiguousarray(a).view(np.uint8) for a in (got, want)]
+    np.testing.assert_array_equal(*bits)
 
 
 def test_the_harness_catches_a_kernel_that_is_not_its_reference():
