@@ -29,7 +29,7 @@ from learners.params import strict_int
 FloatArray = np.ndarray
 IntArray = np.ndarray
 
-__all__ = ["Vec", "as_vector", "check_label", "check_task"]
+__all__ = ["Vec", "as_vector", "check_label", "check_task", "log_scaled_row"]
 
 
 class Vec:
@@ -146,6 +146,13 @@ def _log_scale(values: FloatArray) -> FloatArray:
     else:
         np.copysign(out, values, out=out)
     return out
+
+
+def log_scaled_row(x: np.ndarray) -> FloatArray:
+    """``sign(x_j) log(1 + |x_j|)`` of a 1-D float32 or float64 row, as a new C-contiguous
+    float64 array: the values :meth:`Vec.log_scaled` gives the row's canonical vector
+    (float32 values converted first, zeros kept)."""
+    return _log_scale(x if x.dtype == np.float64 else x.astype(np.float64))
 
 
 def _finish(idx: IntArray, val: FloatArray, dim: int) -> Vec:

@@ -48,6 +48,7 @@ from learners.adaptive.learners import (
     MEMORY_ORDER,
     RIDGE,
     AdaptiveSelector,
+    one_dense_event,
     with_reference,
 )
 from learners.adaptive.products import expanded_width, with_products, with_products_batch
@@ -60,7 +61,7 @@ from learners.adaptive.pruning import (
     survivors,
 )
 from learners.base import Learner, Param
-from learners.inputs import Batch, Vec, as_vector, check_label, check_task
+from learners.inputs import Batch, Vec, as_vector, check_label, check_task, log_scaled_row
 from learners.kernels import kernel_array
 from learners.registry import register
 from learners.rom.base import cosine_similarity
@@ -302,7 +303,16 @@ class AdaptiveViews(Learner):
     # ------------------------------------------------------------ per-event calls
     def decision_one(self, x: Any, task: int) -> float:
         """Signed score of ``x`` for ``task``: the leading view's compiled score of the row
-        as a one-row batch, what :meth:`score_and_learn_one` would return now."""
+        as a one-row batch, what :meth:`score_and_learn_one` would return now (through the
+        view's event lane, :meth:`AdaptiveSelector.event_lane`, where the row allows it)."""
+        m = int(np.argmin(self.view_mistakes_))
+        name = self._view_names[m]
+        if name not in QUAD_VIEWS:
+            score = self.views_[m].event_lane(
+                x, task, None, self._bias, name in UNIT_VIEWS, name in LOG_VIEWS
+            )
+            if score is not None:
+                return score
         t = check_task(task, self._n_tasks)
         return self._lead_view_score(self._event_batch(x), t)
 
@@ -312,12 +322,60 @@ class AdaptiveViews(Learner):
 
     def score_and_learn_one(self, x: Any, y: float, task: int) -> float:
         """Test-then-train on one example: every view's compiled pass on the row as a
-        one-row batch (:meth:`score_and_learn_many`'s numbers for it)."""
+        one-row batch (:meth:`score_and_learn_many`'s numbers for it), through the views'
+        event lanes (:meth:`_views_lane`) where the row allows it."""
+        if type(y) is float or type(y) is int or type(y) is np.float64:
+            score = self._views_lane(x, task, y)
+            if score is not None:
+                return score
         t = check_task(task, self._n_tasks)
         label = check_label(y, self.label_kind)
         labels, tasks = np.array([label]), np.array([t], dtype=np.int64)
         batch = self._event_batch(x)
         return float(self._views_batch(batch, labels, tasks, self._bias, own_arrays=True)[0])
+
+    def _views_lane(
+        self, x: Any, task: Any, label: float | int | np.float64, *, as_batch: bool = False
+    ) -> float | None:
+        """:meth:`score_and_learn_one` through each view's event lane
+        (:meth:`AdaptiveSelector.event_lane`), the row log-scaled once for the log views,
+        then the views' mistakes and duels counted by the event's own step
+        (:meth:`_count_event`, what :func:`~learners.adaptive.pruning.count_rows` counts
+        for a row of a batch). None, having changed nothing, where some view cannot take
+        the row: a view with products left, a unit-length view and a row with a zero entry
+        (the lane's own refusal, unless ``as_batch``: the numbers of the row as the one row
+        of a dense batch), or any input the first view's lane refuses (the others then
+        take the same row)."""
+        names = self._view_names
+        if QUAD_VIEWS.intersection(names) or type(x) is not np.ndarray:
+            return None
+        if (
+            not as_batch
+            and UNIT_VIEWS.intersection(names)
+            and x.shape == (self._n_features,)
+            and not x.all()
+        ):
+            return None
+        lead = 0 if len(names) == 1 else int(np.argmin(self.view_mistakes_))
+        logged = None
+        scores: list[float] = []
+        for name, inner in zip(names, self.views_, strict=True):
+            row = x
+            if name in LOG_VIEWS:
+                if logged is None:
+                    if x.dtype != np.float64 and x.dtype != np.float32:
+                        return None
+                    logged = log_scaled_row(x) if x.shape == (self._n_features,) else x
+                row = logged
+            score = inner.event_lane(
+                row, task, label, self._bias, name in UNIT_VIEWS, False, as_batch=as_batch
+            )
+            if score is None:
+                assert not scores, "a view refused a row that the first view took"
+                return None
+            scores.append(score)
+        self._count_event([(s >= 0.0) != (label > 0.0) for s in scores], lead)
+        return scores[lead]
 
     def _event_batch(self, x: Any) -> Batch:
         """``x`` validated and canonical, as a batch of one row (dense when it has no zero
@@ -354,7 +412,14 @@ class AdaptiveViews(Learner):
 
     def score_and_learn_many(self, X: Any, y: Any, task: Any) -> np.ndarray:
         """Test-then-train over a batch (see :meth:`learners.base.Learner.score_and_learn_many`):
-        each view's compiled pass appends the bias and scales its rows as it reads them."""
+        each view's compiled pass appends the bias and scales its rows as it reads them. A
+        batch of one dense row (how the service's worker learns an event alone) takes the
+        views' event lanes (:meth:`_views_lane`)."""
+        row = one_dense_event(X, y, task)
+        if row is not None:
+            score = self._views_lane(*row, as_batch=True)
+            if score is not None:
+                return np.array([score])
         batch, labels, tasks = self._prepare_batch(X, y, task, raw=True)
         return self._views_batch(batch, labels, tasks, self._bias)
 

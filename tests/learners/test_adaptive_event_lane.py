@@ -1,0 +1,156 @@
+"""The event lane of the adaptive learners' per-event calls (``AdaptiveLearner.event_lane``,
+``learners.adaptive.event_kernels``): a dense row goes to the compiled passes without the
+Python-built one-row batch, and gives the numbers of that general path bit for bit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import learners
+from learners.adaptive.learners import one_dense_event
+from learners.checks.common import assert_states_equal
+
+D, N, K = 12, 400, 3
+
+LEARNERS = [
+    ("adaptive-logistic", {}),
+    ("adaptive-hinge", {"outlier_gamma": 0.05}),
+    ("adaptive-arow", {"log_scale": True}),
+    ("adaptive-logistic", {"append_bias": False, "l2_normalize": True}),
+    ("adaptive", {}),
+    ("adaptive", {"memory_order": "features"}),
+    ("adaptive-auto", {}),
+    ("adaptive-auto", {"views": "raw,log,l2,log-l2"}),
+    ("adaptive-auto", {"views": "log,log-quad"}),
+]
+
+
+def _stream(zeros: float, seed: int = 5) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((N, D)) * rng.lognormal(0.0, 1.0, size=(N, 1))
+    X[rng.random(X.shape) < zeros] = 0.0
+    y = np.where(X[:, 0] - X[:, 1] + 0.5 * rng.standard_normal(N) > 0, 1.0, -1.0)
+    return X, y, rng.integers(0, K, N)
+
+
+def _events(model: Any, rows: list[Any], y: np.ndarray, t: np.ndarray) -> list[float]:
+    """Each event scored (``decision_one``), then learned (``score_and_learn_one``)."""
+    out = []
+    for x, label, task in zip(rows, y.tolist(), t.tolist(), strict=True):
+        out.append(model.decision_one(x, task))
+        out.append(model.score_and_learn_one(x, label, task))
+    return out
+
+
+@pytest.mark.parametrize("zeros", [0.0, 0.1])
+@pytest.mark.parametrize(("name", "params"), LEARNERS)
+def test_the_lane_gives_the_numbers_of_the_general_path(
+    name: str, params: dict[str, Any], zeros: float
+) -> None:
+    """Rows as float64 arrays (the lane), as float32, read-only and strided arrays (the
+    lane, on a float64 copy) and as lists (the general path: validation, canonical vector,
+    a one-row batch): the same scores, decisions and states, bit for bit."""
+    X, y, t = _stream(zeros)
+    general = learners.make(name, n_features=D, n_tasks=K, **params)
+    want = _events(general, [x.tolist() for x in X], y, t)
+    read_only = X.copy()
+    read_only.flags.writeable = False
+    strided = np.asfortranarray(X)
+    for label, rows in [
+        ("float64", list(X)),
+        ("read-only", list(read_only)),
+        ("strided", [strided[i] for i in range(N)]),
+    ]:
+        model = learners.make(name, n_features=D, n_tasks=K, **params)
+        assert _events(model, rows, y, t) == want, label
+        assert_states_equal(model.state_dict(), general.state_dict(), label)
+    X32 = X.astype(np.float32)
+    general32 = learners.make(name, n_features=D, n_tasks=K, **params)
+    model32 = learners.make(name, n_features=D, n_tasks=K, **params)
+    assert _events(model32, list(X32), y, t) == _events(general32, [x.tolist() for x in X32], y, t)
+    assert_states_equal(model32.state_dict(), general32.state_dict(), "float32")
+
+
+@pytest.mark.parametrize(
+    ("name", "params"), [("adaptive-logistic", {}), ("adaptive", {}), ("adaptive-auto", {})]
+)
+def test_the_lane_takes_dense_rows_and_leaves_everything_else(
+    name: str, params: dict[str, Any]
+) -> None:
+    model = learners.make(name, n_features=D, n_tasks=K, **params)
+    lane = model.views_[0] if name == "adaptive-auto" else model
+    bias = model._bias
+    x = np.linspace(-1.0, 2.0, D)
+    before = model.state_dict()
+    assert lane.event_lane(x, 1, None, bias, False, False) is not None
+    assert lane.event_lane(x, np.int64(2), None, bias, False, False) is not None
+    assert lane.event_lane(x.astype(np.float32), 1, None, bias, False, False) is not None
+    for refused in [
+        (x.tolist(), 1, None),  # not an array
+        (x[:-1], 1, None),  # wrong length
+        (x.astype(np.int64), 1, None),  # not floating point
+        (x, K, None),  # no such task
+        (x, 1.0, None),  # a task that is not an integer
+        (x, 0, 0.5),  # not a label
+        (np.where(x > 1.5, np.nan, x), 0, 1.0),  # not finite
+        (np.where(x > 1.5, np.inf, x), 0, None),
+    ]:
+        assert lane.event_lane(*refused, bias, False, False) is None, refused
+    assert lane.event_lane(np.where(x > 1.5, 0.0, x), 0, 1.0, bias, True, False) is None
+    assert_states_equal(model.state_dict(), before, "after refused rows")
+
+
+@pytest.mark.parametrize("name", ["adaptive-logistic", "adaptive", "adaptive-auto"])
+def test_bad_events_get_the_general_errors_and_change_nothing(name: str) -> None:
+    X, y, t = _stream(0.0)
+    model = learners.make(name, n_features=D, n_tasks=K)
+    model.score_and_learn_many(X[:50], y[:50], t[:50])
+    before = model.state_dict()
+    bad = X[60].copy()
+    bad[3] = np.nan
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        model.score_and_learn_one(bad, 1.0, 0)
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        model.decision_one(bad, 0)
+    with pytest.raises(ValueError, match="unknown task"):
+        model.score_and_learn_one(X[60], 1.0, K)
+    with pytest.raises(ValueError, match="label y must be -1 or \\+1"):
+        model.score_and_learn_one(X[60], 0.0, 0)
+    with pytest.raises(ValueError, match="dimension"):
+        model.score_and_learn_one(X[60, :-1], 1.0, 0)
+    assert_states_equal(model.state_dict(), before, "after bad events")
+
+
+@pytest.mark.parametrize(("name", "params"), LEARNERS)
+def test_a_batch_of_one_dense_row_takes_the_lane_with_the_numbers_of_a_batch(
+    name: str, params: dict[str, Any]
+) -> None:
+    """The service's worker learns an event alone as a batch of one dense row: row by row,
+    such batches give the numbers of one batch of every row, zeros and unit-length views
+    included (where the per-event calls read a row with zeros in its sparse form)."""
+    X, y, t = _stream(0.1, seed=6)
+    whole = learners.make(name, n_features=D, n_tasks=K, **params)
+    want = whole.score_and_learn_many(X, y, t)
+    rows = learners.make(name, n_features=D, n_tasks=K, **params)
+    got = [
+        float(rows.score_and_learn_many(X[i : i + 1], y[i : i + 1], t[i : i + 1])[0])
+        for i in range(N)
+    ]
+    assert got == want.tolist()
+    assert_states_equal(rows.state_dict(), whole.state_dict(), "rows")
+    assert one_dense_event(X[:1], y[:1], t[:1]) is not None
+    assert one_dense_event(X[:2], y[:2], t[:2]) is None
+    assert one_dense_event(X[:1], y[:1].astype(np.int64), t[:1]) is None
+
+
+def test_a_row_with_zeros_takes_the_lane_as_a_batch_with_unit_length_views() -> None:
+    auto = learners.make("adaptive-auto", n_features=D, n_tasks=K, views="log,log-l2")
+    x = np.linspace(-1.0, 2.0, D)
+    x[2] = 0.0
+    before = auto.state_dict()
+    assert auto._views_lane(x, 1, 1.0) is None  # per event: the canonical (sparse) row
+    assert_states_equal(auto.state_dict(), before, "after the refused row")
+    assert auto._views_lane(x, 1, 1.0, as_batch=True) is not None
