@@ -104,24 +104,23 @@ def test_the_lane_takes_dense_rows_and_leaves_everything_else(
 
 
 @pytest.mark.parametrize("name", ["adaptive-logistic", "adaptive", "adaptive-auto"])
-def test_bad_events_get_the_general_errors_and_change_nothing(name: str) -> None:
+def test_a_bad_batch_of_one_row_gets_the_batch_errors_and_changes_nothing(name: str) -> None:
+    """Bad single events are the conformance suite's (``check_bad_input_raises_and_changes_
+    nothing``); here the batches of one row that the lane takes too."""
     X, y, t = _stream(0.0)
     model = learners.make(name, n_features=D, n_tasks=K)
     model.score_and_learn_many(X[:50], y[:50], t[:50])
     before = model.state_dict()
-    bad = X[60].copy()
-    bad[3] = np.nan
-    with pytest.raises(ValueError, match="NaN or infinite"):
-        model.score_and_learn_one(bad, 1.0, 0)
-    with pytest.raises(ValueError, match="NaN or infinite"):
-        model.decision_one(bad, 0)
-    with pytest.raises(ValueError, match="unknown task"):
-        model.score_and_learn_one(X[60], 1.0, K)
-    with pytest.raises(ValueError, match="label y must be -1 or \\+1"):
-        model.score_and_learn_one(X[60], 0.0, 0)
-    with pytest.raises(ValueError, match="dimension"):
-        model.score_and_learn_one(X[60, :-1], 1.0, 0)
-    assert_states_equal(model.state_dict(), before, "after bad events")
+    bad = X[60:61].copy()
+    bad[0, 3] = np.inf
+    for rows, labels, tasks, message in [
+        (bad, y[60:61], t[60:61], "NaN or infinite"),
+        (X[60:61], np.array([0.5]), t[60:61], "labels y must be -1 or \\+1"),
+        (X[60:61], y[60:61], np.array([K]), "unknown task"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            model.score_and_learn_many(rows, labels, tasks)
+    assert_states_equal(model.state_dict(), before, "after bad batches")
 
 
 @pytest.mark.parametrize(("name", "params"), LEARNERS)
