@@ -274,9 +274,14 @@ class AdaptiveLearner(Learner):
 
     # The hooks on a preprocessed row (the wrappers' and the views' per-event rounds):
     # the compiled passes on a one-row batch, or the numpy reference in a reference_class.
+    # A dense row takes the event lane (event_lane), with the numbers of the one-row pass.
     def _decision(self, x: Vec, task: int) -> float:
         if self.numpy_reference:
             return float(member_scores(self._state(), x, task)[self.leader()])
+        if x.idx is None:
+            score = self.event_lane(x.val, task, None, False, False, False)
+            if score is not None:
+                return score
         return self._event_pass(vector_rows(x, False, False), None, task)
 
     def _learn(self, x: Vec, y: float, task: int) -> None:
@@ -287,6 +292,10 @@ class AdaptiveLearner(Learner):
         if self.numpy_reference:
             lead = self.leader()
             return float(learn(self._state(), self._configs, x, y, task)[lead])
+        if x.idx is None:
+            score = self.event_lane(x.val, task, y, False, False, False)
+            if score is not None:
+                return score
         return self._event_pass(vector_rows(x, False, False), y, task)
 
     # ------------------------------------------------------------ per-event calls

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import learners
+from learners.active.kernels import vector_rows
 from learners.adaptive.learners import one_dense_event
 from learners.checks.common import assert_states_equal
 
@@ -153,3 +154,31 @@ def test_a_row_with_zeros_takes_the_lane_as_a_batch_with_unit_length_views() -> 
     assert auto._views_lane(x, 1, 1.0) is None  # per event: the canonical (sparse) row
     assert_states_equal(auto.state_dict(), before, "after the refused row")
     assert auto._views_lane(x, 1, 1.0, as_batch=True) is not None
+
+
+@pytest.mark.parametrize(("name", "params"), LEARNERS[:6])
+def test_the_hooks_on_a_prepared_row_take_the_lane_with_the_numbers_of_a_one_row_pass(
+    name: str, params: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rules over an adaptive base (selective sampling, AMLC, PEER) call the base's
+    hooks on rows they prepared: a dense one takes the lane, with the numbers of the
+    compiled pass on a one-row batch, which rows with zeros still take."""
+    X, y, t = _stream(0.1, seed=7)
+    lane = learners.make(name, n_features=D, n_tasks=K, **params)
+    passes = learners.make(name, n_features=D, n_tasks=K, **params)
+    one_row_pass = lane._event_pass
+
+    def sparse_rows_only(rows: Any, label: float | None, task: int) -> float:
+        assert not rows[0], "a dense prepared row took the one-row pass, not the lane"
+        return one_row_pass(rows, label, task)
+
+    monkeypatch.setattr(lane, "_event_pass", sparse_rows_only)
+    for x, label, task in zip(X, y.tolist(), t.tolist(), strict=True):
+        v = lane._prepare(x)
+        rows = vector_rows(v, False, False)
+        assert lane._decision(v, task) == passes._event_pass(rows, None, task)
+        assert lane._score_and_learn_row(v, label, task) == passes._event_pass(rows, label, task)
+    assert_states_equal(lane.state_dict(), passes.state_dict(), "hooks")
+    dense = lane._prepare(np.linspace(-1.0, 2.0, D))
+    assert dense.idx is None
+    assert lane.event_lane(dense.val, 0, None, False, False, False) == lane._decision(dense, 0)
