@@ -7,7 +7,11 @@ measured in alternation move together. This runs ``score_and_learn_many`` on blo
 throughput streams (``bench/perf/throughput_streams.py``) for each checkout in turn, each
 in a fresh process that imports that checkout's ``learners`` and loads its kernels first
 (:func:`learners.warm_kernels`, outside the timing), ``--rounds`` times, alternating, and
-reports each checkout's best figure and their ratio.
+reports each checkout's best figure and their ratio. ``--calls`` measures the per-event
+calls instead (:func:`measure_calls`): ``score_and_learn_one``, ``decision_one``, a batch
+of one row, and a batch of one float32 read-only row with fresh label and task arrays
+(how the service's worker hands an event over), calls per CPU second from a state learned
+on the rest of the stream.
 
 A checkout is any directory holding a ``learners`` package, e.g. a worktree of an
 earlier commit: ``git worktree add /tmp/before HEAD~3``.
@@ -17,6 +21,7 @@ Usage::
     python -m bench.perf.checkouts /tmp/before . --learners adaptive-logistic,cmtl
     python -m bench.perf.checkouts /tmp/before . --learners omtl-logdet \\
         --params epoch_rounds=1000 --streams K=10,K=100
+    python -m bench.perf.checkouts /tmp/before . --learners adaptive-auto --calls
 """
 
 from __future__ import annotations
@@ -71,13 +76,86 @@ def measure(names: list[str], params: dict[str, Any], streams: list[str], reps: 
     return out
 
 
+#: Events each kind of per-event call is timed on (the rest of the stream is learned first).
+CALLS = 5_000
+
+
+def measure_calls(
+    names: list[str], params: dict[str, Any], streams: list[str], reps: int
+) -> dict[str, float]:
+    """Calls per CPU second of each learner's per-event calls (module docstring), each kind
+    on a copy of the state learned on all but the last :data:`CALLS` events of the stream,
+    best of ``reps`` (this process's ``learners``)."""
+    import numpy as np
+
+    import learners  # the checkout's (see _child)
+    from bench.perf.throughput_streams import make_stream
+
+    learners.warm_kernels()
+    out: dict[str, float] = {}
+    for label in streams:
+        K, d, sparse, n = STREAMS[label]
+        stream = make_stream(K, d, n, sparse=sparse, seed=1)
+        X, y, tasks = stream.X, stream.y, stream.task
+        lead = n - CALLS
+        rows32 = X[lead:].astype(np.float32) if not sparse else X[lead:]
+        if not sparse:
+            rows32.flags.writeable = False
+        for name in names:
+            accepted = {p.name for p in learners.get(name).params}
+            kwargs = {k: v for k, v in params.items() if k in accepted}
+            model = learners.make(name, n_features=d, n_tasks=K, **kwargs)
+            model.score_and_learn_many(X[:lead], y[:lead], tasks[:lead])
+            state = model.state_dict()
+            for kind in CALL_KINDS:
+                best = float("inf")
+                for _ in range(reps):
+                    fresh = learners.from_state_dict(state)
+                    start = time.thread_time()
+                    _calls(kind, fresh, X, y, tasks, rows32, lead)
+                    best = min(best, time.thread_time() - start)
+                out[f"{name} {kind} on {label}"] = CALLS / best
+    return out
+
+
+#: The per-event calls :func:`measure_calls` times.
+CALL_KINDS = (
+    "score_and_learn_one",
+    "decision_one",
+    "a batch of one row",
+    "one float32 row as the worker",
+)
+
+
+def _calls(kind: str, model: Any, X: Any, y: Any, tasks: Any, rows32: Any, lead: int) -> None:
+    """The per-event calls of ``kind`` on events ``lead`` to the end (:data:`CALL_KINDS`)."""
+    import numpy as np
+
+    n = y.shape[0]
+    if kind == "score_and_learn_one":
+        for i in range(lead, n):
+            model.score_and_learn_one(X[i], float(y[i]), int(tasks[i]))
+    elif kind == "decision_one":
+        for i in range(lead, n):
+            model.decision_one(X[i], int(tasks[i]))
+    elif kind == "a batch of one row":
+        for i in range(lead, n):
+            model.score_and_learn_many(X[i : i + 1], y[i : i + 1], tasks[i : i + 1])
+    else:
+        for i in range(lead, n):
+            label, task = np.full(1, float(y[i])), np.full(1, int(tasks[i]), dtype=np.int64)
+            model.score_and_learn_many(rows32[i - lead : i - lead + 1], label, task)
+
+
 def _child(checkout: Path, args: argparse.Namespace) -> dict[str, float]:
-    """``measure`` in a fresh interpreter whose ``learners`` is the checkout's."""
+    """``measure`` (or ``measure_calls``) in a fresh interpreter whose ``learners`` is the
+    checkout's."""
+    what = "measure_calls" if args.calls else "measure"
     code = (
         "import json, sys; "
         "from bench.perf import checkouts, throughput_streams; "  # this tree's benchmark
         "sys.path.insert(0, sys.argv[1]); "  # the checkout's learners
-        "print(json.dumps(checkouts.measure(*json.loads(sys.argv[2]))))"
+        f"print(json.dumps(checkouts.{what}(*json.loads(sys.argv[2]))))"
     )
     spec = json.dumps(
         [args.learners.split(","), _params(args.params), args.streams.split(","), args.reps]
@@ -116,6 +194,9 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--rounds", type=int, default=3, help="alternations of the checkouts")
     parser.add_argument("--reps", type=int, default=3, help="repetitions per process (best kept)")
+    parser.add_argument(
+        "--calls", action="store_true", help="time the per-event calls (module docstring)"
+    )
     args = parser.parse_args(argv)
     runs: dict[str, dict[str, list[float]]] = {}
     for _ in range(args.rounds):
@@ -123,7 +204,8 @@ def main(argv: list[str] | None = None) -> None:
             for key, rate in _child(checkout, args).items():
                 runs.setdefault(key, {}).setdefault(side, []).append(rate)
     print(f"before: {args.before}\nafter: {args.after}\n")
-    print("| learner and stream | before, events/CPU s | after | after / before |")
+    unit = "calls" if args.calls else "events"
+    print(f"| learner and stream | before, {unit}/CPU s | after | after / before |")
     print("|---|---:|---:|---:|")
     for key, sides in runs.items():
         before, after = max(sides["before"]), max(sides["after"])
