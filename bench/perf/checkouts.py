@@ -32,8 +32,12 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bench.perf.throughput_streams import BenchStream
 
 #: The streams, as in the compiled table: (label, K, d, sparse, events).
 STREAMS = {
@@ -43,36 +47,44 @@ STREAMS = {
     "K=100": (100, 100, False, 20_000),
 }
 BLOCK = 10_000
+#: One learner on one stream (:func:`_cases`).
+Case = tuple[str, "BenchStream", str, dict[str, Any]]
 #: Rows learned before the timing (first touch of the state, the kernels' first call).
 LEAD = 200
+
+
+def _cases(names: list[str], params: dict[str, Any], streams: list[str]) -> Iterator[Case]:
+    """Each learner on each stream: (stream label, the stream, the learner's name, the
+    ``params`` it has), after the kernels are loaded (this process's ``learners``)."""
+    import learners  # the checkout's (see _child)
+    from bench.perf.throughput_streams import make_stream
+
+    learners.warm_kernels()
+    for label in streams:
+        K, d, sparse, n = STREAMS[label]
+        stream = make_stream(K, d, n, sparse=sparse, seed=1)
+        for name in names:
+            accepted = {p.name for p in learners.get(name).params}
+            yield label, stream, name, {k: v for k, v in params.items() if k in accepted}
 
 
 def measure(names: list[str], params: dict[str, Any], streams: list[str], reps: int) -> dict:
     """Events per CPU second of each learner on each stream, best of ``reps`` (this process's
     ``learners``)."""
     import learners  # the checkout's (see _child)
-    from bench.perf.throughput_streams import make_stream
 
-    learners.warm_kernels()
     out: dict[str, float] = {}
-    for label in streams:
-        K, d, sparse, n = STREAMS[label]
-        stream = make_stream(K, d, n, sparse=sparse, seed=1)
-        X, y, tasks = stream.X, stream.y, stream.task
-        for name in names:
-            accepted = {p.name for p in learners.get(name).params}
-            kwargs = {k: v for k, v in params.items() if k in accepted}
-            best = float("inf")
-            for _ in range(reps):
-                model = learners.make(name, n_features=d, n_tasks=K, **kwargs)
-                model.score_and_learn_many(X[:LEAD], y[:LEAD], tasks[:LEAD])
-                start = time.thread_time()
-                for a in range(LEAD, n, BLOCK):
-                    model.score_and_learn_many(
-                        X[a : a + BLOCK], y[a : a + BLOCK], tasks[a : a + BLOCK]
-                    )
-                best = min(best, time.thread_time() - start)
-            out[f"{name} on {label}"] = (n - LEAD) / best
+    for label, stream, name, kwargs in _cases(names, params, streams):
+        X, y, tasks, n = stream.X, stream.y, stream.task, stream.n
+        best = float("inf")
+        for _ in range(reps):
+            model = learners.make(name, n_features=stream.d, n_tasks=stream.n_tasks, **kwargs)
+            model.score_and_learn_many(X[:LEAD], y[:LEAD], tasks[:LEAD])
+            start = time.thread_time()
+            for a in range(LEAD, n, BLOCK):
+                model.score_and_learn_many(X[a : a + BLOCK], y[a : a + BLOCK], tasks[a : a + BLOCK])
+            best = min(best, time.thread_time() - start)
+        out[f"{name} on {label}"] = (n - LEAD) / best
     return out
 
 
@@ -89,32 +101,25 @@ def measure_calls(
     import numpy as np
 
     import learners  # the checkout's (see _child)
-    from bench.perf.throughput_streams import make_stream
 
-    learners.warm_kernels()
     out: dict[str, float] = {}
-    for label in streams:
-        K, d, sparse, n = STREAMS[label]
-        stream = make_stream(K, d, n, sparse=sparse, seed=1)
-        X, y, tasks = stream.X, stream.y, stream.task
-        lead = n - CALLS
-        rows32 = X[lead:].astype(np.float32) if not sparse else X[lead:]
-        if not sparse:
+    for label, stream, name, kwargs in _cases(names, params, streams):
+        X, y, tasks, lead = stream.X, stream.y, stream.task, stream.n - CALLS
+        rows32 = X[lead:]
+        if isinstance(rows32, np.ndarray):
+            rows32 = rows32.astype(np.float32)
             rows32.flags.writeable = False
-        for name in names:
-            accepted = {p.name for p in learners.get(name).params}
-            kwargs = {k: v for k, v in params.items() if k in accepted}
-            model = learners.make(name, n_features=d, n_tasks=K, **kwargs)
-            model.score_and_learn_many(X[:lead], y[:lead], tasks[:lead])
-            state = model.state_dict()
-            for kind in CALL_KINDS:
-                best = float("inf")
-                for _ in range(reps):
-                    fresh = learners.from_state_dict(state)
-                    start = time.thread_time()
-                    _calls(kind, fresh, X, y, tasks, rows32, lead)
-                    best = min(best, time.thread_time() - start)
-                out[f"{name} {kind} on {label}"] = CALLS / best
+        model = learners.make(name, n_features=stream.d, n_tasks=stream.n_tasks, **kwargs)
+        model.score_and_learn_many(X[:lead], y[:lead], tasks[:lead])
+        state = model.state_dict()
+        for kind in CALL_KINDS:
+            best = float("inf")
+            for _ in range(reps):
+                fresh = learners.from_state_dict(state)
+                start = time.thread_time()
+                _calls(kind, fresh, X, y, tasks, rows32, lead)
+                best = min(best, time.thread_time() - start)
+            out[f"{name} {kind} on {label}"] = CALLS / best
     return out
 
 
