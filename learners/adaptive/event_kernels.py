@@ -31,7 +31,7 @@ from learners.adaptive.kernels import (
 )
 from learners.kernels import register_warmup
 
-__all__ = ["adaptive_event", "warm"]
+__all__ = ["adaptive_event", "adaptive_sparse_event", "warm"]
 
 
 @njit(cache=True)
@@ -97,15 +97,78 @@ def adaptive_event(
     return scores[0]
 
 
+@njit(cache=True)
+def adaptive_sparse_event(
+    idx: np.ndarray,
+    val: np.ndarray,
+    bias: bool,
+    normalize: bool,
+    task: int,
+    label: float,
+    learn: bool,
+    configs: ConfigArrays,
+    state: StateArrays,
+    outlier: OutlierArrays,
+) -> float:  # pragma: no cover - compiled
+    """:func:`adaptive_event` for a row in its sparse canonical form: the sorted, distinct
+    feature indices ``idx`` (int64) of its non-zero values ``val`` (float64), as
+    :func:`learners.inputs.as_vector` gives them, handed to the passes as a CSR call of one
+    row (the types of a CSR batch's call). Returns NaN, having changed nothing, when some
+    value is not finite."""
+    total = 0.0
+    for p in range(val.shape[0]):  # 0 for finite values, NaN otherwise (learners.kernels)
+        total += val[p] - val[p]
+    if total != 0.0:
+        return np.nan
+    width = max(val.shape[0] + (1 if bias else 0), 1)
+    floats = np.empty(2 + 4 * width + score_slots(state, width))
+    ints = np.empty(3 + width, dtype=np.int64)
+    floats[0] = label
+    ints[0] = task
+    ints[1] = 0
+    ints[2] = val.shape[0]
+    scores = floats[1:2]
+    call = KernelPass(
+        False,
+        np.empty((0, 0)),
+        ints[1:3],
+        idx,
+        val,
+        bias,
+        normalize,
+        floats[0:1],
+        ints[0:1],
+        False,
+        floats[0:0],
+        0,
+        scores,
+        np.empty(0, dtype=np.bool_),
+    )
+    row_buffers = (
+        ints[3:],
+        floats[2 : 2 + width],
+        floats[2 + width : 2 + 4 * width].reshape((3, width)),
+        floats[2 + 4 * width :],
+    )
+    if learn:
+        _pass_rows(call, configs, state, outlier, row_buffers, state)
+    else:
+        _score_rows(call, state, outlier, row_buffers)
+    return scores[0]
+
+
 @register_warmup
 def warm() -> None:
-    """Compile :func:`adaptive_event` for each of :data:`~learners.adaptive.kernels.WARM_BASES`
-    (dimension 3 + bias), learning and scoring."""
+    """Compile :func:`adaptive_event` and :func:`adaptive_sparse_event` for each of
+    :data:`~learners.adaptive.kernels.WARM_BASES` (dimension 3 + bias), learning and
+    scoring."""
     x = np.array([0.5, -1.0, 2.0])
     for losses, gammas, interleave in WARM_BASES:
         M = len(losses)
         state = warm_state(M, 2, 4, interleave)
         outlier = (np.array(gammas), np.zeros((M, 2, 4)), np.ones((M, 2)), np.zeros((M, 2)))
         configs = (np.array(losses, dtype=np.int64), np.ones(M), np.ones(M), np.ones(M))
+        idx = np.array([0, 2], dtype=np.int64)
         for learn in (True, False):
             adaptive_event(x, True, False, 1, -1.0, learn, False, configs, state, outlier)
+            adaptive_sparse_event(idx, x[:2], True, False, 1, -1.0, learn, configs, state, outlier)

@@ -20,6 +20,7 @@ from collections.abc import Collection, Mapping
 from typing import Any, ClassVar
 
 import numpy as np
+import scipy.sparse as sp
 
 from learners.active.kernels import (
     KernelPass,
@@ -29,7 +30,7 @@ from learners.active.kernels import (
     vector_rows,
 )
 from learners.adaptive.configs import Configs, loss_list, non_negative_list, positive_list
-from learners.adaptive.event_kernels import adaptive_event
+from learners.adaptive.event_kernels import adaptive_event, adaptive_sparse_event
 from learners.adaptive.kernels import (
     ConfigArrays,
     OutlierArrays,
@@ -60,7 +61,7 @@ __all__ = [
     "AdaptiveLearner",
     "AdaptiveLogistic",
     "AdaptiveSelector",
-    "one_dense_event",
+    "one_event",
 ]
 
 #: The state fields laid out in a memory order (:mod:`learners.adaptive.layout`).
@@ -71,17 +72,23 @@ _NO_DRAWS = np.zeros(0)
 _NO_QUERIES = np.zeros(0, dtype=np.bool_)
 
 
-def one_dense_event(X: Any, y: Any, task: Any) -> tuple[np.ndarray, int, float] | None:
-    """``(x, task, label)`` of a batch of one dense row with a float64 label array and an
-    int64 task array, each of shape (1,) (how the service's worker hands over an event it
-    learns alone), for the event lanes; None for any other batch."""
-    if not (type(X) is np.ndarray and X.ndim == 2 and X.shape[0] == 1):
+def one_event(X: Any, y: Any, task: Any) -> tuple[Any, int, float] | None:
+    """``(x, task, label)`` of a batch of one row, dense or scipy sparse, with a float64
+    label array and an int64 task array, each of shape (1,) (how the service's worker
+    hands over an event it learns alone), for the event lanes; None for any other batch."""
+    if type(X) is np.ndarray:
+        if not (X.ndim == 2 and X.shape[0] == 1):
+            return None
+        x = X[0]
+    elif sp.issparse(X) and X.ndim == 2 and X.shape[0] == 1:
+        x = X
+    else:
         return None
     if not (type(y) is np.ndarray and y.shape == (1,) and y.dtype == np.float64):
         return None
     if not (type(task) is np.ndarray and task.shape == (1,) and task.dtype == np.int64):
         return None
-    return X[0], int(task[0]), float(y[0])
+    return x, int(task[0]), float(y[0])
 
 
 CAVALLANTI2010 = (
@@ -341,23 +348,39 @@ class AdaptiveLearner(Learner):
         """The leader's score of the event ``(x, task)``, and with a ``label`` (-1 or +1) the
         event learned, through :func:`~learners.adaptive.event_kernels.adaptive_event`, for
         a dense float64 or float32 row as wide as the state less the bias the kernel
-        appends (on a float64 copy when it is float32, read-only or strided) and a valid
-        task. ``bias``, ``normalize`` and ``log_scale``: the preprocessing to apply (the
+        appends (on a float64 copy when it is float32, read-only or strided), or through
+        :func:`~learners.adaptive.event_kernels.adaptive_sparse_event` for a scipy sparse
+        row or a :class:`~learners.inputs.Vec` (validated by
+        :func:`~learners.inputs.as_vector`), and a valid task.
+        ``bias``, ``normalize`` and ``log_scale``: the preprocessing to apply (the
         learner's own, or that of a view of ``adaptive-auto``). The numbers of the compiled
-        pass on a one-row batch, bit for bit, 2-3 times faster. None, having changed
-        nothing, for any other input, and for the rows the kernel refuses (not finite; a
-        zero entry with ``normalize``, unless ``as_batch``): those take the general
-        validation and its error messages. ``as_batch``: the numbers of the row as the one
-        row of a dense batch (:meth:`score_and_learn_many`), which differ from the
-        per-event calls' in the last bits for a row with a zero entry and ``normalize``."""
-        width = self.U0_.shape[1] - (1 if bias else 0)  # what the kernel appends the bias to
-        if self.numpy_reference or type(x) is not np.ndarray or x.shape != (width,):
+        pass on a one-row batch, bit for bit, 2-4 times faster. None, having changed
+        nothing, for any other input, a row that does not validate, and the rows the kernel
+        refuses (not finite; a dense row with a zero entry and ``normalize``, unless
+        ``as_batch``): those take the general validation and its error messages. ``as_batch``: the numbers of the row as
+        the one row of a batch (:meth:`score_and_learn_many`), which differ from the
+        per-event calls' in the last bits for a dense row with a zero entry and
+        ``normalize``."""
+        if self.numpy_reference:
             return None
         if type(task) is np.int64:
             task = int(task)
         if type(task) is not int or not 0 <= task < self._n_tasks:
             return None
         if label is not None and not (label == 1.0 or label == -1.0):
+            return None
+        width = self.U0_.shape[1] - (1 if bias else 0)  # what the kernel appends the bias to
+        if type(x) is not np.ndarray:
+            if not (isinstance(x, Vec) or sp.issparse(x)):
+                return None
+            try:
+                v = as_vector(x, width)
+            except ValueError:  # the general path gives the error, in its own words
+                return None
+            if v.idx is not None:
+                return self._sparse_lane(v, task, label, bias, normalize, log_scale)
+            x = v.val
+        if x.shape != (width,):
             return None
         if log_scale:
             if x.dtype != np.float64 and x.dtype != np.float32:
@@ -383,7 +406,49 @@ class AdaptiveLearner(Learner):
                 outlier,
             )
         )
-        if score != score:  # refused by adaptive_event, which then changed nothing
+        return self._after_lane(score, learn)
+
+    def _sparse_lane(
+        self,
+        v: Vec,
+        task: int,
+        label: float | None,
+        bias: bool,
+        normalize: bool,
+        log_scale: bool,
+    ) -> float | None:
+        """:meth:`event_lane` of a canonical sparse row (its non-zero values and their
+        indices), log-scaled when asked."""
+        assert v.idx is not None
+        idx = v.idx if v.idx.dtype == np.int64 and v.idx.flags.carray else np.array(v.idx, np.int64)
+        if log_scale:
+            val = log_scaled_row(v.val)
+        elif v.val.dtype == np.float64 and v.val.flags.carray:
+            val = v.val
+        else:
+            val = np.array(v.val, dtype=np.float64)
+        learn = label is not None
+        configs, state, outlier = self.kernel_arrays()
+        score = float(
+            adaptive_sparse_event(
+                idx,
+                val,
+                bias,
+                normalize,
+                task,
+                1.0 if label is None else float(label),
+                learn,
+                configs,
+                state,
+                outlier,
+            )
+        )
+        return self._after_lane(score, learn)
+
+    def _after_lane(self, score: float, learn: bool) -> float | None:
+        """A lane's score, or None where its kernel refused the row (having changed
+        nothing); a learned event counted."""
+        if score != score:
             return None
         if learn:
             self._learned_events(1)
@@ -413,10 +478,10 @@ class AdaptiveLearner(Learner):
 
         The compiled pass also does the input preprocessing (``append_bias``,
         ``l2_normalize``), row by row as it reads them, instead of a pass over the whole
-        batch first. A batch of one dense row (how the service's worker learns an event
-        alone) takes the event lane (:meth:`event_lane`).
+        batch first. A batch of one row (how the service's worker learns an event alone)
+        takes the event lane (:meth:`event_lane`).
         """
-        row = one_dense_event(X, y, task)
+        row = one_event(X, y, task)
         if row is not None:
             score = self.event_lane(
                 *row, self._bias, self._normalize, self._log_scale, as_batch=True

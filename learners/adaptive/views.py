@@ -37,6 +37,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar, cast
 
 import numpy as np
+import scipy.sparse as sp
 
 from learners.adaptive.learners import (
     ADAPTIVE_PAPERS,
@@ -48,7 +49,7 @@ from learners.adaptive.learners import (
     MEMORY_ORDER,
     RIDGE,
     AdaptiveSelector,
-    one_dense_event,
+    one_event,
     with_reference,
 )
 from learners.adaptive.products import expanded_width, with_products, with_products_batch
@@ -134,6 +135,14 @@ AUTO_COUPLINGS = Param(COUPLINGS.name, "0.5,8.0", COUPLINGS.description, COUPLIN
 AUTO_AROW_COUPLINGS = Param(
     AROW_COUPLINGS.name, "0.25,8.0", AROW_COUPLINGS.description, AROW_COUPLINGS.check
 )
+
+
+def _log_scaled(x: np.ndarray | Vec, width: int) -> np.ndarray | Vec:
+    """A dense row of ``width`` values or a sparse vector, log-scaled (a dense row of another
+    width is left for the views' lanes to refuse)."""
+    if isinstance(x, Vec):
+        return Vec(x.idx, log_scaled_row(x.val), x.dim)
+    return log_scaled_row(x) if x.shape == (width,) else x
 
 
 @register
@@ -347,8 +356,18 @@ class AdaptiveViews(Learner):
         of a dense batch), or any input the first view's lane refuses (the others then
         take the same row)."""
         names = self._view_names
-        if QUAD_VIEWS.intersection(names) or type(x) is not np.ndarray:
+        if QUAD_VIEWS.intersection(names):
             return None
+        if type(x) is not np.ndarray:
+            if not (isinstance(x, Vec) or sp.issparse(x)):
+                return None
+            try:
+                v = as_vector(x, self._n_features)
+            except ValueError:  # the general path gives the error, in its own words
+                return None
+            if v.idx is not None:
+                return self._views_lane_of(v, task, label, as_batch)
+            x = v.val
         if (
             not as_batch
             and UNIT_VIEWS.intersection(names)
@@ -356,16 +375,23 @@ class AdaptiveViews(Learner):
             and not x.all()
         ):
             return None
+        if x.dtype != np.float64 and x.dtype != np.float32:
+            return None
+        return self._views_lane_of(x, task, label, as_batch)
+
+    def _views_lane_of(
+        self, x: np.ndarray | Vec, task: Any, label: float | int | np.float64, as_batch: bool
+    ) -> float | None:
+        """:meth:`_views_lane` of a dense row or a canonical sparse vector ``x``."""
+        names = self._view_names
         lead = 0 if len(names) == 1 else int(np.argmin(self.view_mistakes_))
-        logged = None
+        logged: np.ndarray | Vec | None = None
         scores: list[float] = []
         for name, inner in zip(names, self.views_, strict=True):
             row = x
             if name in LOG_VIEWS:
                 if logged is None:
-                    if x.dtype != np.float64 and x.dtype != np.float32:
-                        return None
-                    logged = log_scaled_row(x) if x.shape == (self._n_features,) else x
+                    logged = _log_scaled(x, self._n_features)
                 row = logged
             score = inner.event_lane(
                 row, task, label, self._bias, name in UNIT_VIEWS, False, as_batch=as_batch
@@ -415,7 +441,7 @@ class AdaptiveViews(Learner):
         each view's compiled pass appends the bias and scales its rows as it reads them. A
         batch of one dense row (how the service's worker learns an event alone) takes the
         views' event lanes (:meth:`_views_lane`)."""
-        row = one_dense_event(X, y, task)
+        row = one_event(X, y, task)
         if row is not None:
             score = self._views_lane(*row, as_batch=True)
             if score is not None:

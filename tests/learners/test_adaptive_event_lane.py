@@ -8,10 +8,11 @@ from typing import Any
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 import learners
 from learners.active.kernels import vector_rows
-from learners.adaptive.learners import one_dense_event
+from learners.adaptive.learners import one_event
 from learners.checks.common import assert_states_equal
 
 D, N, K = 12, 400, 3
@@ -46,14 +47,15 @@ def _events(model: Any, rows: list[Any], y: np.ndarray, t: np.ndarray) -> list[f
     return out
 
 
-@pytest.mark.parametrize("zeros", [0.0, 0.1])
+@pytest.mark.parametrize("zeros", [0.0, 0.1, 0.6])
 @pytest.mark.parametrize(("name", "params"), LEARNERS)
 def test_the_lane_gives_the_numbers_of_the_general_path(
     name: str, params: dict[str, Any], zeros: float
 ) -> None:
     """Rows as float64 arrays (the lane), as float32, read-only and strided arrays (the
-    lane, on a float64 copy) and as lists (the general path: validation, canonical vector,
-    a one-row batch): the same scores, decisions and states, bit for bit."""
+    lane, on a float64 copy), as CSR rows (the lane, dense or sparse as their canonical
+    vector) and as lists (the general path: validation, canonical vector, a one-row
+    batch): the same scores, decisions and states, bit for bit."""
     X, y, t = _stream(zeros)
     general = learners.make(name, n_features=D, n_tasks=K, **params)
     want = _events(general, [x.tolist() for x in X], y, t)
@@ -68,6 +70,10 @@ def test_the_lane_gives_the_numbers_of_the_general_path(
         model = learners.make(name, n_features=D, n_tasks=K, **params)
         assert _events(model, rows, y, t) == want, label
         assert_states_equal(model.state_dict(), general.state_dict(), label)
+    csr = sp.csr_matrix(X)
+    model = learners.make(name, n_features=D, n_tasks=K, **params)
+    assert _events(model, [csr[i] for i in range(N)], y, t) == want, "CSR rows"
+    assert_states_equal(model.state_dict(), general.state_dict(), "CSR rows")
     X32 = X.astype(np.float32)
     general32 = learners.make(name, n_features=D, n_tasks=K, **params)
     model32 = learners.make(name, n_features=D, n_tasks=K, **params)
@@ -132,18 +138,21 @@ def test_a_batch_of_one_dense_row_takes_the_lane_with_the_numbers_of_a_batch(
     such batches give the numbers of one batch of every row, zeros and unit-length views
     included (where the per-event calls read a row with zeros in its sparse form)."""
     X, y, t = _stream(0.1, seed=6)
-    whole = learners.make(name, n_features=D, n_tasks=K, **params)
-    want = whole.score_and_learn_many(X, y, t)
-    rows = learners.make(name, n_features=D, n_tasks=K, **params)
-    got = [
-        float(rows.score_and_learn_many(X[i : i + 1], y[i : i + 1], t[i : i + 1])[0])
-        for i in range(N)
-    ]
-    assert got == want.tolist()
-    assert_states_equal(rows.state_dict(), whole.state_dict(), "rows")
-    assert one_dense_event(X[:1], y[:1], t[:1]) is not None
-    assert one_dense_event(X[:2], y[:2], t[:2]) is None
-    assert one_dense_event(X[:1], y[:1].astype(np.int64), t[:1]) is None
+    X[: N // 2, : D // 2] = 0.0  # rows in their sparse form too
+    for form in (X, sp.csr_matrix(X)):  # with l2_normalize the two forms' norms may differ
+        whole = learners.make(name, n_features=D, n_tasks=K, **params)
+        want = whole.score_and_learn_many(form, y, t)
+        rows = learners.make(name, n_features=D, n_tasks=K, **params)
+        got = [
+            float(rows.score_and_learn_many(form[i : i + 1], y[i : i + 1], t[i : i + 1])[0])
+            for i in range(N)
+        ]
+        assert got == want.tolist()
+        assert_states_equal(rows.state_dict(), whole.state_dict(), "rows")
+    assert one_event(X[:1], y[:1], t[:1]) is not None
+    assert one_event(sp.csr_matrix(X[:1]), y[:1], t[:1]) is not None
+    assert one_event(X[:2], y[:2], t[:2]) is None
+    assert one_event(X[:1], y[:1].astype(np.int64), t[:1]) is None
 
 
 def test_a_row_with_zeros_takes_the_lane_as_a_batch_with_unit_length_views() -> None:
@@ -182,3 +191,26 @@ def test_the_hooks_on_a_prepared_row_take_the_lane_with_the_numbers_of_a_one_row
     dense = lane._prepare(np.linspace(-1.0, 2.0, D))
     assert dense.idx is None
     assert lane.event_lane(dense.val, 0, None, False, False, False) == lane._decision(dense, 0)
+
+
+@pytest.mark.parametrize("name", ["adaptive-logistic", "adaptive-auto"])
+def test_a_csr_row_storing_zeros_as_a_batch_of_one_row_keeps_the_batch_numbers(name: str) -> None:
+    """A batch drops a CSR row's stored zeros (its canonical form), and so does the lane,
+    through the row's canonical vector: the same unit length, to the bit."""
+    params = {"l2_normalize": True} if name == "adaptive-logistic" else {"views": "log,log-l2"}
+    rng = np.random.default_rng(8)
+    d = 300  # wide enough for the kernels' sums to run in SIMD lanes
+    X = rng.standard_normal((N, d)) * rng.lognormal(0.0, 1.0, size=(N, 1))
+    y = np.where(X[:, 0] - X[:, 1] > 0, 1.0, -1.0)
+    t = rng.integers(0, K, N)
+    stored = sp.csr_matrix(X)
+    stored.data[::3] = 0.0  # stored, not dropped
+    whole = learners.make(name, n_features=d, n_tasks=K, **params)
+    want = whole.score_and_learn_many(stored, y, t)
+    rows = learners.make(name, n_features=d, n_tasks=K, **params)
+    got = [
+        float(rows.score_and_learn_many(stored[i : i + 1], y[i : i + 1], t[i : i + 1])[0])
+        for i in range(N)
+    ]
+    assert got == want.tolist()
+    assert_states_equal(rows.state_dict(), whole.state_dict(), "rows storing zeros")
