@@ -390,23 +390,7 @@ class AdaptiveLearner(Learner):
             if x.dtype != np.float32 and x.dtype != np.float64:
                 return None
             x = np.array(x, dtype=np.float64)
-        learn = label is not None
-        configs, state, outlier = self.kernel_arrays()
-        score = float(
-            adaptive_event(
-                x,
-                bias,
-                normalize,
-                task,
-                1.0 if label is None else float(label),
-                learn,
-                as_batch,
-                configs,
-                state,
-                outlier,
-            )
-        )
-        return self._after_lane(score, learn)
+        return self._run_lane(adaptive_event, (x,), bias, normalize, task, label, (as_batch,))
 
     def _sparse_lane(
         self,
@@ -427,27 +411,27 @@ class AdaptiveLearner(Learner):
             val = v.val
         else:
             val = np.array(v.val, dtype=np.float64)
+        return self._run_lane(adaptive_sparse_event, (idx, val), bias, normalize, task, label, ())
+
+    def _run_lane(
+        self,
+        kernel: Any,
+        row: tuple[np.ndarray, ...],
+        bias: bool,
+        normalize: bool,
+        task: int,
+        label: float | None,
+        options: tuple[bool, ...],
+    ) -> float | None:
+        """Call a lane's ``kernel`` on ``row`` (and its ``options``) with the learner's
+        arrays; its score, or None where it refused the row (having changed nothing). A
+        learned event is counted."""
         learn = label is not None
         configs, state, outlier = self.kernel_arrays()
+        y = 1.0 if label is None else float(label)
         score = float(
-            adaptive_sparse_event(
-                idx,
-                val,
-                bias,
-                normalize,
-                task,
-                1.0 if label is None else float(label),
-                learn,
-                configs,
-                state,
-                outlier,
-            )
+            kernel(*row, bias, normalize, task, y, learn, *options, configs, state, outlier)
         )
-        return self._after_lane(score, learn)
-
-    def _after_lane(self, score: float, learn: bool) -> float | None:
-        """A lane's score, or None where its kernel refused the row (having changed
-        nothing); a learned event counted."""
         if score != score:
             return None
         if learn:

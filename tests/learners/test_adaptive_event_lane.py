@@ -47,6 +47,14 @@ def _events(model: Any, rows: list[Any], y: np.ndarray, t: np.ndarray) -> list[f
     return out
 
 
+def _one_row_batches(model: Any, X: Any, y: np.ndarray, t: np.ndarray) -> list[float]:
+    """Each row learned as a batch of one row (``score_and_learn_many``); their scores."""
+    return [
+        float(model.score_and_learn_many(X[i : i + 1], y[i : i + 1], t[i : i + 1])[0])
+        for i in range(y.shape[0])
+    ]
+
+
 @pytest.mark.parametrize("zeros", [0.0, 0.1, 0.6])
 @pytest.mark.parametrize(("name", "params"), LEARNERS)
 def test_the_lane_gives_the_numbers_of_the_general_path(
@@ -143,11 +151,7 @@ def test_a_batch_of_one_dense_row_takes_the_lane_with_the_numbers_of_a_batch(
         whole = learners.make(name, n_features=D, n_tasks=K, **params)
         want = whole.score_and_learn_many(form, y, t)
         rows = learners.make(name, n_features=D, n_tasks=K, **params)
-        got = [
-            float(rows.score_and_learn_many(form[i : i + 1], y[i : i + 1], t[i : i + 1])[0])
-            for i in range(N)
-        ]
-        assert got == want.tolist()
+        assert _one_row_batches(rows, form, y, t) == want.tolist()
         assert_states_equal(rows.state_dict(), whole.state_dict(), "rows")
     assert one_event(X[:1], y[:1], t[:1]) is not None
     assert one_event(sp.csr_matrix(X[:1]), y[:1], t[:1]) is not None
@@ -208,9 +212,5 @@ def test_a_csr_row_storing_zeros_as_a_batch_of_one_row_keeps_the_batch_numbers(n
     whole = learners.make(name, n_features=d, n_tasks=K, **params)
     want = whole.score_and_learn_many(stored, y, t)
     rows = learners.make(name, n_features=d, n_tasks=K, **params)
-    got = [
-        float(rows.score_and_learn_many(stored[i : i + 1], y[i : i + 1], t[i : i + 1])[0])
-        for i in range(N)
-    ]
-    assert got == want.tolist()
+    assert _one_row_batches(rows, stored, y, t) == want.tolist()
     assert_states_equal(rows.state_dict(), whole.state_dict(), "rows storing zeros")
