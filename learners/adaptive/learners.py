@@ -73,15 +73,18 @@ _NO_QUERIES = np.zeros(0, dtype=np.bool_)
 
 
 def one_event(X: Any, y: Any, task: Any) -> tuple[Any, int, float] | None:
-    """``(x, task, label)`` of a batch of one row, dense or scipy sparse, with a float64
-    label array and an int64 task array, each of shape (1,) (how the service's worker
-    hands over an event it learns alone), for the event lanes; None for any other batch."""
+    """``(x, task, label)`` of a batch of one row (a dense or scipy sparse row, or a list of
+    one :class:`~learners.inputs.Vec`) with a float64 label array and an int64 task array,
+    each of shape (1,) (how the service's worker hands over an event it learns alone), for
+    the event lanes; None for any other batch."""
     if type(X) is np.ndarray:
         if not (X.ndim == 2 and X.shape[0] == 1):
             return None
         x = X[0]
     elif sp.issparse(X) and X.ndim == 2 and X.shape[0] == 1:
         x = X
+    elif type(X) is list and len(X) == 1 and isinstance(X[0], Vec):
+        x = X[0]
     else:
         return None
     if not (type(y) is np.ndarray and y.shape == (1,) and y.dtype == np.float64):

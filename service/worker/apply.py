@@ -35,7 +35,6 @@ from typing import Any
 
 import numpy as np
 import orjson
-import scipy.sparse as sp
 
 from learners import Vec, as_vector, query_probability_reporter
 from service.store import StoreError
@@ -162,7 +161,9 @@ class Applier:
             if v.idx is None:
                 rows = v.val.reshape(1, -1)
             else:
-                rows = sp.csr_matrix((v.val, v.idx, np.array([0, v.nnz])), shape=(1, v.dim))
+                # a batch of one canonical vector: the CSR row it stands for, without
+                # building one here (13 us) for a learner that reads the vector itself
+                rows = [v]
         y_row, t_row = np.full(1, float(y)), np.full(1, t, dtype=np.int64)
         return float(self.learner.score_and_learn_many(rows, y_row, t_row)[0])
 

@@ -14,6 +14,7 @@ import learners
 from learners.active.kernels import vector_rows
 from learners.adaptive.learners import one_event
 from learners.checks.common import assert_states_equal
+from learners.inputs import as_vector
 
 D, N, K = 12, 400, 3
 
@@ -48,11 +49,21 @@ def _events(model: Any, rows: list[Any], y: np.ndarray, t: np.ndarray) -> list[f
 
 
 def _one_row_batches(model: Any, X: Any, y: np.ndarray, t: np.ndarray) -> list[float]:
-    """Each row learned as a batch of one row (``score_and_learn_many``); their scores."""
+    """Each row learned as a batch of one row (``score_and_learn_many``); their scores. A
+    list of one-vector lists gives each its own batch."""
     return [
-        float(model.score_and_learn_many(X[i : i + 1], y[i : i + 1], t[i : i + 1])[0])
+        float(
+            model.score_and_learn_many(
+                X[i] if type(X) is list else X[i : i + 1], y[i : i + 1], t[i : i + 1]
+            )[0]
+        )
         for i in range(y.shape[0])
     ]
+
+
+def _csr(vectors: list[list[Any]]) -> sp.csr_matrix:
+    """The CSR batch of one-vector lists: each vector's canonical row."""
+    return sp.vstack([sp.csr_matrix(v[0].dense()) for v in vectors], format="csr")
 
 
 @pytest.mark.parametrize("zeros", [0.0, 0.1, 0.6])
@@ -147,14 +158,17 @@ def test_a_batch_of_one_dense_row_takes_the_lane_with_the_numbers_of_a_batch(
     included (where the per-event calls read a row with zeros in its sparse form)."""
     X, y, t = _stream(0.1, seed=6)
     X[: N // 2, : D // 2] = 0.0  # rows in their sparse form too
-    for form in (X, sp.csr_matrix(X)):  # with l2_normalize the two forms' norms may differ
+    vectors = [[as_vector(x, D)] for x in X]  # batches of one canonical vector (the worker's)
+    for form in (X, sp.csr_matrix(X), vectors):  # with l2_normalize dense and CSR norms differ
         whole = learners.make(name, n_features=D, n_tasks=K, **params)
-        want = whole.score_and_learn_many(form, y, t)
+        want = whole.score_and_learn_many(form if form is not vectors else _csr(vectors), y, t)
         rows = learners.make(name, n_features=D, n_tasks=K, **params)
         assert _one_row_batches(rows, form, y, t) == want.tolist()
         assert_states_equal(rows.state_dict(), whole.state_dict(), "rows")
     assert one_event(X[:1], y[:1], t[:1]) is not None
     assert one_event(sp.csr_matrix(X[:1]), y[:1], t[:1]) is not None
+    assert one_event([as_vector(X[0], D)], y[:1], t[:1]) is not None
+    assert one_event([X[0]], y[:1], t[:1]) is None
     assert one_event(X[:2], y[:2], t[:2]) is None
     assert one_event(X[:1], y[:1].astype(np.int64), t[:1]) is None
 
