@@ -313,7 +313,7 @@ class AdaptiveLearner(Learner):
         """Signed score of ``x`` for ``task`` (the leader's); never mutates the learner.
 
         The compiled score of a one-row batch: the score :meth:`score_and_learn_one` would
-        return now, bit for bit. A dense row of the kernels' type takes the event lane
+        return now, bit for bit. A dense or sparse row takes the event lane
         (:meth:`event_lane`)."""
         score = self.event_lane(x, task, None, self._bias, self._normalize, self._log_scale)
         if score is not None:
@@ -349,21 +349,23 @@ class AdaptiveLearner(Learner):
         as_batch: bool = False,
     ) -> float | None:
         """The leader's score of the event ``(x, task)``, and with a ``label`` (-1 or +1) the
-        event learned, through :func:`~learners.adaptive.event_kernels.adaptive_event`, for
-        a dense float64 or float32 row as wide as the state less the bias the kernel
-        appends (on a float64 copy when it is float32, read-only or strided), or through
+        event learned, in one compiled call (docs/algorithms.md Sec. 11.5):
+        :func:`~learners.adaptive.event_kernels.adaptive_event` for a dense float64 or
+        float32 row as wide as the state less the bias the kernel appends (on a float64
+        copy when it is float32, read-only or strided),
         :func:`~learners.adaptive.event_kernels.adaptive_sparse_event` for a scipy sparse
-        row or a :class:`~learners.inputs.Vec` (validated by
-        :func:`~learners.inputs.as_vector`), and a valid task.
-        ``bias``, ``normalize`` and ``log_scale``: the preprocessing to apply (the
-        learner's own, or that of a view of ``adaptive-auto``). The numbers of the compiled
-        pass on a one-row batch, bit for bit, 2-4 times faster. None, having changed
-        nothing, for any other input, a row that does not validate, and the rows the kernel
-        refuses (not finite; a dense row with a zero entry and ``normalize``, unless
-        ``as_batch``): those take the general validation and its error messages. ``as_batch``: the numbers of the row as
-        the one row of a batch (:meth:`score_and_learn_many`), which differ from the
-        per-event calls' in the last bits for a dense row with a zero entry and
-        ``normalize``."""
+        row or a :class:`~learners.inputs.Vec` whose canonical vector
+        (:func:`~learners.inputs.as_vector`) is sparse. ``bias``, ``normalize`` and
+        ``log_scale``: the preprocessing to apply (the learner's own, or that of a view of
+        ``adaptive-auto``). The numbers of the compiled pass on a one-row batch, bit for
+        bit, 2-4 times faster.
+
+        None, having changed nothing, for a task or label out of range, any other input, a
+        row that does not validate, and the rows the kernel refuses (not finite; a dense
+        row with a zero entry and ``normalize``, unless ``as_batch``): those take the
+        general path and its error messages. ``as_batch``: the numbers of the row as the
+        one row of a batch (:meth:`score_and_learn_many`), which differ from the per-event
+        calls' in the last bits for a dense row with a zero entry and ``normalize``."""
         if self.numpy_reference:
             return None
         if type(task) is np.int64:
@@ -444,7 +446,6 @@ class AdaptiveLearner(Learner):
     def _learned_events(self, n: int) -> None:
         """What a learning pass over ``n`` events counts besides the state (the selector's
         pruning clock)."""
-        return
 
     def _event_rows(self, x: Any) -> KernelRows:
         """``x`` validated and canonical, log-scaled when asked, as a one-row batch whose
