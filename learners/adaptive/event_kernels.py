@@ -1,16 +1,17 @@
-"""Compiled entry of the adaptive learners' per-event calls (docs/algorithms.md Sec. 11.5).
+"""Compiled entries of the adaptive learners' per-event calls (docs/algorithms.md Sec. 11.5).
 
 ``decision_one`` and ``score_and_learn_one`` gave an event the numbers of a batch by
 running the batch passes on a one-row batch that Python put together (the canonical
-vector, the rows, the call, the learner's arrays): 6-8 us at d = 100, of which the
-row's own work is a few hundred nanoseconds. :func:`adaptive_event` takes the dense row
-as it came and the learner's arrays, checks the row finite, and hands it to those same
-passes (the row loops of :func:`~learners.adaptive.kernels.adaptive_pass` and
-:func:`~learners.adaptive.kernels.adaptive_scores`) as a dense call of one row, built
-here with the array types of a dense batch's call and its buffers. The passes put the row in the
+vector, the rows, the call, the learner's arrays): 6-8 us at d = 100, of which the row's
+own work is a few hundred nanoseconds. :func:`adaptive_event` takes a dense row as it came,
+:func:`adaptive_sparse_event` a sparse row's canonical vector, with the learner's arrays;
+each checks the row finite and hands it to those same passes (the row loops of
+:func:`~learners.adaptive.kernels.adaptive_pass` and
+:func:`~learners.adaptive.kernels.adaptive_scores`) as a call of one row, built here with
+the array types of a batch's call and its buffers. The passes put a dense row in the
 canonical form themselves (a row with a zero entry in its sparse form, as
-:func:`learners.inputs.as_vector` does), so an event still gives the numbers of the same
-row in a batch, bit for bit, and compiles no new version of them.
+:func:`learners.inputs.as_vector` does), so an event gives the numbers of the same row in
+a batch, bit for bit, and no new version of the passes is compiled.
 """
 
 from __future__ import annotations
