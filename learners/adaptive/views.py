@@ -250,7 +250,14 @@ class AdaptiveViews(Learner):
 
     def leader_view(self) -> str:
         """The view the learner predicts with now."""
-        return self._view_names[int(np.argmin(self.view_mistakes_))]
+        return self._view_names[self._leading()]
+
+    def _leading(self) -> int:
+        """Index of the leading view: the fewest mistakes so far, the first on ties (without
+        a numpy call when one view is left: 0.9 us of a 5 us ``decision_one``)."""
+        if len(self.views_) == 1:
+            return 0
+        return int(np.argmin(self.view_mistakes_))
 
     # ------------------------------------------------------------ learner hooks
     def _init_state(self) -> None:
@@ -314,7 +321,7 @@ class AdaptiveViews(Learner):
         """Signed score of ``x`` for ``task``: the leading view's compiled score of the row
         as a one-row batch, what :meth:`score_and_learn_one` would return now (through the
         view's event lane, :meth:`AdaptiveSelector.event_lane`, where the row allows it)."""
-        m = int(np.argmin(self.view_mistakes_))
+        m = self._leading()
         name = self._view_names[m]
         if name not in QUAD_VIEWS:
             score = self.views_[m].event_lane(
@@ -384,7 +391,7 @@ class AdaptiveViews(Learner):
     ) -> float | None:
         """:meth:`_views_lane` of a dense row or a canonical sparse vector ``x``."""
         names = self._view_names
-        lead = 0 if len(names) == 1 else int(np.argmin(self.view_mistakes_))
+        lead = self._leading()
         logged: np.ndarray | Vec | None = None
         scores: list[float] = []
         for name, inner in zip(names, self.views_, strict=True):
@@ -414,7 +421,7 @@ class AdaptiveViews(Learner):
     def _lead_view_score(self, batch: Batch, task: int) -> float:
         """The score :meth:`_views_batch` would return for the one row of ``batch`` (its
         bias not appended yet): the leading view's, read as that pass reads it."""
-        m = int(np.argmin(self.view_mistakes_))
+        m = self._leading()
         name, inner = self._view_names[m], self.views_[m]
         tasks = np.array([task], dtype=np.int64)
         rows = self._log_batch(batch, False) if name in LOG_VIEWS else batch
@@ -424,12 +431,12 @@ class AdaptiveViews(Learner):
         return float(inner._kernel_scores(rows, tasks, self._bias, name in UNIT_VIEWS)[0])
 
     def _decision(self, x: Vec, task: int) -> float:
-        m = int(np.argmin(self.view_mistakes_))
+        m = self._leading()
         return self.views_[m]._decision(self._view_row(x, m), task)
 
     def _learn(self, x: Vec, y: float, task: int) -> None:
         logged = self._log_row(x) if LOG_VIEWS.intersection(self._view_names) else None
-        lead = int(np.argmin(self.view_mistakes_))  # before the event's counts move
+        lead = self._leading()  # before the event's counts move
         wrong = []
         for m, inner in enumerate(self.views_):
             score = inner._score_and_learn_row(self._view_row(x, m, logged), y, task)
@@ -522,7 +529,7 @@ class AdaptiveViews(Learner):
             return
         self.view_events_[0] += n
         if self._prunes_views() and self.view_events_[0] % self.hyper["prune_every"] == 0:
-            lead_now = int(np.argmin(self.view_mistakes_))
+            lead_now = self._leading()
             drop = losing(self.view_duels_, lead_now, self.hyper["prune"])
             if drop.any():
                 self._keep_views(~drop)
@@ -565,14 +572,14 @@ class AdaptiveViews(Learner):
     def _task_weights(self) -> np.ndarray | None:
         """The raw view's weights while it leads; None while another view leads (its score
         is not linear in the row)."""
-        m = int(np.argmin(self.view_mistakes_))
+        m = self._leading()
         if self._view_names[m] != "raw":
             return None
         return self.views_[m]._task_weights()
 
     def _relation(self) -> np.ndarray:
         """Cosine similarity of the leading view's task predictors (its leader's ``u_0 + u_k``)."""
-        W = self.views_[int(np.argmin(self.view_mistakes_))]._task_weights()
+        W = self.views_[self._leading()]._task_weights()
         assert W is not None
         return cosine_similarity(W)
 
