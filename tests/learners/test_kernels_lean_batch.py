@@ -130,3 +130,65 @@ def test_a_small_block_with_bad_input_is_refused_and_changes_nothing(
         model.score_and_learn_many(Xb, yb, tb)
     assert np.array_equal(before, model.task_weights())
     assert model.n_mistakes_ == mistakes
+
+
+@pytest.mark.parametrize("name", LINEAR)
+def test_one_row_batches_take_the_event_lane_with_the_numbers_of_one_batch(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch of one dense row (float64, float32, or read-only float32 as the worker reads
+    it) runs the per-event lane, not the batch kernel, and gives the numbers of the whole
+    stream as one batch, bit for bit."""
+    X, y, tasks = _batch(seed=7 + len(name), n=300)
+    X64 = X.astype(np.float64)
+    lane = make(name, n_features=X.shape[1], n_tasks=5)
+    whole = make(name, n_features=X.shape[1], n_tasks=5)
+
+    def batch_path(*args: object) -> None:
+        raise AssertionError("a batch of one row took the batch path")
+
+    monkeypatch.setattr(lane, "_lean_batch", batch_path)
+    forms = [
+        lambda i: X64[i : i + 1],
+        lambda i: X[i : i + 1].copy(),
+        lambda i: np.frombuffer(X[i].tobytes(), np.float32).reshape(1, -1),
+    ]
+    scores = np.concatenate(
+        [
+            lane.score_and_learn_many(forms[i % 3](i), y[i : i + 1], tasks[i : i + 1])
+            for i in range(X.shape[0])
+        ]
+    )
+    assert np.array_equal(scores, whole.score_and_learn_many(X64, y, tasks))
+    wa, wb = lane.task_weights(), whole.task_weights()
+    assert wa is not None and wb is not None
+    assert np.array_equal(wa, wb) and np.abs(wa).sum() > 0.0
+    counter = "n_updates_" if name.startswith("pa") else "n_mistakes_"
+    assert getattr(lane, counter) == getattr(whole, counter) > 0
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda X, y, t: y.__setitem__(0, 0.5), "-1 or \\+1"),
+        (lambda X, y, t: y.__setitem__(0, np.nan), "-1 or \\+1"),
+        (lambda X, y, t: t.__setitem__(0, 5), "unknown task"),
+        (lambda X, y, t: t.__setitem__(0, -1), "unknown task"),
+        (lambda X, y, t: X.__setitem__((0, 3), np.nan), "NaN or infinite"),
+        (lambda X, y, t: X.__setitem__((0, 0), -np.inf), "NaN or infinite"),
+    ],
+)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_one_row_batch_with_bad_input_is_refused_and_changes_nothing(
+    change: Callable[[np.ndarray, np.ndarray, np.ndarray], None], message: str, dtype: type
+) -> None:
+    X, y, tasks = _batch(seed=3)
+    model = make("pa-individual", n_features=X.shape[1], n_tasks=5)
+    model.score_and_learn_many(X[:100].astype(np.float64), y[:100], tasks[:100])
+    before, updates = model.task_weights(), model.n_updates_
+    Xb, yb, tb = X[100:101].astype(dtype), y[100:101].copy(), tasks[100:101].copy()
+    change(Xb, yb, tb)
+    with pytest.raises(ValueError, match=message):
+        model.score_and_learn_many(Xb, yb, tb)
+    assert np.array_equal(before, model.task_weights())
+    assert model.n_updates_ == updates
