@@ -10,7 +10,9 @@ Cost O(nnz) per row and O(K nnz + K^2) per mistake, whatever the mistake rate,
 plus O(K^3) per A update.
 
 From round ``EPOCH`` on, each mistake also updates ``A`` (Eqs. 3.7-3.10, an
-eigendecomposition or a Cholesky factorisation) inside the same call, at the same round as the numpy
+eigendecomposition or a Cholesky factorisation), or with ``a_every`` m > 1 each mistake
+that brings the learner's mistake count to a multiple of m (the option
+``a_update_every``, docs/algorithms.md Sec. 2.8), inside the same call, at the same round as the numpy
 reference (:func:`learners.omtl.a_kernels.a_update_into`, selected by ``kind``):
 with ``track_at_stop`` (A fed the weights after the mistake,
 ``a_update_uses='post'``) after the mistake is folded into the Gram matrix,
@@ -153,6 +155,7 @@ def _round(
     counters: np.ndarray,
     round_step: int,
     a_from: int,
+    a_every: int,
     track_at_stop: bool,
     c: np.ndarray,
     u: np.ndarray,
@@ -173,11 +176,12 @@ def _round(
         return s, _NO_UPDATE
     ainv_column(pending, mats, vecs, Ainv, t, label, c)
     counters[1] += 1
-    if counters[0] >= a_from and not track_at_stop:
+    due = counters[0] >= a_from and counters[1] % a_every == 0
+    if due and not track_at_stop:
         return s, _PRE_UPDATE
     xx, xsum = _step_and_track(idx, val, W, c, u, True)
     _track_gram(G, colsum, u, c, xx, xsum)
-    if counters[0] < a_from:
+    if not due:
         return s, _NO_UPDATE
     return s, _POST_UPDATE
 
@@ -242,6 +246,7 @@ def _weight_pass(
     counters: np.ndarray,
     round_step: int,
     a_from: int,
+    a_every: int,
     track_at_stop: bool,
     kind: int,
     hp: np.ndarray,
@@ -273,6 +278,7 @@ def _weight_pass(
         counters,
         round_step,
         a_from,
+        a_every,
         track_at_stop,
         c,
         u,

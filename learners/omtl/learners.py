@@ -114,6 +114,16 @@ EPOCH_ROUNDS = Param(
     "(1-based, Algorithm 1 line 14). Overrides epoch / expected_rounds.",
     optional(non_negative_int),
 )
+A_UPDATE_EVERY = Param(
+    "a_update_every",
+    1,
+    "Update A on every m-th mistake from round EPOCH on: on a mistake whose count (all "
+    "mistakes, from the first round) is a multiple of m. 1 (the default) is saha2011 "
+    "Algorithm 1, every mistake. A larger m divides the O(K^3) cost of the A updates by "
+    "about m, which at K = 100 is nearly all of a round's time; A then follows the "
+    "weights up to m - 1 mistakes late (docs/algorithms.md Sec. 2.8).",
+    positive_int,
+)
 NORMALIZE_TRACE = Param(
     "normalize_trace",
     True,
@@ -191,6 +201,7 @@ _SHARED = (
     EPOCH,
     EXPECTED_ROUNDS,
     EPOCH_ROUNDS,
+    A_UPDATE_EVERY,
     NORMALIZE_TRACE,
     A_UPDATE_USES,
     EIG_FLOOR,
@@ -290,7 +301,7 @@ class TaskRelationships(CompiledLearner, MatrixPerceptron):
     # ------------------------------------------------ Algorithm 1, lines 9-16
     def _after_mistake(self, x: Vec, y: float, task: int) -> None:
         c = y * self.Ainv_[:, task]
-        if self._a_fixed_for(0):
+        if self._a_fixed_for(0) or self.n_mistakes_ % int(self.hyper["a_update_every"]):
             self._track_gram(x, c)
             return
         if self.hyper["a_update_uses"] == "pre":
@@ -396,7 +407,8 @@ class TaskRelationships(CompiledLearner, MatrixPerceptron):
             self.A_ = np.ascontiguousarray(self.A_)
             i = weight_pass(
                 rows, y, tasks, i, self.W_, self.Ainv_, self.G_, self.colsum_, counters, step,
-                a_from, post, kind, hp, self.A_, self._log_state(), basis, age, scores,
+                a_from, int(self.hyper["a_update_every"]), post, kind, hp, self.A_,
+                self._log_state(), basis, age, scores,
             )  # fmt: skip
             self._keep_basis_age(int(age[0]))
             self.n_rounds_, self.n_mistakes_ = int(counters[0]), int(counters[1])
@@ -451,9 +463,11 @@ class TaskRelationships(CompiledLearner, MatrixPerceptron):
 
 
 #: Conformance sets shared by the four learners: A updates from round 100 of the suite's
-#: 3000-round stream, the active variant, and the fraction form with the literal options.
+#: 3000-round stream (on every mistake, and on every third), the active variant, and the
+#: fraction form with the literal options.
 _SWITCHING_PARAMS: tuple[dict[str, Any], ...] = (
     {"epoch_rounds": 100},
+    {"epoch_rounds": 100, "a_update_every": 3},
     {"epoch_rounds": 60, "active": True},
     {"expected_rounds": 600, "epoch": 0.5, "a_update_uses": "pre", "normalize_trace": False},
 )

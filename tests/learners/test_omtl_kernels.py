@@ -230,6 +230,28 @@ def test_a_updates_happen_between_kernel_calls(name: str) -> None:
     assert fast.n_a_updates_ == slow.n_a_updates_ > 100
 
 
+@pytest.mark.parametrize("uses", ["post", "pre"])
+@pytest.mark.parametrize("name", OMTL)
+def test_a_changes_on_every_mth_mistake_in_both_paths(name: str, uses: str) -> None:
+    """With ``a_update_every = 3`` A is updated exactly at the mistakes from round EPOCH on
+    whose count is a multiple of 3, event by event, and the kernel's batches give the
+    reference's numbers, dense and CSR (the 'post' form is also in the conformance sets)."""
+    params: dict[str, Any] = {"epoch_rounds": 20, "a_update_every": 3, "a_update_uses": uses}
+    X, y, tasks = random_stream(False, 800, 4, 12, 5, None)
+    m = learners.make(name, n_features=12, n_tasks=4, seed=5, **params)
+    due = changed = 0
+    for x, label, t in zip(X, y.tolist(), tasks.tolist()):
+        before, mistakes = m.relation_matrix(), m.n_mistakes_
+        m.learn_one(x, label, t)
+        due += m.n_mistakes_ > mistakes and m.n_rounds_ >= 20 and m.n_mistakes_ % 3 == 0
+        changed += not np.array_equal(before, m.relation_matrix())
+    assert m.n_a_updates_ == due > 50
+    assert due // 2 < changed <= due
+    for sparse in (False, True):
+        fast, slow = compare(name, params, sparse=sparse, seed=6, batch=False)
+        assert fast.n_a_updates_ == slow.n_a_updates_ > 30
+
+
 @pytest.mark.parametrize("active", [1, 2])
 @pytest.mark.parametrize("name", OMTL)
 def test_kernel_equals_the_numpy_rounds_with_tasks_left_at_zero(name: str, active: int) -> None:

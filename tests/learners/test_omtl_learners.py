@@ -280,3 +280,32 @@ def test_a_stays_spd_finite_and_unit_trace_on_random_streams(
             assert np.trace(A) == pytest.approx(1.0, rel=1e-9)
     cond = np.linalg.cond(A)
     np.testing.assert_allclose(A @ Ainv, np.eye(K), atol=1e-13 * cond + 1e-9)
+
+
+# ---------------------------------------------------------------- A update cadence
+def test_logdet_every_second_mistake_hand_worked() -> None:
+    """a_update_every = 2 on the stream of test_logdet_hand_worked_steps, one round longer.
+
+    Mistakes 1, 2, 3 fall at rounds 1, 3, 4. Round 3 (count 2, a multiple of 2) updates A
+    as there: A = [[.6,-.2],[-.2,.4]], A^{-1} = [[2,1],[1,3]]. Round 4 (count 3) takes the
+    same weight step, w0 = (-2,-2), w1 = (-2,-3), and leaves A as it is.
+    t=5: x=(1,0), y=+1, task 0: score -2, mistake 4. w_j += (A^{-1})_{j,0} x: w0 = (0,-2),
+         w1 = (-1,-3). G = [[4,6],[6,10]]. A^{-1} = [[2,1],[1,3]] + 0.5 G = [[4,4],[4,8]],
+         det 16, A = [[8,-4],[-4,4]]/16, trace 0.75 -> A = [[2,-1],[-1,1]]/3,
+         A^{-1} = [[4,4],[4,8]] * 0.75 = [[3,3],[3,6]].
+    """
+    m = _make("omtl-logdet", K=2, d=2, epoch_rounds=2, eta=0.5, eta_scale="absolute",
+              a_update_every=2)  # fmt: skip
+    m.learn_one(np.array([1.0, 0.0]), -1, 0)
+    m.learn_one(np.array([0.0, 1.0]), 1, 1)
+    m.learn_one(np.array([1.0, 1.0]), -1, 1)
+    np.testing.assert_allclose(m.relation_matrix(), [[0.6, -0.2], [-0.2, 0.4]], rtol=1e-12)
+    m.learn_one(np.array([0.0, 1.0]), -1, 0)
+    np.testing.assert_allclose(m.W_, [[-2, -2], [-2, -3]], rtol=1e-12)
+    np.testing.assert_allclose(m.relation_matrix(), [[0.6, -0.2], [-0.2, 0.4]], rtol=1e-12)
+    assert (m.n_mistakes_, m.n_a_updates_) == (3, 1)
+    m.learn_one(np.array([1.0, 0.0]), 1, 0)
+    np.testing.assert_allclose(m.W_, [[0, -2], [-1, -3]], rtol=1e-12)
+    np.testing.assert_allclose(m.relation_matrix(), np.array([[2, -1], [-1, 1]]) / 3, rtol=1e-12)
+    np.testing.assert_allclose(m.Ainv_, [[3, 3], [3, 6]], rtol=1e-12)
+    assert (m.n_rounds_, m.n_mistakes_, m.n_a_updates_) == (5, 4, 2)
