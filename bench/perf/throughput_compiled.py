@@ -7,10 +7,10 @@ measured on the same streams in the same run. Measured here:
 
 * :func:`measure_blocks` -- events/s of ``score_and_learn_many`` on blocks of a
   given size; with the CPU time spent in the ELLA task refresh (``_refresh``),
-  timed by wrapping that method of the instance, and in the OMTL ``A`` update
-  (Eqs. 3.7-3.10), which runs inside the compiled pass: its share is the number
-  of updates of the run times the time of one compiled update, measured after
-  the run on the learner's final state (:func:`_a_update_seconds`);
+  timed by wrapping that method of the instance, and the number of OMTL ``A``
+  updates (Eqs. 3.7-3.10), which run inside the compiled pass (their share of the
+  time is measured against the same learner with ``A`` fixed,
+  :mod:`bench.perf.throughput_compiled_run`);
 * :func:`measure_loop` -- a Python loop of ``score_and_learn_one``, of
   ``predict_one`` + ``learn_one``, or the plain numpy loop (predict, then
   ``W += y outer(A^{-1} e_t, x)`` on a mistake: the multitask Perceptron, Eq. 3.3).
@@ -53,14 +53,15 @@ LOOPS = ("score_and_learn_one", "predict_one+learn_one", "numpy")
 LOOP_CHUNK = 1000
 
 
-def _make(name: str, stream: BenchStream, n: int) -> Any:
-    return learners.make(
-        name, n_features=stream.d, n_tasks=stream.n_tasks, seed=0, **learner_params(name, n)
-    )
+def _make(name: str, stream: BenchStream, n: int, params: dict[str, Any] | None = None) -> Any:
+    """A fresh learner with the benchmark's parameters (:func:`learner_params`), ``params``
+    overriding them."""
+    merged = {**learner_params(name, n), **(params or {})}
+    return learners.make(name, n_features=stream.d, n_tasks=stream.n_tasks, seed=0, **merged)
 
 
 def _time_methods(model: Any) -> dict[str, list[float]]:
-    """Wrap the instance's ``A`` update and task refresh, if it has them: CPU seconds and calls."""
+    """Wrap the instance's task refresh, if it has one: CPU seconds and calls."""
     spent: dict[str, list[float]] = {}
     for attr, key in (("_refresh", "refresh"),):
         method = getattr(model, attr, None)
@@ -78,30 +79,6 @@ def _time_methods(model: Any) -> dict[str, list[float]]:
 
         setattr(model, attr, timed)
     return spent
-
-
-def _a_update_seconds(model: Any, repeats: int = 200) -> float | None:
-    """CPU seconds of one compiled ``A`` update (Eqs. 3.7-3.10) of an OMTL learner on
-    copies of its current state, warm-started from its eigenvectors where it keeps them
-    (von Neumann), as in its pass; the median of ``repeats`` calls; None for other
-    learners."""
-    compiled = getattr(model, "_compiled_update", None)
-    if compiled is None or not hasattr(model, "n_a_updates_"):
-        return None
-    from learners.omtl.a_kernels import KIND_NONE, a_update
-
-    kind, hp = compiled()
-    if kind == KIND_NONE:
-        return None
-    times = []
-    for _ in range(repeats):
-        A, Ainv, G = model.A_.copy(), model.Ainv_.copy(), model.G_.copy()
-        L, colsum = model._log_state().copy(), model.colsum_.copy()
-        basis, age = model._basis().copy(), np.array([model._basis_age()])
-        t0 = time.thread_time_ns()
-        a_update(kind, hp, A, Ainv, L, G, colsum, basis, age)
-        times.append(time.thread_time_ns() - t0)
-    return float(np.median(times)) * 1e-9
 
 
 def _mistakes(scores: np.ndarray, y: np.ndarray) -> int:
@@ -122,14 +99,21 @@ def _loop_step(
     return _numpy_step(np.zeros((K, stream.d)), Ainv)
 
 
-def settle_blocks(name: str, stream: BenchStream, n: int, block: int, seconds: float) -> None:
+def settle_blocks(
+    name: str,
+    stream: BenchStream,
+    n: int,
+    block: int,
+    seconds: float,
+    params: dict[str, Any] | None = None,
+) -> None:
     """Untimed ``score_and_learn_many`` calls of a throwaway learner on the start of the
     stream (module docstring): blocks of 1, 2, 4, ... rows up to ``block``, until
     ``max(block, 1000)`` rows are done, the stream ends, or ``seconds`` of CPU time
     are spent."""
     if seconds <= 0.0:
         return
-    model = _make(name, stream, n)
+    model = _make(name, stream, n, params)
     X, y, task = stream.X, stream.y, stream.task
     goal = min(n, max(block, LOOP_CHUNK))
     done, size = 0, 1
@@ -163,8 +147,10 @@ def measure_blocks(
     seconds: float,
     *,
     ramp: bool,
+    params: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """``score_and_learn_many`` over the first ``n`` events in blocks of ``block`` rows.
+    """``score_and_learn_many`` over the first ``n`` events in blocks of ``block`` rows, by a
+    learner with the benchmark's parameters and ``params`` (:func:`_make`).
 
     Stops at the end of the stream or once ``seconds`` of CPU time are spent. With
     ``ramp`` the first block has 8 rows and the size doubles up to ``block`` while
@@ -175,7 +161,7 @@ def measure_blocks(
     clock takes 0.1-0.7 us, depending on the host: a third of a block of one row).
     Slicing the stream and storing the scores are outside the timed calls.
     """
-    model = _make(name, stream, n)
+    model = _make(name, stream, n, params)
     spent_in = _time_methods(model)
     a_updates_before = int(getattr(model, "n_a_updates_", 0))
     X, y, task = stream.X, stream.y, stream.task
@@ -216,10 +202,8 @@ def measure_blocks(
         out["per_sec"] = done / spent
     for key, (sec, calls) in spent_in.items():
         out[f"{key}_seconds"], out[f"{key}_calls"] = sec, int(calls)
-    per_update = _a_update_seconds(model)
-    if per_update is not None:
-        calls = int(model.n_a_updates_) - a_updates_before
-        out["a_update_seconds"], out["a_update_calls"] = calls * per_update, calls
+    if hasattr(model, "n_a_updates_"):
+        out["a_update_calls"] = int(model.n_a_updates_) - a_updates_before
     return out
 
 

@@ -5,7 +5,8 @@ Order: compile times (subprocesses with a fresh numba cache), then
 (kernels the warm-up misses compile there, not in a measurement); per stream the peers and every
 learner (``score_and_learn_many``, blocks of :data:`MAIN_BLOCK`); on K = 10
 d = 100 the block-size x label-noise grid and the Python loops of
-:data:`BLOCK_LEARNERS`. Each learner measurement is a forked child
+:data:`BLOCK_LEARNERS`; the OMTL learners also run with A fixed and with A updated on
+every tenth mistake (:data:`A_VARIANTS`). Each learner measurement is a forked child
 (:func:`~bench.perf.throughput_ours.call_isolated`) with a fresh learner on the
 start of the stream, after an untimed pass that settles the child before its alarm
 is set (:func:`~bench.perf.throughput_compiled.settle_blocks`, at most
@@ -32,7 +33,16 @@ from bench.perf.throughput_ours import call_isolated
 from bench.perf.throughput_peers import measure_peer, median_entry, run_river, run_vw
 from bench.perf.throughput_streams import BenchStream, make_stream
 
-__all__ = ["BLOCKS", "BLOCK_LEARNERS", "MAIN_BLOCK", "NOISES", "STREAMS", "run_compiled"]
+__all__ = [
+    "A_STREAMS",
+    "A_VARIANTS",
+    "BLOCKS",
+    "BLOCK_LEARNERS",
+    "MAIN_BLOCK",
+    "NOISES",
+    "STREAMS",
+    "run_compiled",
+]
 
 #: (label, K, d, sparse, events)
 STREAMS = (
@@ -50,6 +60,11 @@ MAIN_BLOCK = 10_000
 BLOCK_LEARNERS = ("cmtl", "ipl", "pt-global", "pa-global", "pa-individual")
 BLOCKS = (1, 100, 10_000, 100_000)
 NOISES = (0.05, 0.5)
+#: The OMTL learners' runs beside the default one, on the streams of :data:`A_STREAMS`:
+#: with A fixed (its first update after the stream's end), whose time against the
+#: default run's is the A updates' share, and with A updated on every tenth mistake.
+A_VARIANTS = ("fixed", "every 10")
+A_STREAMS = ("K=10 d=100", "K=100 d=100")
 
 
 def _log(message: str) -> None:
@@ -85,14 +100,39 @@ def _stream_row(
     _log(f"== {label} ({n} events): " + ", ".join(f"{k} {_shown(v)}" for k, v in peers.items()))
     ours = {}
     for name in names:
-        ours[name] = _median_of(
-            lambda name=name: measure_blocks(name, stream, n, MAIN_BLOCK, seconds, ramp=True),
-            seconds,
-            reps,
-            lambda name=name: settle_blocks(name, stream, n, MAIN_BLOCK, SETTLE_SHARE * seconds),
-        )
+        ours[name] = _blocks_of(name, stream, seconds, reps)
         _log(f"   {name}: {_shown(ours[name])}")
-    return {"label": label, "n": n, "peers": peers, "ours": ours}
+    variants = {}
+    if label in A_STREAMS:
+        for name in (m for m in names if _updates_a(m)):
+            for variant in A_VARIANTS:
+                params = {"epoch_rounds": n + 1} if variant == "fixed" else {"a_update_every": 10}
+                key = f"{name}|{variant}"
+                variants[key] = _blocks_of(name, stream, seconds, reps, params)
+                _log(f"   {name}, A {variant}: {_shown(variants[key])}")
+    return {"label": label, "n": n, "peers": peers, "ours": ours, "a_variants": variants}
+
+
+def _updates_a(name: str) -> bool:
+    """Whether a learner updates an interaction matrix A on its mistakes (the OMTL family)."""
+    return any(p.name == "a_update_every" for p in learners.get(name).params)
+
+
+def _blocks_of(
+    name: str,
+    stream: BenchStream,
+    seconds: float,
+    reps: int,
+    params: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The per-stream measurement of one learner (blocks of :data:`MAIN_BLOCK`)."""
+    n = stream.n
+    return _median_of(
+        lambda: measure_blocks(name, stream, n, MAIN_BLOCK, seconds, ramp=True, params=params),
+        seconds,
+        reps,
+        lambda: settle_blocks(name, stream, n, MAIN_BLOCK, SETTLE_SHARE * seconds, params),
+    )
 
 
 def _grid(stream_of: dict[float, BenchStream], seconds: float, reps: int) -> dict[str, Any]:
