@@ -3,9 +3,10 @@
 A change to a kernel is judged against the code before it, measured in the same run:
 single figures move by up to 2x between runs on a shared host, while two versions
 measured in alternation move together. This runs ``score_and_learn_many`` on blocks of
-10,000 (the compiled table's call, ``bench/perf/throughput_compiled.py``) over the
-throughput streams (``bench/perf/throughput_streams.py``) for each checkout in turn, each
-in a fresh process that imports that checkout's ``learners`` and loads its kernels first
+10,000 (the compiled table's call, ``bench/perf/throughput_compiled.py``, with the blocks
+sliced before the clock as there) over the throughput streams
+(``bench/perf/throughput_streams.py``) for each checkout in turn, each in a fresh process
+that imports that checkout's ``learners`` and loads its kernels first
 (:func:`learners.warm_kernels`, outside the timing), ``--rounds`` times, alternating, and
 reports each checkout's best figure and their ratio. ``--calls`` measures the per-event
 calls instead (:func:`measure_calls`): ``score_and_learn_one``, ``decision_one``, a batch
@@ -76,13 +77,17 @@ def measure(names: list[str], params: dict[str, Any], streams: list[str], reps: 
     out: dict[str, float] = {}
     for label, stream, name, kwargs in _cases(names, params, streams):
         X, y, tasks, n = stream.X, stream.y, stream.task, stream.n
+        blocks = [
+            (X[a : a + BLOCK], y[a : a + BLOCK], tasks[a : a + BLOCK])
+            for a in range(LEAD, n, BLOCK)
+        ]
         best = float("inf")
         for _ in range(reps):
             model = learners.make(name, n_features=stream.d, n_tasks=stream.n_tasks, **kwargs)
             model.score_and_learn_many(X[:LEAD], y[:LEAD], tasks[:LEAD])
             start = time.thread_time()
-            for a in range(LEAD, n, BLOCK):
-                model.score_and_learn_many(X[a : a + BLOCK], y[a : a + BLOCK], tasks[a : a + BLOCK])
+            for rows, labels, block_tasks in blocks:  # sliced before the clock, as the table
+                model.score_and_learn_many(rows, labels, block_tasks)
             best = min(best, time.thread_time() - start)
         out[f"{name} on {label}"] = (n - LEAD) / best
     return out
