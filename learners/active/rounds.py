@@ -20,6 +20,7 @@ its scores on the numpy ``_decision`` and learns through the kernel.
 
 from __future__ import annotations
 
+import math
 from typing import Any, ClassVar
 
 import numpy as np
@@ -79,8 +80,37 @@ class ActiveLearner(Learner):
         """
         if not self._compiled():
             return super().score_and_learn_many(X, y, task)
+        if type(X) is np.ndarray and X.ndim == 2 and X.shape[0] == 1 and self.per_event_kernel:
+            score = self._one_row_batch(X, y, task)
+            if score == score:  # NaN: not taken
+                return np.array([score])
         batch, labels, tasks = self._prepare_batch(X, y, task, raw=True)
         return self._kernel_pass(batch, labels, tasks, active=False, preprocess=True)[0]
+
+    def _one_row_batch(self, X: np.ndarray, y: Any, task: Any) -> float:
+        """A labelled batch of one dense row (how the worker hands over a single event)
+        through the learner's compiled entry, with the numbers of the batch pass; NaN,
+        having changed nothing, where the entry does not take it: no entry, ``log_scale``,
+        a label, task or row that is not plainly valid (the batch path then validates
+        and reports it). Unlike :meth:`_one_row`, a row with zero entries is taken: a
+        dense batch holds it dense."""
+        if not (
+            type(y) is np.ndarray
+            and y.shape == (1,)
+            and y.dtype.kind == "f"
+            and type(task) is np.ndarray
+            and task.shape == (1,)
+            and task.dtype.kind in "iu"
+        ):
+            return math.nan
+        label, t = float(y[0]), int(task[0])
+        valid = (
+            label in (1.0, -1.0) if self.label_kind == "classification" else math.isfinite(label)
+        )
+        row = self._event_row(X[0])
+        if not (valid and 0 <= t < self._n_tasks) or row is None:
+            return math.nan
+        return self._dense_event(row, label, t, True, True)
 
     # ------------------------------------------------------------ per-event paths
     def _kernel_scores(self) -> bool:
@@ -119,8 +149,15 @@ class ActiveLearner(Learner):
         """Score ``x`` and, with ``learn``, learn it: the kernel on one row.
 
         Without ``learn`` the row runs as an active round with no query left in the
-        budget: it is scored, nothing is drawn and nothing changes.
+        budget: it is scored, nothing is drawn and nothing changes. A dense row goes to
+        the learner's compiled entry (:meth:`_dense_event`) when it has one.
         """
+        if type(x) is np.ndarray and x.ndim == 1:
+            row = self._event_row(x)
+            if row is not None:
+                score = self._dense_event(row, y, task, learn, False)
+                if score == score:  # NaN: not taken (a zero entry, or one not finite)
+                    return score
         v = as_vector(x, self._n_features)
         rows = vector_rows(v.log_scaled() if self._log_scale else v, self._bias, self._normalize)
         call = KernelPass(
@@ -135,6 +172,26 @@ class ActiveLearner(Learner):
         )
         self._run_kernel(call)
         return float(call.scores[0])
+
+    def _event_row(self, x: np.ndarray) -> np.ndarray | None:
+        """The 1-D ``x`` as the compiled entries take it: itself when a writeable C-ordered
+        float64 row of the learner's dimension (the entries do not write to it), a float64
+        copy of a float32 row (the worker's read-only rows); None for any other row, and
+        with ``log_scale``, which the general paths apply first."""
+        if x.shape[0] != self._n_features or self._log_scale:
+            return None
+        if x.dtype == np.float64 and x.flags.c_contiguous and x.flags.writeable:
+            return x
+        return np.array(x, dtype=np.float64) if x.dtype == np.float32 else None
+
+    def _dense_event(
+        self, row: np.ndarray, y: float, task: int, learn: bool, as_batch: bool
+    ) -> float:
+        """:meth:`_one_row` of a dense float64 row through a compiled entry that builds the
+        call itself (:mod:`learners.amlc.event_kernels`); NaN, having changed nothing, where
+        the learner has none or the entry does not take the row (an entry not finite, or,
+        unless ``as_batch``, a zero entry: the canonical vector holds such a row sparse)."""
+        return math.nan
 
     # ------------------------------------------------------------ batch paths
     def _score_and_learn_batch(self, batch: Batch, y: np.ndarray, tasks: np.ndarray) -> np.ndarray:

@@ -19,6 +19,7 @@ from learners.amlc.common import (
     query_probability,
     sgn,
 )
+from learners.amlc.event_kernels import amlc_event
 from learners.amlc.kernels import amlc_pass
 from learners.base import BUDGET, Param
 from learners.inputs import Vec, check_task
@@ -224,6 +225,29 @@ class ActiveMultitaskCommittees(PerTaskPerceptrons):
         coef[share] = y
         if coef.any():
             rank_one_update(self.W_, coef, x, 1.0)
+
+    def _dense_event(
+        self, row: np.ndarray, y: float, task: int, learn: bool, as_batch: bool
+    ) -> float:
+        h = self.hyper
+        return amlc_event(
+            row,
+            as_batch,
+            self._bias,
+            self._normalize,
+            task,
+            y,
+            learn,
+            self.W_,
+            self.tau_,
+            float(h["b"]),
+            float(h["C"]),
+            self._row_sum(),
+            self._tie(),
+            self.code_faithful,
+            h["share_test"] == "label",
+            float(h["similarity_rtol"]),
+        )
 
     def _run_kernel(self, call: KernelPass) -> tuple[int, int]:
         h = self.hyper

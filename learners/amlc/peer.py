@@ -17,6 +17,7 @@ from learners.amlc.common import (
     query_probability,
     sgn,
 )
+from learners.amlc.event_kernels import peer_event
 from learners.amlc.kernels import peer_pass
 from learners.base import BUDGET, Param
 from learners.inputs import Vec
@@ -121,6 +122,24 @@ class PeerLearning(PerTaskPerceptrons):
         erring[task] = False
         if erring.any():
             x.add_outer(self.W_, np.where(erring, y, 0.0))
+
+    def _dense_event(
+        self, row: np.ndarray, y: float, task: int, learn: bool, as_batch: bool
+    ) -> float:
+        return peer_event(
+            row,
+            as_batch,
+            self._bias,
+            self._normalize,
+            task,
+            y,
+            learn,
+            self.W_,
+            self.tau_,
+            float(self.hyper["b"]),
+            float(self.hyper["bq"]),
+            self.shares,
+        )
 
     def _run_kernel(self, call: KernelPass) -> tuple[int, int]:
         return peer_pass(

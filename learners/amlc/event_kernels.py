@@ -1,0 +1,147 @@
+"""Compiled entries of AMLC's and PEER's per-event calls (docs/algorithms.md Sec. 3.5).
+
+``decision_one``, ``score_and_learn_one`` (and ``decide_and_query``, which scores through
+``decision_one``'s path) ran the batch pass on a one-row batch that Python put together:
+the canonical vector (:func:`learners.inputs.as_vector`), the call
+(:class:`~learners.active.kernels.KernelPass`), its buffers, and numba's typing of that
+call at every entry, 8-9 us at K = 10, d = 100, of which the round's own work is a few
+hundred nanoseconds. :func:`amlc_event` and :func:`peer_event` take a dense float64 row as
+it came, with the learner's arrays: each checks the row and builds the call of one row
+here (:func:`dense_event_call`, the array types of a dense batch's call, so the passes
+compiled for batches serve it) and runs :func:`~learners.amlc.kernels.amlc_pass` /
+:func:`~learners.amlc.kernels.peer_pass` on it. The row gives the numbers it gives in a
+batch, bit for bit.
+
+The same entries serve a labelled batch of one dense row (``as_batch``: how the worker
+hands over a single event, :meth:`learners.active.rounds.ActiveLearner._one_row_batch`).
+A row with an entry that is not finite is not taken, nor, for a per-event call, a row
+that the canonical vector holds in its sparse form (one with a zero entry; a dense
+batch holds it dense): the entries return NaN, having changed nothing, and the caller
+takes the general path (which raises for the former).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from learners.active.kernels import KernelPass
+from learners.amlc.kernels import amlc_pass, peer_pass
+from learners.kernels import register_warmup
+
+__all__ = ["amlc_event", "dense_event_call", "peer_event", "warm"]
+
+
+@njit(cache=True)
+def _taken(x: np.ndarray, as_batch: bool) -> bool:  # pragma: no cover - compiled
+    """Whether every entry of ``x`` is finite and, unless ``as_batch``, non-zero (the
+    canonical vector's dense form)."""
+    total = 0.0
+    zeros = 0
+    for p in range(x.shape[0]):  # 0 for finite entries, NaN otherwise (learners.kernels)
+        total += x[p] - x[p]
+        zeros += x[p] == 0.0
+    return total == 0.0 and (as_batch or zeros == 0)
+
+
+@njit(cache=True)
+def dense_event_call(
+    x: np.ndarray, bias: bool, normalize: bool, task: int, label: float, learn: bool
+) -> KernelPass:  # pragma: no cover - compiled
+    """The call of one dense row ``x`` (C-ordered float64), typed as a dense batch's call.
+
+    With ``learn``: a labelled round (``active`` off), which scores the row, then learns
+    it with ``label``. Without: an active round with no query left in the budget, which
+    scores the row and changes nothing (``decision_one``)."""
+    floats = np.empty(2)
+    floats[0] = label
+    ints = np.empty(1, dtype=np.int64)
+    ints[0] = task
+    return KernelPass(
+        True,
+        x.reshape((1, x.shape[0])),
+        ints[0:0],
+        ints[0:0],
+        floats[0:0],
+        bias,
+        normalize,
+        floats[0:1],
+        ints,
+        not learn,
+        floats[0:0],
+        0,
+        floats[1:2],
+        np.zeros(1, dtype=np.bool_),
+    )
+
+
+@njit(cache=True)
+def amlc_event(
+    x: np.ndarray,
+    as_batch: bool,
+    bias: bool,
+    normalize: bool,
+    task: int,
+    label: float,
+    learn: bool,
+    W: np.ndarray,
+    tau: np.ndarray,
+    b: float,
+    C: float,
+    row_sum: float,
+    tie: float,
+    clip: bool,
+    share_label: bool,
+    rtol: float,
+) -> float:  # pragma: no cover - compiled
+    """AMLC's round on the dense row ``x`` (:func:`dense_event_call`); returns its committee
+    score, or NaN, having changed nothing, for a row the entry does not take: one with an
+    entry that is not finite, or, unless ``as_batch`` (a batch of one row), with a zero
+    entry (module docstring). The parameters after ``learn`` are
+    :func:`~learners.amlc.kernels.amlc_pass`'s."""
+    if not _taken(x, as_batch):
+        return math.nan
+    call = dense_event_call(x, bias, normalize, task, label, learn)
+    amlc_pass(W, tau, call, b, C, row_sum, tie, clip, share_label, rtol)
+    return call.scores[0]
+
+
+@njit(cache=True)
+def peer_event(
+    x: np.ndarray,
+    as_batch: bool,
+    bias: bool,
+    normalize: bool,
+    task: int,
+    label: float,
+    learn: bool,
+    W: np.ndarray,
+    tau: np.ndarray,
+    b: float,
+    bq: float,
+    shares: bool,
+) -> float:  # pragma: no cover - compiled
+    """PEER's (PEER+Share's with ``shares``) round on the dense row ``x``, as
+    :func:`amlc_event`; the parameters after ``learn`` are
+    :func:`~learners.amlc.kernels.peer_pass`'s."""
+    if not _taken(x, as_batch):
+        return math.nan
+    call = dense_event_call(x, bias, normalize, task, label, learn)
+    peer_pass(W, tau, call, b, bq, shares)
+    return call.scores[0]
+
+
+@register_warmup
+def warm() -> None:
+    """Compile both entries, learning and scoring, per event and as a batch of one row."""
+    x = np.array([0.5, -1.0, 2.0])
+    W = np.zeros((2, 4))
+    tau = np.full((2, 2), 1.0)
+    peer = np.array([[0.0, 1.0], [1.0, 0.0]])
+    for learn in (True, False):
+        for as_batch in (True, False):
+            args = (x, as_batch, True, True, 1, -1.0, learn, W)
+            amlc_event(*args, tau, 1.0, 1.0, 2.0, -1.0, True, True, 1e-9)
+            peer_event(*args, peer, 1.0, 5.0, True)

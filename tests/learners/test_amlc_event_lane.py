@@ -1,0 +1,165 @@
+"""The compiled entries of AMLC's and PEER's per-event calls (``learners.amlc.event_kernels``):
+a dense row goes to the batch passes without the Python-built one-row batch, and gives
+the numbers of that general path, and of a batch, bit for bit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import learners
+from learners.checks.common import assert_states_equal
+
+D, N, K = 12, 300, 4
+
+LEARNERS = [
+    ("amlc", {}),
+    ("amlc", {"faithful": "paper", "share_test": "prediction", "b": 0.5}),
+    ("amlc", {"C": 0.0, "append_bias": False, "l2_normalize": False, "budget": 40}),
+    ("peer", {}),
+    ("peer", {"bq": 1.0, "append_bias": False, "l2_normalize": False}),
+    ("peer-share", {"budget": 40}),
+]
+
+
+def _stream(zeros: float, seed: int = 3) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((N, D)) * rng.lognormal(0.0, 1.0, size=(N, 1))
+    X[rng.random(X.shape) < zeros] = 0.0
+    y = np.where(X[:, 0] - X[:, 1] + 0.5 * rng.standard_normal(N) > 0, 1.0, -1.0)
+    return X, y, rng.integers(0, K, N)
+
+
+def _events(model: Any, rows: list[Any], y: np.ndarray, t: np.ndarray) -> list[Any]:
+    """Each event scored and asked about (``decide_and_query``, which draws from the
+    generator), scored again (``decision_one``), then learned (``score_and_learn_one``)."""
+    out: list[Any] = []
+    for x, label, task in zip(rows, y.tolist(), t.tolist(), strict=True):
+        out.append(model.decide_and_query(x, task, probability=True))
+        out.append(model.decision_one(x, task))
+        out.append(model.score_and_learn_one(x, label, task))
+    return out
+
+
+@pytest.mark.parametrize("zeros", [0.0, 0.2])
+@pytest.mark.parametrize(("name", "params"), LEARNERS)
+def test_the_entries_give_the_numbers_of_the_general_path(
+    name: str, params: dict[str, Any], zeros: float
+) -> None:
+    """Rows as float64 arrays (the entries), as float32, read-only and strided arrays (the
+    entries on a float64 copy, or the general path) and as lists (the general path:
+    validation, canonical vector, a one-row batch): the same scores, queries, draws and
+    states, bit for bit."""
+    X, y, t = _stream(zeros)
+    general = learners.make(name, n_features=D, n_tasks=K, seed=1, **params)
+    want = _events(general, [x.tolist() for x in X], y, t)
+    read_only = X.copy()
+    read_only.flags.writeable = False
+    strided = np.asfortranarray(X)
+    for label, rows in [
+        ("float64", list(X)),
+        ("read-only", list(read_only)),
+        ("strided", [strided[i] for i in range(N)]),
+    ]:
+        model = learners.make(name, n_features=D, n_tasks=K, seed=1, **params)
+        assert _events(model, rows, y, t) == want, label
+        assert_states_equal(model.state_dict(), general.state_dict(), label)
+    X32 = X.astype(np.float32)
+    general32 = learners.make(name, n_features=D, n_tasks=K, seed=1, **params)
+    model32 = learners.make(name, n_features=D, n_tasks=K, seed=1, **params)
+    assert _events(model32, list(X32), y, t) == _events(general32, [x.tolist() for x in X32], y, t)
+    assert_states_equal(model32.state_dict(), general32.state_dict(), "float32")
+
+
+@pytest.mark.parametrize(("name", "params"), LEARNERS)
+def test_a_batch_of_one_dense_row_gives_the_numbers_of_one_batch(
+    name: str, params: dict[str, Any]
+) -> None:
+    """The service's worker learns an event alone as a batch of one dense row (read-only
+    float32 from the log): row by row, such batches give the scores and state of one batch
+    of every row, rows with zeros included."""
+    X, y, t = _stream(0.2, seed=4)
+    whole = learners.make(name, n_features=D, n_tasks=K, **params)
+    want = whole.score_and_learn_many(X, y, t).tolist()
+    rows = learners.make(name, n_features=D, n_tasks=K, **params)
+    got = [
+        float(rows.score_and_learn_many(X[i : i + 1], y[i : i + 1], t[i : i + 1])[0])
+        for i in range(N)
+    ]
+    assert got == want
+    assert_states_equal(rows.state_dict(), whole.state_dict(), "float64 rows")
+    X32 = X.astype(np.float32)
+    X32.flags.writeable = False
+    whole32 = learners.make(name, n_features=D, n_tasks=K, **params)
+    want32 = whole32.score_and_learn_many(X32, y, t).tolist()
+    rows32 = learners.make(name, n_features=D, n_tasks=K, **params)
+    for i in range(N):
+        label, task = np.full(1, y[i]), np.full(1, t[i], dtype=np.int64)
+        assert float(rows32.score_and_learn_many(X32[i : i + 1], label, task)[0]) == want32[i]
+    assert_states_equal(rows32.state_dict(), whole32.state_dict(), "float32 rows")
+
+
+@pytest.mark.parametrize("name", ["amlc", "peer", "peer-share"])
+def test_dense_rows_take_the_entries_and_rows_with_zeros_the_general_path(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Which path a row takes: the one-row pass that Python builds runs only for rows the
+    entries refuse (per event, a row with a zero entry: its canonical vector is sparse)."""
+    X, y, t = _stream(0.0, seed=5)
+    model = learners.make(name, n_features=D, n_tasks=K)
+    model.score_and_learn_many(X[:100], y[:100], t[:100])
+    built = []
+    run_kernel = model._run_kernel
+
+    def counted(call: Any) -> tuple[int, int]:
+        built.append(call.dense)
+        return run_kernel(call)
+
+    monkeypatch.setattr(model, "_run_kernel", counted)
+    for i in range(100, 120):
+        model.decision_one(X[i], int(t[i]))
+        model.score_and_learn_one(X[i], float(y[i]), int(t[i]))
+        model.score_and_learn_many(X[i : i + 1], y[i : i + 1], t[i : i + 1])
+        model.score_and_learn_many(X[i : i + 1].astype(np.float32), y[i : i + 1], t[i : i + 1])
+    assert built == []
+    x = X[120].copy()
+    x[3] = 0.0
+    model.decision_one(x, 0)
+    model.score_and_learn_one(x, 1.0, 0)
+    assert built == [False, False]  # the canonical (sparse) row
+    model.score_and_learn_many(x[None, :], np.ones(1), np.zeros(1, dtype=np.int64))
+    assert built == [False, False]  # a dense batch holds it dense: the entry takes it
+    model.score_and_learn_many(X[121:123], y[121:123], t[121:123])
+    assert built == [False, False, True]  # two rows: the batch pass
+
+
+@pytest.mark.parametrize("name", ["amlc", "peer-share"])
+def test_bad_rows_get_the_general_errors_and_change_nothing(name: str) -> None:
+    X, y, t = _stream(0.0, seed=6)
+    model = learners.make(name, n_features=D, n_tasks=K)
+    model.score_and_learn_many(X[:50], y[:50], t[:50])
+    before = model.state_dict()
+    bad = X[60].copy()
+    bad[3] = np.inf
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        model.score_and_learn_one(bad, 1.0, 0)
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        model.decision_one(np.where(bad == np.inf, np.nan, bad), 0)
+    for rows, labels, tasks, message in [
+        (bad[None, :], y[60:61], t[60:61], "NaN or infinite"),
+        (X[60:61], np.array([0.5]), t[60:61], "labels y must be -1 or \\+1"),
+        (X[60:61], y[60:61], np.array([K]), "unknown task"),
+        (X[60:61, :-1], y[60:61], t[60:61], "12 columns"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            model.score_and_learn_many(rows, labels, tasks)
+    assert_states_equal(model.state_dict(), before, "after bad rows")
+    # the entry itself refuses them, having changed nothing
+    assert np.isnan(model._dense_event(bad, 1.0, 0, True, True))
+    zero = X[61].copy()
+    zero[0] = 0.0
+    assert np.isnan(model._dense_event(zero, 1.0, 0, True, False))
+    assert_states_equal(model.state_dict(), before, "after refused rows")
+    assert not np.isnan(model._dense_event(zero, 1.0, 0, True, True))
