@@ -17,7 +17,7 @@ where the learner asks), beside a loop of the learner's own ``decide_and_query``
 the same rows, so that the worker's share of an unlabelled event shows; and entries of
 one event each, every one in a millisecond of its own (what events posted one at a
 time give: no group to apply in one call), labelled and unlabelled, for the learners
-of :data:`SINGLES`.
+of :data:`SINGLES` (``--singles``; ``--only-singles`` times those entries alone).
 """
 
 from __future__ import annotations
@@ -162,11 +162,22 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=200_000)
     parser.add_argument("--unlabelled", type=int, default=20_000, help="events per active model")
+    parser.add_argument(
+        "--singles",
+        default=",".join(SINGLES),
+        help="comma-separated learners whose entries of one event are timed",
+    )
+    parser.add_argument(
+        "--only-singles", action="store_true", help="time the entries of one event alone"
+    )
     args = parser.parse_args(argv)
+    n = min(args.events, args.unlabelled)
+    if args.only_singles:
+        _singles(args.singles.split(","), n)
+        return 0
     for per_entry in (100, 10_000):
         rate = measure(args.events, per_entry)
         print(f"{per_entry:>6} events per entry: {rate / 1e6:.2f} M events per CPU second")
-    n = min(args.events, args.unlabelled)
     print(f"unlabelled events, entries of 100, K = {K}, d = {D} (events per CPU second):")
     for spec in ACTIVE:
         rate = measure(n, 100, learner=spec, labelled=False)
@@ -174,14 +185,19 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"  {spec:<38} apply {rate / 1e3:7.1f} k   decide_and_query alone {alone / 1e3:7.1f} k"
         )
+    _singles(args.singles.split(","), n)
+    return 0
+
+
+def _singles(specs: list[str], n: int) -> None:
+    """Print events per CPU second of entries of one event, labelled and unlabelled."""
     print(f"entries of one event, each in its own millisecond, K = {K}, d = {D}:")
-    for spec in SINGLES:
+    for spec in specs:
         labelled = measure_singles(n, learner=spec)
         unlabelled = measure_singles(n, learner=spec, labelled=False)
         print(
             f"  {spec:<38} labelled {labelled / 1e3:7.1f} k   unlabelled {unlabelled / 1e3:7.1f} k"
         )
-    return 0
 
 
 if __name__ == "__main__":
