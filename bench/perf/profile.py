@@ -2,9 +2,10 @@
 
 numba's machine code lives in anonymous memory, so a plain ``perf record`` of a learner
 shows its samples as bare addresses. This runs the learner's ``score_and_learn_many`` on
-blocks of 10,000 over one of the throughput streams (the call and streams of
-``bench/perf/checkouts.py``; the blocks sliced before the profile, as the compiled table
-slices them before its clock) in a child process under ``perf record``, with sampling
+blocks of 10,000 rows (``--block``: down to one row, where the cost of each call shows)
+over one of the throughput streams (the call and streams of ``bench/perf/checkouts.py``;
+the blocks sliced before the profile, as the compiled table slices them before its clock)
+in a child process under ``perf record``, with sampling
 switched on only around the timed passes (``--control``: the kernels' loading and the
 stream's generation stay out of the profile). Before it exits the child writes
 ``/tmp/perf-<pid>.map`` (the format perf reads for code generated at run time): every
@@ -20,6 +21,7 @@ user sample their own processes (at most 2). Run from the repository root::
 
     python -m bench.perf.profile amlc-adaptive
     python -m bench.perf.profile amlc --stream sparse --seconds 5 --top 12
+    python -m bench.perf.profile cmtl --block 1
     python -m bench.perf.profile adaptive --params etas=\\"1.0\\"
 
 The figures are per CPU second of the profiled thread; the sampling itself costs a few
@@ -73,21 +75,34 @@ def demangle(symbol: str) -> str:
     return f"{dotted} [wrapper]" if wrapper else dotted
 
 
-def compiled_functions() -> dict[int, str]:
-    """Address -> symbol of every function defined in a compiled library of this process
-    (every specialisation of every numba dispatcher alive). A library loaded from the
-    cache keeps its functions' definitions in the module it links from, one compiled here
-    in its final module."""
+def _dispatchers() -> list[Any]:
+    """Every numba dispatcher of this process: those that modules hold (a process whose
+    objects were frozen, as the API's start-up does with ``gc.freeze()``, hides them from
+    ``gc.get_objects()``) and those the collector still tracks."""
     import gc
 
     from numba.core.dispatcher import Dispatcher
 
-    found: dict[int, str] = {}
+    found: dict[int, Any] = {}
+    for module in list(sys.modules.values()):
+        for value in list(getattr(module, "__dict__", {}).values()):
+            if isinstance(value, Dispatcher):
+                found[id(value)] = value
     for obj in gc.get_objects():
-        if not isinstance(obj, Dispatcher):
-            continue
-        for result in obj.overloads.values():
-            library = result.library  # type: ignore[attr-defined]  # set by numba's compiler
+        if isinstance(obj, Dispatcher):
+            found[id(obj)] = obj
+    return list(found.values())
+
+
+def compiled_functions() -> dict[int, str]:
+    """Address -> symbol of every function defined in a compiled library of this process
+    (every specialisation of every numba dispatcher, :func:`_dispatchers`). A library
+    loaded from the cache keeps its functions' definitions in the module it links from,
+    one compiled here in its final module."""
+    found: dict[int, str] = {}
+    for dispatcher in _dispatchers():
+        for result in dispatcher.overloads.values():
+            library = result.library
             for module in (
                 getattr(library, "_final_module", None),
                 getattr(library, "_shared_module", None),
@@ -132,9 +147,8 @@ def _child(args: argparse.Namespace) -> None:
         return model
 
     fresh()  # first calls, first touch of the allocator's pages: outside the profile
-    blocks = [
-        (X[a : a + BLOCK], y[a : a + BLOCK], tasks[a : a + BLOCK]) for a in range(LEAD, n, BLOCK)
-    ]
+    size = args.block
+    blocks = [(X[a : a + size], y[a : a + size], tasks[a : a + size]) for a in range(LEAD, n, size)]
     control = Path(args.control)
     with open(control / "ctl", "w") as ctl, open(control / "ack") as ack:
         ctl.write("enable\n")
@@ -213,6 +227,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--params", default="", help="k=v,... with JSON values, as bench.perf.checkouts"
     )
+    parser.add_argument("--block", type=int, default=BLOCK, help="rows per call")
     parser.add_argument("--seconds", type=float, default=4.0, help="CPU seconds profiled")
     parser.add_argument("--top", type=int, default=15, help="rows of the table")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
@@ -233,7 +248,7 @@ def main(argv: list[str] | None = None) -> None:
         data = control / "perf.data"
         child = [
             sys.executable, "-m", "bench.perf.profile", args.learner, "--child",
-            "--stream", args.stream, "--seconds", str(args.seconds),
+            "--stream", args.stream, "--block", str(args.block), "--seconds", str(args.seconds),
             "--control", tmp, "--params-json", json.dumps(_params(args.params)),
         ]  # fmt: skip
         record = [
@@ -251,7 +266,8 @@ def main(argv: list[str] | None = None) -> None:
             perf_map.unlink(missing_ok=True)
     rate = result["events"] / result["cpu"]
     print(
-        f"{args.learner} on {args.stream}{' ' + args.params if args.params else ''}: "
+        f"{args.learner} on {args.stream}{' ' + args.params if args.params else ''}, "
+        f"blocks of {args.block:,}: "
         f"{rate / 1e6:.3f} M events per CPU second while profiled "
         f"({result['events']:,} events, {result['mapped']} compiled functions mapped)\n"
     )
