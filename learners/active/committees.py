@@ -43,6 +43,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from learners.active.adaptive_event_kernels import committee_event, peer_rule_event
 from learners.active.adaptive_kernels import BaseArrays, committee_pass, peer_rule_pass
 from learners.active.kernels import KernelPass
 from learners.active.rounds import ActiveLearner
@@ -262,6 +263,25 @@ class AdaptiveCommittee(_MarginRule):
         for m in np.flatnonzero(share).tolist():
             self.base_._learn(x, y, m)
 
+    def _dense_event(
+        self, row: np.ndarray, y: float, task: int, learn: bool, as_batch: bool
+    ) -> float:
+        h = self.hyper
+        return committee_event(
+            row,
+            as_batch,
+            self._bias,
+            self._normalize,
+            task,
+            y,
+            learn,
+            self._base_arrays(),
+            self._weights_for_kernel(),
+            float(h["b"]),
+            float(h["C"]),
+            SIMILARITY_RTOL,
+        )
+
     def _run_kernel(self, call: KernelPass) -> tuple[int, int]:
         h = self.hyper
         return committee_pass(
@@ -376,6 +396,25 @@ class AdaptivePeer(_MarginRule):
             erring[task] = False
             for m in np.flatnonzero(erring).tolist():
                 self.base_._learn(x, y, m)
+
+    def _dense_event(
+        self, row: np.ndarray, y: float, task: int, learn: bool, as_batch: bool
+    ) -> float:
+        h = self.hyper
+        return peer_rule_event(
+            row,
+            as_batch,
+            self._bias,
+            self._normalize,
+            task,
+            y,
+            learn,
+            self._base_arrays(),
+            self._weights_for_kernel(),
+            float(h["b"]),
+            float(h["bq"]),
+            self.shares,
+        )
 
     def _run_kernel(self, call: KernelPass) -> tuple[int, int]:
         h = self.hyper

@@ -57,6 +57,8 @@ __all__ = [
     "ROWS",
     "KernelPass",
     "KernelRows",
+    "dense_event_call",
+    "event_row_taken",
     "kernel_rows",
     "rows_between",
     "load_row",
@@ -402,6 +404,52 @@ def selective_pass(
             if form == B_FAMILY:
                 row_axpy(s, label, dense, idx, val, nx)
     return drawn, asked, mistakes
+
+
+# ---------------------------------------------------------------- single events
+# The compiled entries of single events (learners.amlc.event_kernels,
+# learners.active.adaptive_event_kernels) check a dense row and build its call here.
+@njit(cache=True)
+def event_row_taken(x: np.ndarray, as_batch: bool) -> bool:  # pragma: no cover - compiled
+    """Whether every entry of ``x`` is finite and, unless ``as_batch``, non-zero (the
+    canonical vector's dense form)."""
+    total = 0.0
+    zeros = 0
+    for p in range(x.shape[0]):  # 0 for finite entries, NaN otherwise (learners.kernels)
+        total += x[p] - x[p]
+        zeros += x[p] == 0.0
+    return total == 0.0 and (as_batch or zeros == 0)
+
+
+@njit(cache=True)
+def dense_event_call(
+    x: np.ndarray, bias: bool, normalize: bool, task: int, label: float, learn: bool
+) -> KernelPass:  # pragma: no cover - compiled
+    """The call of one dense row ``x`` (C-ordered float64), typed as a dense batch's call.
+
+    With ``learn``: a labelled round (``active`` off), which scores the row, then learns
+    it with ``label``. Without: an active round with no query left in the budget, which
+    scores the row and changes nothing (``decision_one``)."""
+    floats = np.empty(2)
+    floats[0] = label
+    ints = np.empty(1, dtype=np.int64)
+    ints[0] = task
+    return KernelPass(
+        True,
+        x.reshape((1, x.shape[0])),
+        ints[0:0],
+        ints[0:0],
+        floats[0:0],
+        bias,
+        normalize,
+        floats[0:1],
+        ints,
+        not learn,
+        floats[0:0],
+        0,
+        floats[1:2],
+        np.zeros(1, dtype=np.bool_),
+    )
 
 
 @register_warmup

@@ -141,7 +141,8 @@ class ActiveLearner(Learner):
         if not self.kernel_decisions:
             row = as_vector(x, self._n_features)
             score = float(self._decision(self._prepare(row), t))
-            self._one_row(row, label, t, learn=True)
+            # a dense row as it came, for the compiled entry (:meth:`_one_row`)
+            self._one_row(x if type(x) is np.ndarray else row, label, t, learn=True)
             return score
         return self._one_row(x, label, t, learn=True)
 

@@ -7,7 +7,7 @@ the canonical vector (:func:`learners.inputs.as_vector`), the call
 call at every entry, 8-9 us at K = 10, d = 100, of which the round's own work is a few
 hundred nanoseconds. :func:`amlc_event` and :func:`peer_event` take a dense float64 row as
 it came, with the learner's arrays: each checks the row and builds the call of one row
-here (:func:`dense_event_call`, the array types of a dense batch's call, so the passes
+here (:func:`~learners.active.kernels.dense_event_call`, the array types of a dense batch's call, so the passes
 compiled for batches serve it) and runs :func:`~learners.amlc.kernels.amlc_pass` /
 :func:`~learners.amlc.kernels.peer_pass` on it. The row gives the numbers it gives in a
 batch, bit for bit.
@@ -27,54 +27,11 @@ import math
 import numpy as np
 from numba import njit
 
-from learners.active.kernels import KernelPass
+from learners.active.kernels import dense_event_call, event_row_taken
 from learners.amlc.kernels import amlc_pass, peer_pass
 from learners.kernels import register_warmup
 
-__all__ = ["amlc_event", "dense_event_call", "peer_event", "warm"]
-
-
-@njit(cache=True)
-def _taken(x: np.ndarray, as_batch: bool) -> bool:  # pragma: no cover - compiled
-    """Whether every entry of ``x`` is finite and, unless ``as_batch``, non-zero (the
-    canonical vector's dense form)."""
-    total = 0.0
-    zeros = 0
-    for p in range(x.shape[0]):  # 0 for finite entries, NaN otherwise (learners.kernels)
-        total += x[p] - x[p]
-        zeros += x[p] == 0.0
-    return total == 0.0 and (as_batch or zeros == 0)
-
-
-@njit(cache=True)
-def dense_event_call(
-    x: np.ndarray, bias: bool, normalize: bool, task: int, label: float, learn: bool
-) -> KernelPass:  # pragma: no cover - compiled
-    """The call of one dense row ``x`` (C-ordered float64), typed as a dense batch's call.
-
-    With ``learn``: a labelled round (``active`` off), which scores the row, then learns
-    it with ``label``. Without: an active round with no query left in the budget, which
-    scores the row and changes nothing (``decision_one``)."""
-    floats = np.empty(2)
-    floats[0] = label
-    ints = np.empty(1, dtype=np.int64)
-    ints[0] = task
-    return KernelPass(
-        True,
-        x.reshape((1, x.shape[0])),
-        ints[0:0],
-        ints[0:0],
-        floats[0:0],
-        bias,
-        normalize,
-        floats[0:1],
-        ints,
-        not learn,
-        floats[0:0],
-        0,
-        floats[1:2],
-        np.zeros(1, dtype=np.bool_),
-    )
+__all__ = ["amlc_event", "peer_event", "warm"]
 
 
 @njit(cache=True)
@@ -96,12 +53,12 @@ def amlc_event(
     share_label: bool,
     rtol: float,
 ) -> float:  # pragma: no cover - compiled
-    """AMLC's round on the dense row ``x`` (:func:`dense_event_call`); returns its committee
+    """AMLC's round on the dense row ``x`` (:func:`~learners.active.kernels.dense_event_call`); returns its committee
     score, or NaN, having changed nothing, for a row the entry does not take: one with an
     entry that is not finite, or, unless ``as_batch`` (a batch of one row), with a zero
     entry (module docstring). The parameters after ``learn`` are
     :func:`~learners.amlc.kernels.amlc_pass`'s."""
-    if not _taken(x, as_batch):
+    if not event_row_taken(x, as_batch):
         return math.nan
     call = dense_event_call(x, bias, normalize, task, label, learn)
     amlc_pass(W, tau, call, b, C, row_sum, tie, clip, share_label, rtol)
@@ -126,7 +83,7 @@ def peer_event(
     """PEER's (PEER+Share's with ``shares``) round on the dense row ``x``, as
     :func:`amlc_event`; the parameters after ``learn`` are
     :func:`~learners.amlc.kernels.peer_pass`'s."""
-    if not _taken(x, as_batch):
+    if not event_row_taken(x, as_batch):
         return math.nan
     call = dense_event_call(x, bias, normalize, task, label, learn)
     peer_pass(W, tau, call, b, bq, shares)

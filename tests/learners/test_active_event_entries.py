@@ -1,6 +1,7 @@
-"""The compiled entries of AMLC's and PEER's per-event calls (``learners.amlc.event_kernels``):
-a dense row goes to the batch passes without the Python-built one-row batch, and gives
-the numbers of that general path, and of a batch, bit for bit."""
+"""The compiled entries of single events of AMLC and PEER (``learners.amlc.event_kernels``)
+and of their rules over an adaptive base (``learners.active.adaptive_event_kernels``): a
+dense row goes to the batch passes without the Python-built one-row batch, and gives the
+numbers of that general path, and of a batch, bit for bit."""
 
 from __future__ import annotations
 
@@ -21,7 +22,14 @@ LEARNERS = [
     ("peer", {}),
     ("peer", {"bq": 1.0, "append_bias": False, "l2_normalize": False}),
     ("peer-share", {"budget": 40}),
+    ("amlc-adaptive", {}),
+    ("amlc-adaptive", {"base": "adaptive", "base_params": {"etas": "1.0", "couplings": "0.5,2"}}),
+    ("peer-adaptive", {"base": "adaptive-arow", "append_bias": False}),
+    ("peer-share-adaptive", {"budget": 40}),
 ]
+#: The rules whose scores of single events stay on the numpy margins (``kernel_decisions``
+#: off): their decisions never build a one-row pass.
+NUMPY_DECISIONS = ("amlc-adaptive", "peer-adaptive", "peer-share-adaptive")
 
 
 def _stream(zeros: float, seed: int = 3) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -101,7 +109,7 @@ def test_a_batch_of_one_dense_row_gives_the_numbers_of_one_batch(
     assert_states_equal(rows32.state_dict(), whole32.state_dict(), "float32 rows")
 
 
-@pytest.mark.parametrize("name", ["amlc", "peer", "peer-share"])
+@pytest.mark.parametrize("name", ["amlc", "peer", "peer-share", *NUMPY_DECISIONS])
 def test_dense_rows_take_the_entries_and_rows_with_zeros_the_general_path(
     name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -128,14 +136,15 @@ def test_dense_rows_take_the_entries_and_rows_with_zeros_the_general_path(
     x[3] = 0.0
     model.decision_one(x, 0)
     model.score_and_learn_one(x, 1.0, 0)
-    assert built == [False, False]  # the canonical (sparse) row
+    sparse = [False] if name in NUMPY_DECISIONS else [False, False]
+    assert built == sparse  # the canonical (sparse) row
     model.score_and_learn_many(x[None, :], np.ones(1), np.zeros(1, dtype=np.int64))
-    assert built == [False, False]  # a dense batch holds it dense: the entry takes it
+    assert built == sparse  # a dense batch holds it dense: the entry takes it
     model.score_and_learn_many(X[121:123], y[121:123], t[121:123])
-    assert built == [False, False, True]  # two rows: the batch pass
+    assert built == [*sparse, True]  # two rows: the batch pass
 
 
-@pytest.mark.parametrize("name", ["amlc", "peer-share"])
+@pytest.mark.parametrize("name", ["amlc", "peer-share", "amlc-adaptive", "peer-share-adaptive"])
 def test_bad_rows_get_the_general_errors_and_change_nothing(name: str) -> None:
     X, y, t = _stream(0.0, seed=6)
     model = learners.make(name, n_features=D, n_tasks=K)
