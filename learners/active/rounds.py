@@ -34,6 +34,8 @@ from learners.kernels import kernel_array
 __all__ = ["ActiveLearner"]
 
 _NO_DRAWS = np.zeros(0)
+#: Row types the compiled entries take as a float64 copy (:meth:`ActiveLearner._event_row`).
+_ROW_TYPES = (np.dtype(np.float64), np.dtype(np.float32))
 
 
 class ActiveLearner(Learner):
@@ -176,14 +178,15 @@ class ActiveLearner(Learner):
 
     def _event_row(self, x: np.ndarray) -> np.ndarray | None:
         """The 1-D ``x`` as the compiled entries take it: itself when a writeable C-ordered
-        float64 row of the learner's dimension (the entries do not write to it), a float64
-        copy of a float32 row (the worker's read-only rows); None for any other row, and
-        with ``log_scale``, which the general paths apply first."""
+        float64 row of the learner's dimension (the entries do not write to it), else a
+        float64 copy of a float64 or float32 row (the worker's rows are read-only
+        float32); None for any other row, and with ``log_scale``, which the general paths
+        apply first."""
         if x.shape[0] != self._n_features or self._log_scale:
             return None
         if x.dtype == np.float64 and x.flags.c_contiguous and x.flags.writeable:
             return x
-        return np.array(x, dtype=np.float64) if x.dtype == np.float32 else None
+        return np.array(x, dtype=np.float64) if x.dtype in _ROW_TYPES else None
 
     def _dense_event(
         self, row: np.ndarray, y: float, task: int, learn: bool, as_batch: bool

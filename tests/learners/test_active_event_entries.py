@@ -126,9 +126,14 @@ def test_dense_rows_take_the_entries_and_rows_with_zeros_the_general_path(
         return run_kernel(call)
 
     monkeypatch.setattr(model, "_run_kernel", counted)
+    read_only = X.copy()
+    read_only.flags.writeable = False
+    strided = np.asfortranarray(X)
     for i in range(100, 120):
-        model.decision_one(X[i], int(t[i]))
+        for row in (X[i], read_only[i], strided[i]):  # the latter two as float64 copies
+            model.decision_one(row, int(t[i]))
         model.score_and_learn_one(X[i], float(y[i]), int(t[i]))
+        model.score_and_learn_one(read_only[i], float(y[i]), int(t[i]))
         model.score_and_learn_many(X[i : i + 1], y[i : i + 1], t[i : i + 1])
         model.score_and_learn_many(X[i : i + 1].astype(np.float32), y[i : i + 1], t[i : i + 1])
     assert built == []
