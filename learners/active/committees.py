@@ -265,7 +265,7 @@ class AdaptiveCommittee(_MarginRule):
 
     def _dense_event(
         self, row: np.ndarray, y: float, task: int, learn: bool, as_batch: bool
-    ) -> float:
+    ) -> float | None:
         h = self.hyper
         return committee_event(
             row,
@@ -399,7 +399,7 @@ class AdaptivePeer(_MarginRule):
 
     def _dense_event(
         self, row: np.ndarray, y: float, task: int, learn: bool, as_batch: bool
-    ) -> float:
+    ) -> float | None:
         h = self.hyper
         return peer_rule_event(
             row,

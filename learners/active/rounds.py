@@ -84,14 +84,14 @@ class ActiveLearner(Learner):
             return super().score_and_learn_many(X, y, task)
         if type(X) is np.ndarray and X.ndim == 2 and X.shape[0] == 1 and self.per_event_kernel:
             score = self._one_row_batch(X, y, task)
-            if score == score:  # NaN: not taken
+            if score is not None:
                 return np.array([score])
         batch, labels, tasks = self._prepare_batch(X, y, task, raw=True)
         return self._kernel_pass(batch, labels, tasks, active=False, preprocess=True)[0]
 
-    def _one_row_batch(self, X: np.ndarray, y: Any, task: Any) -> float:
+    def _one_row_batch(self, X: np.ndarray, y: Any, task: Any) -> float | None:
         """A labelled batch of one dense row (how the worker hands over a single event)
-        through the learner's compiled entry, with the numbers of the batch pass; NaN,
+        through the learner's compiled entry, with the numbers of the batch pass; None,
         having changed nothing, where the entry does not take it: no entry, ``log_scale``,
         a label, task or row that is not plainly valid (the batch path then validates
         and reports it). Unlike :meth:`_one_row`, a row with zero entries is taken: a
@@ -104,15 +104,15 @@ class ActiveLearner(Learner):
             and task.shape == (1,)
             and task.dtype.kind in "iu"
         ):
-            return math.nan
+            return None
         label, t = float(y[0]), int(task[0])
         valid = (
             label in (1.0, -1.0) if self.label_kind == "classification" else math.isfinite(label)
         )
         row = self._event_row(X[0])
         if not (valid and 0 <= t < self._n_tasks) or row is None:
-            return math.nan
-        return self._dense_event(row, label, t, True, True)
+            return None
+        return self._entry_score(row, label, t, True, True)
 
     # ------------------------------------------------------------ per-event paths
     def _kernel_scores(self) -> bool:
@@ -158,8 +158,8 @@ class ActiveLearner(Learner):
         if type(x) is np.ndarray and x.ndim == 1:
             row = self._event_row(x)
             if row is not None:
-                score = self._dense_event(row, y, task, learn, False)
-                if score == score:  # NaN: not taken (a zero entry, or one not finite)
+                score = self._entry_score(row, y, task, learn, False)
+                if score is not None:
                     return score
         v = as_vector(x, self._n_features)
         rows = vector_rows(v.log_scaled() if self._log_scale else v, self._bias, self._normalize)
@@ -190,12 +190,26 @@ class ActiveLearner(Learner):
 
     def _dense_event(
         self, row: np.ndarray, y: float, task: int, learn: bool, as_batch: bool
-    ) -> float:
+    ) -> float | None:
         """:meth:`_one_row` of a dense float64 row through a compiled entry that builds the
-        call itself (:mod:`learners.amlc.event_kernels`); NaN, having changed nothing, where
-        the learner has none or the entry does not take the row (an entry not finite, or,
-        unless ``as_batch``, a zero entry: the canonical vector holds such a row sparse)."""
-        return math.nan
+        call itself (:mod:`learners.amlc.event_kernels`); None for a learner without one.
+        An entry returns NaN, having changed nothing, for a row it does not take (an entry
+        not finite, or, unless ``as_batch``, a zero entry: the canonical vector holds
+        such a row sparse)."""
+        return None
+
+    def _entry_score(
+        self, row: np.ndarray, y: float, task: int, learn: bool, as_batch: bool
+    ) -> float | None:
+        """:meth:`_dense_event`'s score, or None where the row did not go through an entry
+        (nothing changed). An entry refuses a row with NaN, but a row it took may score
+        NaN too (weights that overflowed): that NaN is the score, as the general path
+        would give it, and the row is not learned again."""
+        score = self._dense_event(row, y, task, learn, as_batch)
+        if score is None or score == score:
+            return score
+        took = bool(np.isfinite(row).all()) and (as_batch or bool((row != 0.0).all()))
+        return score if took else None
 
     # ------------------------------------------------------------ batch paths
     def _score_and_learn_batch(self, batch: Batch, y: np.ndarray, tasks: np.ndarray) -> np.ndarray:

@@ -228,7 +228,7 @@ class ActiveMultitaskCommittees(PerTaskPerceptrons):
 
     def _dense_event(
         self, row: np.ndarray, y: float, task: int, learn: bool, as_batch: bool
-    ) -> float:
+    ) -> float | None:
         h = self.hyper
         return amlc_event(
             row,

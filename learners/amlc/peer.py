@@ -125,7 +125,7 @@ class PeerLearning(PerTaskPerceptrons):
 
     def _dense_event(
         self, row: np.ndarray, y: float, task: int, learn: bool, as_batch: bool
-    ) -> float:
+    ) -> float | None:
         return peer_event(
             row,
             as_batch,

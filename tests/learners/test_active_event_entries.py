@@ -177,3 +177,42 @@ def test_bad_rows_get_the_general_errors_and_change_nothing(name: str) -> None:
     assert np.isnan(model._dense_event(zero, 1.0, 0, True, False))
     assert_states_equal(model.state_dict(), before, "after refused rows")
     assert not np.isnan(model._dense_event(zero, 1.0, 0, True, True))
+
+
+@pytest.mark.parametrize(
+    ("name", "params"),
+    [
+        ("amlc", {"append_bias": False, "l2_normalize": False}),
+        ("peer-share", {"append_bias": False, "l2_normalize": False}),
+    ],
+)
+def test_a_row_the_entry_took_and_scored_nan_is_not_learned_twice(
+    name: str, params: dict[str, Any]
+) -> None:
+    """Rows near the largest double overflow the weights, and later scores come out NaN
+    (inf - inf): such a NaN is the score of a row the entry learned, unlike the NaN with
+    which an entry refuses a row, and the row is not handed to the general path again."""
+    rng = np.random.default_rng(8)
+    X = rng.standard_normal((40, D)) * 1e307
+    y = np.where(rng.random(40) < 0.5, 1.0, -1.0)
+    t = rng.integers(0, K, 40)
+    entries = learners.make(name, n_features=D, n_tasks=K, **params)
+    general = learners.make(name, n_features=D, n_tasks=K, **params)
+    with np.errstate(over="ignore", invalid="ignore"):
+        got = [entries.score_and_learn_one(x, a, b) for x, a, b in zip(X, y.tolist(), t.tolist())]
+        want = [
+            general.score_and_learn_one(x.tolist(), a, b)
+            for x, a, b in zip(X, y.tolist(), t.tolist())
+        ]
+        rows = learners.make(name, n_features=D, n_tasks=K, **params)
+        one_row = [
+            float(rows.score_and_learn_many(X[i : i + 1], y[i : i + 1], t[i : i + 1])[0])
+            for i in range(40)
+        ]
+        whole = learners.make(name, n_features=D, n_tasks=K, **params)
+        batch = whole.score_and_learn_many(X, y, t)
+    assert np.isnan(got).sum() > 10
+    assert np.array_equal(got, want, equal_nan=True)
+    assert_states_equal(entries.state_dict(), general.state_dict(), "per event")
+    assert np.array_equal(one_row, batch, equal_nan=True)
+    assert_states_equal(rows.state_dict(), whole.state_dict(), "one-row batches")
