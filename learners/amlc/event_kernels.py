@@ -6,18 +6,20 @@ the canonical vector (:func:`learners.inputs.as_vector`), the call
 (:class:`~learners.active.kernels.KernelPass`), its buffers, and numba's typing of that
 call at every entry, 8-9 us at K = 10, d = 100, of which the round's own work is a few
 hundred nanoseconds. :func:`amlc_event` and :func:`peer_event` take a dense float64 row as
-it came, with the learner's arrays: each checks the row and builds the call of one row
-here (:func:`~learners.active.kernels.dense_event_call`, the array types of a dense batch's call, so the passes
-compiled for batches serve it) and runs :func:`~learners.amlc.kernels.amlc_pass` /
-:func:`~learners.amlc.kernels.peer_pass` on it. The row gives the numbers it gives in a
-batch, bit for bit.
+it came, with the learner's arrays: each checks the row, builds the call of one row in
+compiled code (:func:`~learners.active.kernels.dense_event_call`, with the array types of
+a dense batch's call, so the passes compiled for batches serve it) and runs
+:func:`~learners.amlc.kernels.amlc_pass` / :func:`~learners.amlc.kernels.peer_pass` on it.
+The row gives the numbers it gives in a batch, bit for bit.
 
 The same entries serve a labelled batch of one dense row (``as_batch``: how the worker
 hands over a single event, :meth:`learners.active.rounds.ActiveLearner._one_row_batch`).
 A row with an entry that is not finite is not taken, nor, for a per-event call, a row
 that the canonical vector holds in its sparse form (one with a zero entry; a dense
 batch holds it dense): the entries return NaN, having changed nothing, and the caller
-takes the general path (which raises for the former).
+takes the general path (which raises for the former). A row they took may score NaN too
+(weights that overflowed); the caller tells the two apart by the row
+(:meth:`learners.active.rounds.ActiveLearner._entry_score`).
 """
 
 from __future__ import annotations
@@ -53,9 +55,10 @@ def amlc_event(
     share_label: bool,
     rtol: float,
 ) -> float:  # pragma: no cover - compiled
-    """AMLC's round on the dense row ``x`` (:func:`~learners.active.kernels.dense_event_call`); returns its committee
-    score, or NaN, having changed nothing, for a row the entry does not take: one with an
-    entry that is not finite, or, unless ``as_batch`` (a batch of one row), with a zero
+    """AMLC's round on the dense row ``x`` (the call of
+    :func:`~learners.active.kernels.dense_event_call`); returns its committee score, or
+    NaN, having changed nothing, for a row the entry does not take: one with an entry
+    that is not finite, or, unless ``as_batch`` (a batch of one row), with a zero
     entry (module docstring). The parameters after ``learn`` are
     :func:`~learners.amlc.kernels.amlc_pass`'s."""
     if not event_row_taken(x, as_batch):
