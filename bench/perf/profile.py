@@ -5,9 +5,9 @@ shows its samples as bare addresses. This runs the learner's ``score_and_learn_m
 blocks of 10,000 rows (``--block``: down to one row, where the cost of each call shows)
 over one of the throughput streams (the call and streams of ``bench/perf/checkouts.py``;
 the blocks sliced before the profile, as the compiled table slices them before its clock)
-in a child process under ``perf record``, with sampling
-switched on only around the timed passes (``--control``: the kernels' loading and the
-stream's generation stay out of the profile). Before it exits the child writes
+in a child process under ``perf record``, with sampling switched on only around the
+timed passes (``--control``: the kernels' loading, the stream's generation and each new
+learner's creation stay out of the profile). Before it exits the child writes
 ``/tmp/perf-<pid>.map`` (the format perf reads for code generated at run time): every
 function of every compiled library the process holds, from numba's cache or compiled
 afresh, with its address. The report groups the samples by function (a numba name such as
@@ -151,21 +151,23 @@ def _child(args: argparse.Namespace) -> None:
     blocks = [(X[a : a + size], y[a : a + size], tasks[a : a + size]) for a in range(LEAD, n, size)]
     control = Path(args.control)
     with open(control / "ctl", "w") as ctl, open(control / "ack") as ack:
-        ctl.write("enable\n")
-        ctl.flush()
-        ack.readline()
+
+        def sampling(command: str) -> None:
+            ctl.write(command + "\n")
+            ctl.flush()
+            ack.readline()
+
         cpu = 0.0
         events = 0
         while cpu < args.seconds:
-            model = fresh()
+            model = fresh()  # a new learner and its first rows: outside the profile
+            sampling("enable")
             start = time.thread_time()
             for rows, labels, block_tasks in blocks:
                 model.score_and_learn_many(rows, labels, block_tasks)
             cpu += time.thread_time() - start
+            sampling("disable")
             events += n - LEAD
-        ctl.write("disable\n")
-        ctl.flush()
-        ack.readline()
     mapped = write_perf_map(compiled_functions(), Path(f"/tmp/perf-{os.getpid()}.map"))
     result = {"pid": os.getpid(), "events": events, "cpu": cpu, "mapped": mapped}
     (control / "result.json").write_text(json.dumps(result))
