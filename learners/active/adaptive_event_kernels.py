@@ -18,6 +18,7 @@ single events stay on the numpy margins (``kernel_decisions`` off).
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from numba import njit
@@ -45,19 +46,16 @@ def committee_event(
     label: float,
     learn: bool,
     base: BaseArrays,
-    tau: np.ndarray,
-    b: float,
-    C: float,
-    rtol: float,
+    *params: Any,
 ) -> float:  # pragma: no cover - compiled
     """``amlc-adaptive``'s round on the dense row ``x``; returns the pass's score, or NaN,
     having changed nothing, for a row the entry does not take (an entry not finite, or,
-    unless ``as_batch``, a zero entry). The parameters after ``learn`` are
-    :func:`~learners.active.adaptive_kernels.committee_pass`'s."""
+    unless ``as_batch``, a zero entry). ``base`` and ``params`` are the arguments of
+    :func:`~learners.active.adaptive_kernels.committee_pass` after its call."""
     if not event_row_taken(x, as_batch):
         return math.nan
     call = dense_event_call(x, bias, normalize, task, label, learn)
-    committee_pass(call, base, tau, b, C, rtol)
+    committee_pass(call, base, *params)
     return call.scores[0]
 
 
@@ -71,18 +69,15 @@ def peer_rule_event(
     label: float,
     learn: bool,
     base: BaseArrays,
-    tau: np.ndarray,
-    b: float,
-    bq: float,
-    shares: bool,
+    *params: Any,
 ) -> float:  # pragma: no cover - compiled
-    """``peer-adaptive``'s (``peer-share-adaptive``'s with ``shares``) round on the dense
-    row ``x``, as :func:`committee_event`; the parameters after ``learn`` are
-    :func:`~learners.active.adaptive_kernels.peer_rule_pass`'s."""
+    """``peer-adaptive``'s (``peer-share-adaptive``'s) round on the dense row ``x``, as
+    :func:`committee_event`, with the arguments of
+    :func:`~learners.active.adaptive_kernels.peer_rule_pass`."""
     if not event_row_taken(x, as_batch):
         return math.nan
     call = dense_event_call(x, bias, normalize, task, label, learn)
-    peer_rule_pass(call, base, tau, b, bq, shares)
+    peer_rule_pass(call, base, *params)
     return call.scores[0]
 
 

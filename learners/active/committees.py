@@ -263,18 +263,11 @@ class AdaptiveCommittee(_MarginRule):
         for m in np.flatnonzero(share).tolist():
             self.base_._learn(x, y, m)
 
-    def _dense_event(
-        self, row: np.ndarray, y: float, task: int, learn: bool, as_batch: bool
-    ) -> float | None:
+    event_entry = staticmethod(committee_event)
+
+    def _kernel_args(self) -> tuple[Any, ...]:
         h = self.hyper
-        return committee_event(
-            row,
-            as_batch,
-            self._bias,
-            self._normalize,
-            task,
-            y,
-            learn,
+        return (
             self._base_arrays(),
             self._weights_for_kernel(),
             float(h["b"]),
@@ -283,15 +276,7 @@ class AdaptiveCommittee(_MarginRule):
         )
 
     def _run_kernel(self, call: KernelPass) -> tuple[int, int]:
-        h = self.hyper
-        return committee_pass(
-            call,
-            self._base_arrays(),
-            self._weights_for_kernel(),
-            float(h["b"]),
-            float(h["C"]),
-            SIMILARITY_RTOL,
-        )
+        return committee_pass(call, *self._kernel_args())
 
     def _task_weights(self) -> np.ndarray | None:
         W = self.base_.task_weights()
@@ -397,18 +382,11 @@ class AdaptivePeer(_MarginRule):
             for m in np.flatnonzero(erring).tolist():
                 self.base_._learn(x, y, m)
 
-    def _dense_event(
-        self, row: np.ndarray, y: float, task: int, learn: bool, as_batch: bool
-    ) -> float | None:
+    event_entry = staticmethod(peer_rule_event)
+
+    def _kernel_args(self) -> tuple[Any, ...]:
         h = self.hyper
-        return peer_rule_event(
-            row,
-            as_batch,
-            self._bias,
-            self._normalize,
-            task,
-            y,
-            learn,
+        return (
             self._base_arrays(),
             self._weights_for_kernel(),
             float(h["b"]),
@@ -417,15 +395,7 @@ class AdaptivePeer(_MarginRule):
         )
 
     def _run_kernel(self, call: KernelPass) -> tuple[int, int]:
-        h = self.hyper
-        return peer_rule_pass(
-            call,
-            self._base_arrays(),
-            self._weights_for_kernel(),
-            float(h["b"]),
-            float(h["bq"]),
-            self.shares,
-        )
+        return peer_rule_pass(call, *self._kernel_args())
 
     def _add_task(self) -> None:
         super()._add_task()

@@ -28,7 +28,7 @@ import numpy as np
 from learners.active.draws import Uniforms
 from learners.active.kernels import NO_BUDGET, KernelPass, kernel_rows, vector_rows
 from learners.base import Learner
-from learners.inputs import Batch, as_vector, check_label, check_task
+from learners.inputs import Batch, Vec, as_vector, check_label, check_task
 from learners.kernels import kernel_array
 
 __all__ = ["ActiveLearner"]
@@ -57,6 +57,11 @@ class ActiveLearner(Learner):
     #: ``_decision`` (where that is cheaper than a kernel call and lets
     #: :meth:`~learners.base.Learner.decide_and_query` reuse the margins it reads).
     kernel_decisions: ClassVar[bool] = True
+    #: With :attr:`per_event_kernel`: the compiled entry of single events, called as
+    #: ``entry(row, as_batch, bias, normalize, task, label, learn, *_kernel_args())``
+    #: (:meth:`_dense_event`; :mod:`learners.amlc.event_kernels`,
+    #: :mod:`learners.active.adaptive_event_kernels`), or None.
+    event_entry: ClassVar[Any] = None
 
     def query_and_learn_many(self, X: Any, y: Any, task: Any) -> tuple[np.ndarray, np.ndarray]:
         """Active rounds over a batch; returns each row's score and query decision.
@@ -141,19 +146,21 @@ class ActiveLearner(Learner):
             self._learn(v, label, t)
             return score
         if not self.kernel_decisions:
-            row = as_vector(x, self._n_features)
-            score = float(self._decision(self._prepare(row), t))
-            # a dense row as it came, for the compiled entry (:meth:`_one_row`)
-            self._one_row(x if type(x) is np.ndarray else row, label, t, learn=True)
+            v = as_vector(x, self._n_features)
+            score = float(self._decision(self._prepare(v), t))
+            self._one_row(x, label, t, learn=True, vector=v)
             return score
         return self._one_row(x, label, t, learn=True)
 
-    def _one_row(self, x: Any, y: float, task: int, *, learn: bool) -> float:
+    def _one_row(
+        self, x: Any, y: float, task: int, *, learn: bool, vector: Vec | None = None
+    ) -> float:
         """Score ``x`` and, with ``learn``, learn it: the kernel on one row.
 
         Without ``learn`` the row runs as an active round with no query left in the
         budget: it is scored, nothing is drawn and nothing changes. A dense row goes to
-        the learner's compiled entry (:meth:`_dense_event`) when it has one.
+        the learner's compiled entry (:meth:`_dense_event`) when it has one. ``vector``:
+        ``x``'s canonical vector where the caller has it already.
         """
         if type(x) is np.ndarray and x.ndim == 1:
             row = self._event_row(x)
@@ -161,7 +168,7 @@ class ActiveLearner(Learner):
                 score = self._entry_score(row, y, task, learn, False)
                 if score is not None:
                     return score
-        v = as_vector(x, self._n_features)
+        v = as_vector(x, self._n_features) if vector is None else vector
         rows = vector_rows(v.log_scaled() if self._log_scale else v, self._bias, self._normalize)
         call = KernelPass(
             *rows,
@@ -191,12 +198,23 @@ class ActiveLearner(Learner):
     def _dense_event(
         self, row: np.ndarray, y: float, task: int, learn: bool, as_batch: bool
     ) -> float | None:
-        """:meth:`_one_row` of a dense float64 row through a compiled entry that builds the
-        call itself (:mod:`learners.amlc.event_kernels`); None for a learner without one.
-        An entry returns NaN, having changed nothing, for a row it does not take (an entry
-        not finite, or, unless ``as_batch``, a zero entry: the canonical vector holds
-        such a row sparse)."""
-        return None
+        """:meth:`_one_row` of a dense float64 row through the learner's compiled entry
+        (:attr:`event_entry`), which builds the call itself; None for a learner without
+        one. An entry returns NaN, having changed nothing, for a row it does not take (an
+        entry not finite, or, unless ``as_batch``, a zero entry: the canonical vector
+        holds such a row sparse)."""
+        entry = self.event_entry
+        if entry is None:
+            return None
+        score: float = entry(
+            row, as_batch, self._bias, self._normalize, task, y, learn, *self._kernel_args()
+        )
+        return score
+
+    def _kernel_args(self) -> tuple[Any, ...]:
+        """The arrays and parameters that :meth:`_run_kernel`'s pass and the
+        :attr:`event_entry` take besides the call, in their order."""
+        raise NotImplementedError
 
     def _entry_score(
         self, row: np.ndarray, y: float, task: int, learn: bool, as_batch: bool

@@ -226,18 +226,11 @@ class ActiveMultitaskCommittees(PerTaskPerceptrons):
         if coef.any():
             rank_one_update(self.W_, coef, x, 1.0)
 
-    def _dense_event(
-        self, row: np.ndarray, y: float, task: int, learn: bool, as_batch: bool
-    ) -> float | None:
+    event_entry = staticmethod(amlc_event)
+
+    def _kernel_args(self) -> tuple[Any, ...]:
         h = self.hyper
-        return amlc_event(
-            row,
-            as_batch,
-            self._bias,
-            self._normalize,
-            task,
-            y,
-            learn,
+        return (
             self.W_,
             self.tau_,
             float(h["b"]),
@@ -250,19 +243,8 @@ class ActiveMultitaskCommittees(PerTaskPerceptrons):
         )
 
     def _run_kernel(self, call: KernelPass) -> tuple[int, int]:
-        h = self.hyper
-        return amlc_pass(
-            self.W_,
-            self.tau_,
-            call,
-            float(h["b"]),
-            float(h["C"]),
-            self._row_sum(),
-            self._tie(),
-            self.code_faithful,
-            h["share_test"] == "label",
-            float(h["similarity_rtol"]),
-        )
+        W, tau, *params = self._kernel_args()
+        return amlc_pass(W, tau, call, *params)
 
     def _add_task(self) -> None:
         super()._add_task()

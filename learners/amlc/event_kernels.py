@@ -25,6 +25,7 @@ takes the general path (which raises for the former). A row they took may score 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from numba import njit
@@ -47,24 +48,18 @@ def amlc_event(
     learn: bool,
     W: np.ndarray,
     tau: np.ndarray,
-    b: float,
-    C: float,
-    row_sum: float,
-    tie: float,
-    clip: bool,
-    share_label: bool,
-    rtol: float,
+    *params: Any,
 ) -> float:  # pragma: no cover - compiled
     """AMLC's round on the dense row ``x`` (the call of
     :func:`~learners.active.kernels.dense_event_call`); returns its committee score, or
     NaN, having changed nothing, for a row the entry does not take: one with an entry
     that is not finite, or, unless ``as_batch`` (a batch of one row), with a zero
-    entry (module docstring). The parameters after ``learn`` are
-    :func:`~learners.amlc.kernels.amlc_pass`'s."""
+    entry (module docstring). ``W``, ``tau`` and ``params`` are the arguments of
+    :func:`~learners.amlc.kernels.amlc_pass` before and after its call."""
     if not event_row_taken(x, as_batch):
         return math.nan
     call = dense_event_call(x, bias, normalize, task, label, learn)
-    amlc_pass(W, tau, call, b, C, row_sum, tie, clip, share_label, rtol)
+    amlc_pass(W, tau, call, *params)
     return call.scores[0]
 
 
@@ -79,17 +74,14 @@ def peer_event(
     learn: bool,
     W: np.ndarray,
     tau: np.ndarray,
-    b: float,
-    bq: float,
-    shares: bool,
+    *params: Any,
 ) -> float:  # pragma: no cover - compiled
-    """PEER's (PEER+Share's with ``shares``) round on the dense row ``x``, as
-    :func:`amlc_event`; the parameters after ``learn`` are
-    :func:`~learners.amlc.kernels.peer_pass`'s."""
+    """PEER's (PEER+Share's) round on the dense row ``x``, as :func:`amlc_event`, with the
+    arguments of :func:`~learners.amlc.kernels.peer_pass`."""
     if not event_row_taken(x, as_batch):
         return math.nan
     call = dense_event_call(x, bias, normalize, task, label, learn)
-    peer_pass(W, tau, call, b, bq, shares)
+    peer_pass(W, tau, call, *params)
     return call.scores[0]
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -123,33 +123,15 @@ class PeerLearning(PerTaskPerceptrons):
         if erring.any():
             x.add_outer(self.W_, np.where(erring, y, 0.0))
 
-    def _dense_event(
-        self, row: np.ndarray, y: float, task: int, learn: bool, as_batch: bool
-    ) -> float | None:
-        return peer_event(
-            row,
-            as_batch,
-            self._bias,
-            self._normalize,
-            task,
-            y,
-            learn,
-            self.W_,
-            self.tau_,
-            float(self.hyper["b"]),
-            float(self.hyper["bq"]),
-            self.shares,
-        )
+    event_entry = staticmethod(peer_event)
+
+    def _kernel_args(self) -> tuple[Any, ...]:
+        h = self.hyper
+        return (self.W_, self.tau_, float(h["b"]), float(h["bq"]), self.shares)
 
     def _run_kernel(self, call: KernelPass) -> tuple[int, int]:
-        return peer_pass(
-            self.W_,
-            self.tau_,
-            call,
-            float(self.hyper["b"]),
-            float(self.hyper["bq"]),
-            self.shares,
-        )
+        W, tau, *params = self._kernel_args()
+        return peer_pass(W, tau, call, *params)
 
     def _add_task(self) -> None:
         super()._add_task()

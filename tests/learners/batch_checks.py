@@ -1,5 +1,6 @@
 """Helpers of the compiled-pass tests of the active learners: a stream cut into random
-blocks, learned block by block, and state dicts compared to the reference's."""
+blocks, learned block by block, and state dicts compared to the reference's; a stream of
+rows of widely varying scale with some zero entries, for the single-event entries."""
 
 from __future__ import annotations
 
@@ -77,3 +78,15 @@ def per_event(
         if asked[i]:
             model.learn_one(x, label, t)
     return scores, asked
+
+
+def scaled_rows(
+    n: int, d: int, k: int, zeros: float, seed: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``n`` rows of ``d`` features, each row's scale log-normal, a share ``zeros`` of the
+    entries set to 0; labels from the first two features with noise; tasks of ``k``."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d)) * rng.lognormal(0.0, 1.0, size=(n, 1))
+    X[rng.random(X.shape) < zeros] = 0.0
+    y = np.where(X[:, 0] - X[:, 1] + 0.5 * rng.standard_normal(n) > 0, 1.0, -1.0)
+    return X, y, rng.integers(0, k, n)

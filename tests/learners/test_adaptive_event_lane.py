@@ -15,6 +15,7 @@ from learners.active.kernels import vector_rows
 from learners.adaptive.learners import one_event
 from learners.checks.common import assert_states_equal
 from learners.inputs import as_vector
+from tests.learners.batch_checks import scaled_rows
 
 D, N, K = 12, 400, 3
 
@@ -32,11 +33,7 @@ LEARNERS = [
 
 
 def _stream(zeros: float, seed: int = 5) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    X = rng.standard_normal((N, D)) * rng.lognormal(0.0, 1.0, size=(N, 1))
-    X[rng.random(X.shape) < zeros] = 0.0
-    y = np.where(X[:, 0] - X[:, 1] + 0.5 * rng.standard_normal(N) > 0, 1.0, -1.0)
-    return X, y, rng.integers(0, K, N)
+    return scaled_rows(N, D, K, zeros, seed)
 
 
 def _events(model: Any, rows: list[Any], y: np.ndarray, t: np.ndarray) -> list[float]:
