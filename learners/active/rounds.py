@@ -14,7 +14,8 @@ With a compiled pass and :attr:`ActiveLearner.per_event_kernel`, the per-event
 calls ``decision_one``, ``predict_one``, ``learn_one`` and ``score_and_learn_one``
 validate x once and run the kernel on a batch of one row (the preprocessing
 included); ``query_one`` keeps the numpy ``_query`` (one or two draws from the
-generator). A learner that sets :attr:`ActiveLearner.kernel_decisions` off keeps
+generator) unless the learner draws against the compiled score (AMLC's and PEER's
+``decide_and_query``, docs/algorithms.md Sec. 3.5). A learner that sets :attr:`ActiveLearner.kernel_decisions` off keeps
 its scores on the numpy ``_decision`` and learns through the kernel.
 """
 
@@ -168,9 +169,19 @@ class ActiveLearner(Learner):
                 score = self._entry_score(row, y, task, learn, False)
                 if score is not None:
                     return score
+        call = self._vector_call(x, y, task, learn, vector)
+        self._run_kernel(call)
+        return float(call.scores[0])
+
+    def _vector_call(
+        self, x: Any, y: float, task: int, learn: bool, vector: Vec | None = None
+    ) -> KernelPass:
+        """The pass on one row that :meth:`_one_row` runs where no entry takes ``x``: its
+        canonical vector (validated here, log-scaled with ``log_scale``), with the bias
+        and unit length left to the kernel."""
         v = as_vector(x, self._n_features) if vector is None else vector
         rows = vector_rows(v.log_scaled() if self._log_scale else v, self._bias, self._normalize)
-        call = KernelPass(
+        return KernelPass(
             *rows,
             np.array([y]),
             np.array([task], dtype=np.int64),
@@ -180,8 +191,6 @@ class ActiveLearner(Learner):
             np.empty(1),
             np.zeros(1, dtype=np.bool_),
         )
-        self._run_kernel(call)
-        return float(call.scores[0])
 
     def _event_row(self, x: np.ndarray) -> np.ndarray | None:
         """The 1-D ``x`` as the compiled entries take it: itself when a writeable C-ordered

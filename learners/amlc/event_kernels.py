@@ -20,6 +20,13 @@ batch holds it dense): the entries return NaN, having changed nothing, and the c
 takes the general path (which raises for the former). A row they took may score NaN too
 (weights that overflowed); the caller tells the two apart by the row
 (:meth:`learners.active.rounds.ActiveLearner._entry_score`).
+
+A PEER query draws twice at most, and the second draw only after the first asked the
+peers, so its per-event query cannot take its draws ahead as a batch does
+(:class:`~learners.active.draws.Uniforms`). The first draw is made in Python against the
+score :func:`peer_event` gave; where it asks, the second is drawn and
+:func:`peer_query_event` does the rest of the round on the same row
+(:func:`~learners.amlc.kernels.peer_second_draw`).
 """
 
 from __future__ import annotations
@@ -31,10 +38,10 @@ import numpy as np
 from numba import njit
 
 from learners.active.kernels import dense_event_call, event_row_taken
-from learners.amlc.kernels import amlc_pass, peer_pass
+from learners.amlc.kernels import amlc_pass, peer_pass, peer_second_draw
 from learners.kernels import register_warmup
 
-__all__ = ["amlc_event", "peer_event", "warm"]
+__all__ = ["amlc_event", "peer_event", "peer_query_event", "warm"]
 
 
 @njit(cache=True)
@@ -85,6 +92,22 @@ def peer_event(
     return call.scores[0]
 
 
+@njit(cache=True)
+def peer_query_event(
+    x: np.ndarray,
+    bias: bool,
+    normalize: bool,
+    task: int,
+    u: float,
+    W: np.ndarray,
+    tau: np.ndarray,
+    bq: float,
+) -> bool:  # pragma: no cover - compiled
+    """:func:`~learners.amlc.kernels.peer_second_draw` on the dense row ``x``, one that
+    :func:`peer_event` took: the rest of a PEER round whose first draw asked the peers."""
+    return peer_second_draw(W, tau, dense_event_call(x, bias, normalize, task, 0.0, False), u, bq)
+
+
 @register_warmup
 def warm() -> None:
     """Compile both entries, learning and scoring, per event and as a batch of one row."""
@@ -97,3 +120,5 @@ def warm() -> None:
             args = (x, as_batch, True, True, 1, -1.0, learn, W)
             amlc_event(*args, tau, 1.0, 1.0, 2.0, -1.0, True, True, 1e-9)
             peer_event(*args, peer, 1.0, 5.0, True)
+    for u in (0.0, 0.9):  # the oracle asked; the peers answer
+        peer_query_event(x, True, True, 1, u, W, peer, 5.0)

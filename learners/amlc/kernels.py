@@ -65,7 +65,7 @@ from learners.active.kernels import (
 )
 from learners.kernels import ROW_HELPER, ROW_KERNEL, register_warmup
 
-__all__ = ["amlc_pass", "peer_pass", "warm"]
+__all__ = ["amlc_pass", "peer_pass", "peer_second_draw", "warm"]
 
 
 @njit(**ROW_HELPER)
@@ -456,16 +456,12 @@ def peer_pass(
             drawn += 1
             if draw >= b / (b + abs(fk)):
                 continue
-            _class_margins(W, same, f, dense, idx, val, nx)
+            peer = _peer_vote(W, tau, same, f, k, dense, idx, val, nx)
             peers_known = True
-            peer = 0.0
-            for m in range(K):
-                peer += tau[k, m] * f[m]
             draw = call.u[drawn]
             drawn += 1
             if not draw < bq / (bq + abs(peer)):
-                step = 1.0 if peer >= 0.0 else -1.0
-                row_axpy(W[k], step, dense, idx, val, nx)
+                step = _peers_answer(W, k, peer, dense, idx, val, nx)
                 if track:
                     _own_update(coef, k, step)
                     _split_classes(same, coef, split)
@@ -488,6 +484,61 @@ def peer_pass(
     return drawn, asked
 
 
+@njit(**ROW_HELPER)
+def _peer_vote(
+    W: np.ndarray,
+    tau: np.ndarray,
+    same: np.ndarray,
+    f: np.ndarray,
+    k: int,
+    dense: bool,
+    idx: np.ndarray,
+    val: np.ndarray,
+    n: int,
+) -> float:  # pragma: no cover - compiled
+    """The peers' vote on a loaded row of task k: ``f = W x`` (:func:`_class_margins`),
+    then ``f_peer = sum_m tau_km f_m`` (tau's diagonal is 0)."""
+    _class_margins(W, same, f, dense, idx, val, n)
+    peer = 0.0
+    for m in range(W.shape[0]):
+        peer += tau[k, m] * f[m]
+    return peer
+
+
+@njit(**ROW_HELPER)
+def _peers_answer(
+    W: np.ndarray, k: int, peer: float, dense: bool, idx: np.ndarray, val: np.ndarray, n: int
+) -> float:  # pragma: no cover - compiled
+    """Task k trains on the peers' label: ``w_k += SGN(f_peer) x`` (``SGN(0) = +1``);
+    returns the step."""
+    step = 1.0 if peer >= 0.0 else -1.0
+    row_axpy(W[k], step, dense, idx, val, n)
+    return step
+
+
+@njit(cache=True)
+def peer_second_draw(
+    W: np.ndarray, tau: np.ndarray, call: KernelPass, u: float, bq: float
+) -> bool:  # pragma: no cover - compiled
+    """The rest of a PEER round on the one row of ``call`` (of task ``call.tasks[0]``)
+    after its first draw asked the peers: their vote ``f_peer``, then ``Q`` when
+    ``u < bq / (bq + |f_peer|)`` (returns True: the oracle is asked, nothing changes);
+    otherwise the task trains on the peers' label, ``w_k += SGN(f_peer) x`` (returns
+    False). :func:`peer_pass`'s arithmetic on that row, for a per-event query whose
+    draws Python takes from the generator one at a time (docs/algorithms.md Sec. 3.5)."""
+    K = W.shape[0]
+    idx, val = row_buffers(W)
+    n = load_row(call, 0, W.shape[1], idx, val)
+    same = np.empty(K, dtype=np.int64)
+    _equal_row_classes(W.view(np.int64), same, False)
+    k = call.tasks[0]
+    peer = _peer_vote(W, tau, same, np.empty(K), k, call.dense, idx, val, n)
+    if u < bq / (bq + abs(peer)):
+        return True
+    _peers_answer(W, k, peer, call.dense, idx, val, n)
+    return False
+
+
 @register_warmup
 def warm() -> None:
     """Compile this module's kernels (dense and CSR rows) on tiny inputs."""
@@ -506,3 +557,5 @@ def warm() -> None:
         )
         peer = np.array([[0.0, 1.0], [1.0, 0.0]])
         peer_pass(np.zeros((2, 4)), peer, warm_call(rows, 2), 1.0, 5.0, True)
+        for u in (0.0, 0.9):  # the oracle asked; the peers answer
+            peer_second_draw(np.zeros((2, 4)), peer, warm_call(rows, 1), u, 5.0)

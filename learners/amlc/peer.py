@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from learners.active.kernels import KernelPass
+from learners.active.rounds import ActiveLearner
 from learners.amlc.committee import grow_peer_weights, peer_update, uniform_peer_weights
 from learners.amlc.common import (
     APPEND_BIAS_ON,
@@ -17,10 +18,10 @@ from learners.amlc.common import (
     query_probability,
     sgn,
 )
-from learners.amlc.event_kernels import peer_event
-from learners.amlc.kernels import peer_pass
+from learners.amlc.event_kernels import peer_event, peer_query_event
+from learners.amlc.kernels import peer_pass, peer_second_draw
 from learners.base import BUDGET, Param
-from learners.inputs import Vec
+from learners.inputs import Vec, check_task
 from learners.params import positive
 from learners.registry import register
 
@@ -124,6 +125,51 @@ class PeerLearning(PerTaskPerceptrons):
             x.add_outer(self.W_, np.where(erring, y, 0.0))
 
     event_entry = staticmethod(peer_event)
+
+    # ------------------------------------------------------------ per-event queries
+    def query_one(self, x: Any, task: int) -> bool:
+        """Steps 1-2 of the round through the compiled pass (:meth:`decide_and_query`)."""
+        if not self._kernel_scores():
+            return super().query_one(x, task)
+        return self.decide_and_query(x, task)[2]
+
+    def decide_and_query(
+        self, x: Any, task: int, *, probability: bool = False
+    ) -> tuple[float, float | None, bool]:
+        """``decision_one`` then ``query_one`` with the row read once: ``P`` is drawn
+        against the score ``decision_one`` returns (the compiled pass's on one row), and
+        where it asks, ``Q`` against the peers' vote on the same row
+        (:func:`~learners.amlc.event_kernels.peer_query_event`, or
+        :func:`~learners.amlc.kernels.peer_second_draw` on the row's pass where no entry
+        took it), as the batch paths draw against theirs. The same score, draws and state
+        as the two calls; the numpy ``_query`` stays the reference (the margins agree to
+        rounding)."""
+        if not self._kernel_scores() or type(self).decision_one is not ActiveLearner.decision_one:
+            return super().decide_and_query(x, task, probability=probability)
+        t = check_task(task, self.n_tasks)
+        row = self._event_row(x) if type(x) is np.ndarray and x.ndim == 1 else None
+        score = None if row is None else self._entry_score(row, 0.0, t, False, False)
+        call = None
+        if score is None:  # the general path: validation, canonical vector, a one-row pass
+            call = self._vector_call(x, 0.0, t, False)
+            self._run_kernel(call)
+            score = float(call.scores[0])
+        return score, None, self._spend_query(lambda: self._draws(score, t, row, call))
+
+    def _draws(
+        self, score: float, task: int, row: np.ndarray | None, call: KernelPass | None
+    ) -> bool:
+        """``P`` against ``b / (b + |score|)``; where it asks, ``Q`` and the rest of the round
+        on ``call`` (a pass on the row) or, without one, on the dense ``row`` an entry took."""
+        if self.rng.random() >= query_probability(self.hyper["b"], score):
+            return False
+        u, bq = self.rng.random(), float(self.hyper["bq"])
+        if call is not None:
+            return bool(peer_second_draw(self.W_, self.tau_, call, u, bq))
+        assert row is not None
+        return bool(
+            peer_query_event(row, self._bias, self._normalize, task, u, self.W_, self.tau_, bq)
+        )
 
     def _kernel_args(self) -> tuple[Any, ...]:
         h = self.hyper

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 import learners
 from learners.checks.common import assert_states_equal
@@ -213,3 +214,49 @@ def test_a_row_the_entry_took_and_scored_nan_is_not_learned_twice(
     assert_states_equal(entries.state_dict(), general.state_dict(), "per event")
     assert np.array_equal(one_row, batch, equal_nan=True)
     assert_states_equal(rows.state_dict(), whole.state_dict(), "one-row batches")
+
+
+@pytest.mark.parametrize("zeros", [0.0, 0.2])
+@pytest.mark.parametrize(
+    ("name", "params"), [(n, p) for n, p in LEARNERS if n not in NUMPY_DECISIONS]
+)
+def test_the_active_loop_of_single_events_gives_the_numbers_of_one_batch(
+    name: str, params: dict[str, Any], zeros: float
+) -> None:
+    """What the worker does with unlabelled events, then the answers (``decide_and_query``,
+    then ``learn_one`` where a label was asked), gives the scores, queries, draws and
+    state of ``query_and_learn_many`` on every row at once, bit for bit: a PEER round
+    draws its second uniform only where the first asked, and where the peers answer the
+    task learns their label inside the query. With ``zeros`` every row has a zero entry
+    and goes the general path per event (its canonical vector is sparse), so its batch
+    is CSR."""
+    X, y, t = _stream(zeros, seed=9)
+    if zeros:
+        X[np.arange(N), np.arange(N) % D] = 0.0
+    whole = learners.make(name, n_features=D, n_tasks=K, seed=2, **params)
+    scores, asked = whole.query_and_learn_many(sp.csr_matrix(X) if zeros else X, y, t)
+    for rows in (list(X), [x.tolist() for x in X]):
+        model = learners.make(name, n_features=D, n_tasks=K, seed=2, **params)
+        got_scores, got_asked = [], []
+        for x, label, task in zip(rows, y.tolist(), t.tolist(), strict=True):
+            score, _, ask = model.decide_and_query(x, task)
+            got_scores.append(score)
+            got_asked.append(ask)
+            if ask:
+                model.learn_one(x, label, task)
+        assert got_scores == scores.tolist()
+        assert got_asked == asked.tolist()
+        assert_states_equal(model.state_dict(), whole.state_dict(), "single events")
+    assert 0 < sum(got_asked) < N
+    # the second draw of a PEER query both asked the oracle and let the peers answer
+    if name.startswith("peer"):
+        taught = learners.make(name, n_features=D, n_tasks=K, seed=2, **params)
+        taught.score_and_learn_many(X, y, t)  # peers that disagree with 0
+        oracle = peers = 0
+        for x, task in zip(X, t.tolist(), strict=True):
+            before = taught.W_[task].copy()
+            if taught.decide_and_query(x, task)[2]:
+                oracle += 1
+            else:
+                peers += not np.array_equal(before, taught.W_[task])
+        assert oracle > 0 and peers > 0, (oracle, peers)
