@@ -10,8 +10,9 @@ that imports that checkout's ``learners`` and loads its kernels first
 (:func:`learners.warm_kernels`, outside the timing), ``--rounds`` times, alternating, and
 reports each checkout's best figure and their ratio. ``--calls`` measures the per-event
 calls instead (:func:`measure_calls`): ``score_and_learn_one``, ``decision_one``, a batch
-of one row, and a batch of one float32 read-only row with fresh label and task arrays
-(how the service's worker hands an event over), calls per CPU second from a state learned
+of one row, a batch of one float32 read-only row with fresh label and task arrays
+(how the service's worker hands a labelled event over), and ``decide_and_query`` on such a
+row (the worker's call for an unlabelled event), calls per CPU second from a state learned
 on the rest of the stream.
 
 A checkout is any directory holding a ``learners`` package, e.g. a worktree of an
@@ -134,6 +135,7 @@ CALL_KINDS = (
     "decision_one",
     "a batch of one row",
     "one float32 row as the worker",
+    "an unlabelled float32 row, decide_and_query",
 )
 
 
@@ -151,10 +153,13 @@ def _calls(kind: str, model: Any, X: Any, y: Any, tasks: Any, rows32: Any, lead:
     elif kind == "a batch of one row":
         for i in range(lead, n):
             model.score_and_learn_many(X[i : i + 1], y[i : i + 1], tasks[i : i + 1])
-    else:
+    elif kind == "one float32 row as the worker":
         for i in range(lead, n):
             label, task = np.full(1, float(y[i])), np.full(1, int(tasks[i]), dtype=np.int64)
             model.score_and_learn_many(rows32[i - lead : i - lead + 1], label, task)
+    else:
+        for i in range(lead, n):
+            model.decide_and_query(rows32[i - lead], int(tasks[i]))
 
 
 def _child(checkout: Path, args: argparse.Namespace) -> dict[str, float]:
