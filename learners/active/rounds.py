@@ -15,8 +15,9 @@ calls ``decision_one``, ``predict_one``, ``learn_one`` and ``score_and_learn_one
 validate x once and run the kernel on a batch of one row (the preprocessing
 included); ``query_one`` keeps the numpy ``_query`` (one or two draws from the
 generator) unless the learner draws against the compiled score (AMLC's and PEER's
-``decide_and_query``, docs/algorithms.md Sec. 3.5). A learner that sets :attr:`ActiveLearner.kernel_decisions` off keeps
-its scores on the numpy ``_decision`` and learns through the kernel.
+``query_one`` and ``decide_and_query``, docs/algorithms.md Sec. 3.5). A learner that
+sets :attr:`ActiveLearner.kernel_decisions` off keeps its scores on the numpy
+``_decision`` and learns through the kernel.
 """
 
 from __future__ import annotations

@@ -127,11 +127,16 @@ class PeerLearning(PerTaskPerceptrons):
     event_entry = staticmethod(peer_event)
 
     # ------------------------------------------------------------ per-event queries
+    def _compiled_rounds(self) -> bool:
+        """Whether the per-event query runs on the compiled pass: scores from it
+        (:meth:`_kernel_scores`) and ``decision_one`` not overridden."""
+        return self._kernel_scores() and type(self).decision_one is ActiveLearner.decision_one
+
     def query_one(self, x: Any, task: int) -> bool:
-        """Steps 1-2 of the round through the compiled pass (:meth:`decide_and_query`)."""
-        if not self._kernel_scores():
+        """Steps 1-2 of the round on the compiled pass (:meth:`decide_and_query`)."""
+        if not self._compiled_rounds():
             return super().query_one(x, task)
-        return self.decide_and_query(x, task)[2]
+        return self._scored_query(x, task)[1]
 
     def decide_and_query(
         self, x: Any, task: int, *, probability: bool = False
@@ -144,8 +149,13 @@ class PeerLearning(PerTaskPerceptrons):
         took it), as the batch paths draw against theirs. The same score, draws and state
         as the two calls; the numpy ``_query`` stays the reference (the margins agree to
         rounding)."""
-        if not self._kernel_scores() or type(self).decision_one is not ActiveLearner.decision_one:
+        if not self._compiled_rounds():
             return super().decide_and_query(x, task, probability=probability)
+        score, asked = self._scored_query(x, task)
+        return score, None, asked
+
+    def _scored_query(self, x: Any, task: int) -> tuple[float, bool]:
+        """The score of ``(x, task)`` and the round's answer (:meth:`decide_and_query`)."""
         t = check_task(task, self.n_tasks)
         row = self._event_row(x) if type(x) is np.ndarray and x.ndim == 1 else None
         score = None if row is None else self._entry_score(row, 0.0, t, False, False)
@@ -154,7 +164,7 @@ class PeerLearning(PerTaskPerceptrons):
             call = self._vector_call(x, 0.0, t, False)
             self._run_kernel(call)
             score = float(call.scores[0])
-        return score, None, self._spend_query(lambda: self._draws(score, t, row, call))
+        return score, self._spend_query(lambda: self._draws(score, t, row, call))
 
     def _draws(
         self, score: float, task: int, row: np.ndarray | None, call: KernelPass | None

@@ -260,3 +260,25 @@ def test_the_active_loop_of_single_events_gives_the_numbers_of_one_batch(
             else:
                 peers += not np.array_equal(before, taught.W_[task])
         assert oracle > 0 and peers > 0, (oracle, peers)
+
+
+def test_a_peer_with_its_own_decision_one_keeps_the_numpy_query() -> None:
+    """A subclass that overrides ``decision_one`` draws against its own scores: its
+    ``query_one`` and ``decide_and_query`` take the numpy round, and agree."""
+    from learners.amlc.peer import PeerLearning
+
+    class Shifted(PeerLearning):
+        def decision_one(self, x: Any, task: int) -> float:
+            return super().decision_one(x, task) + 1.0
+
+    X, y, t = _stream(0.0, seed=10)
+    a = Shifted(n_features=D, n_tasks=K, seed=4)
+    b = Shifted(n_features=D, n_tasks=K, seed=4)
+    for x, label, task in zip(X, y.tolist(), t.tolist(), strict=True):
+        plain = PeerLearning.decision_one(b, x, task)
+        expected = (a.decision_one(x, task), None, a.query_one(x, task))
+        assert b.decide_and_query(x, task) == expected
+        assert expected[0] == plain + 1.0
+        a.learn_one(x, label, task)
+        b.learn_one(x, label, task)
+    assert_states_equal(a.state_dict(), b.state_dict(), "overridden decision_one")
