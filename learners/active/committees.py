@@ -240,9 +240,33 @@ class AdaptiveCommittee(_MarginRule):
     )
 
     margin_is_decision = True
+    # the score of a single event is the compiled pass's (its entry on a dense row), and
+    # the query draws against it, as AMLC's own (docs/algorithms.md Sec. 11.6)
+    kernel_decisions = True
 
     def _initial_weights(self, n_tasks: int) -> np.ndarray:
         return uniform_committee(n_tasks)
+
+    # ------------------------------------------------------------ per-event queries
+    def query_probability(self, x: Any, task: int) -> float:
+        """``b / (b + |p|)`` of the committee score ``p`` that ``decision_one`` returns
+        (the compiled pass's on one row, against which the batch paths draw too; the
+        numpy ``_query`` stays the reference, its score equal to rounding)."""
+        return query_probability(float(self.hyper["b"]), self.decision_one(x, task))
+
+    def query_one(self, x: Any, task: int) -> bool:
+        """Line 8 against the committee score of :meth:`query_probability`."""
+        return self.decide_and_query(x, task)[2]
+
+    def decide_and_query(
+        self, x: Any, task: int, *, probability: bool = False
+    ) -> tuple[float, float | None, bool]:
+        """``decision_one``, ``query_probability`` and ``query_one`` with the committee
+        score computed once: the same score, probability, draw and state."""
+        score = self.decision_one(x, task)
+        p = query_probability(float(self.hyper["b"]), score)
+        asked = self._spend_query(lambda: self.rng.random() < p)
+        return score, (p if probability else None), asked
 
     def _margin(self, x: Vec, task: int) -> float:
         return float(self.tau_[task] @ task_margins(self.base_, x))

@@ -31,7 +31,7 @@ LEARNERS = [
 ]
 #: The rules whose scores of single events stay on the numpy margins (``kernel_decisions``
 #: off): their decisions never build a one-row pass.
-NUMPY_DECISIONS = ("amlc-adaptive", "peer-adaptive", "peer-share-adaptive")
+NUMPY_DECISIONS = ("peer-adaptive", "peer-share-adaptive")
 
 
 def _stream(zeros: float, seed: int = 3) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
