@@ -11,8 +11,14 @@ arrays, check it and build the call of one row in compiled code
 :func:`~learners.active.kernels.dense_event_call`, as for :mod:`learners.amlc.event_kernels`),
 then run :func:`~learners.active.adaptive_kernels.committee_pass` /
 :func:`~learners.active.adaptive_kernels.peer_rule_pass` on it: the numbers of the general
-path and of a batch, bit for bit (docs/algorithms.md Sec. 11.6). The rules' scores of
-single events stay on the numpy margins (``kernel_decisions`` off).
+path and of a batch, bit for bit (docs/algorithms.md Sec. 11.6). The same entries with
+``learn`` off score a single event (``decision_one``).
+
+A PEER rule's query of a single event draws its uniforms from the generator one at a
+time, the second only where the first asked: :func:`peer_rule_margins_event` reads the
+score, the task's margin and the peers' vote of the row, the rule draws against them
+in Python, and where the peers answer, :func:`peer_rule_answer_event` has the base
+learn their label (the pass's helpers, so the numbers of ``query_and_learn_many``).
 """
 
 from __future__ import annotations
@@ -27,13 +33,21 @@ from learners.active.adaptive_kernels import (
     BaseArrays,
     _warm_base,
     committee_pass,
+    peer_rule_answer,
+    peer_rule_margins,
     peer_rule_pass,
 )
 from learners.active.kernels import dense_event_call, event_row_taken
 from learners.adaptive.kernels import WARM_BASES
 from learners.kernels import register_warmup
 
-__all__ = ["committee_event", "peer_rule_event", "warm"]
+__all__ = [
+    "committee_event",
+    "peer_rule_answer_event",
+    "peer_rule_event",
+    "peer_rule_margins_event",
+    "warm",
+]
 
 
 @njit(cache=True)
@@ -81,6 +95,27 @@ def peer_rule_event(
     return call.scores[0]
 
 
+@njit(cache=True)
+def peer_rule_margins_event(
+    x: np.ndarray, bias: bool, normalize: bool, task: int, base: BaseArrays, tau: np.ndarray
+) -> tuple[float, float, float]:  # pragma: no cover - compiled
+    """:func:`~learners.active.adaptive_kernels.peer_rule_margins` of the dense row ``x``
+    (the score, the task's margin and the peers' vote of a PEER round), or three NaN,
+    having changed nothing, for a row :func:`peer_rule_event` would not take per event."""
+    if not event_row_taken(x, False):
+        return math.nan, math.nan, math.nan
+    return peer_rule_margins(dense_event_call(x, bias, normalize, task, 0.0, False), base, tau)
+
+
+@njit(cache=True)
+def peer_rule_answer_event(
+    x: np.ndarray, bias: bool, normalize: bool, task: int, answer: float, base: BaseArrays
+) -> None:  # pragma: no cover - compiled
+    """:func:`~learners.active.adaptive_kernels.peer_rule_answer` on the dense row ``x``,
+    one that :func:`peer_rule_margins_event` took."""
+    peer_rule_answer(dense_event_call(x, bias, normalize, task, 0.0, False), base, answer)
+
+
 @register_warmup
 def warm() -> None:
     """Compile both entries for each base of :data:`learners.adaptive.kernels.WARM_BASES`
@@ -94,3 +129,6 @@ def warm() -> None:
                 args = (x, as_batch, True, False, 1, -1.0, learn, base)
                 committee_event(*args, np.full((2, 2), 0.5), 1.0, 1.0, 1e-9)
                 peer_rule_event(*args, peer, 1.0, 5.0, True)
+        base = _warm_base(losses, gammas, interleave, 2, 4)
+        peer_rule_margins_event(x, True, False, 1, base, peer)
+        peer_rule_answer_event(x, True, False, 1, -1.0, base)

@@ -71,7 +71,14 @@ from learners.adaptive.kernels import (
 from learners.amlc.kernels import _committee_shares, _hinge, _peer_reweigh, _reweigh
 from learners.kernels import ROW_HELPER, register_warmup
 
-__all__ = ["BaseArrays", "committee_pass", "peer_rule_pass", "warm"]
+__all__ = [
+    "BaseArrays",
+    "committee_pass",
+    "peer_rule_answer",
+    "peer_rule_margins",
+    "peer_rule_pass",
+    "warm",
+]
 
 #: The adaptive base as the kernels update it: its configurations, state and outlier parts
 #: (:data:`~learners.adaptive.kernels.ConfigArrays`, ``StateArrays``, ``OutlierArrays``).
@@ -258,19 +265,12 @@ def _peer_row(
     buffers: np.ndarray,
 ) -> None:  # pragma: no cover - compiled
     """One ``peer-adaptive`` / ``peer-share-adaptive`` round (``AdaptivePeer``)."""
-    state, outlier = base[1], base[2]
+    state = base[1]
     K = tau.shape[0]
     k = call.tasks[i]
     f, losses, coef = work[0], work[1], work[2]
     lead = leader(state[6])
-    s0 = _dot(state[0][lead], idx, val, n)
-    sk = _dot(state[1][lead, k], idx, val, n)
-    fk = sk + s0
-    # the score is the base's decision: the leader's, its outlier part included
-    score = s0 + sk
-    _, Q, Qs, _ = outlier
-    if Q.shape[1] > 0:
-        score += Qs[lead, k] * _dot(Q[lead, k], idx, val, n)
+    score, fk, s0 = _peer_scores(idx, val, n, k, lead, state, base[2])
     call.scores[i] = score
     known = shares
     if known:
@@ -285,9 +285,7 @@ def _peer_row(
         if not known:
             _task_margins(idx, val, n, state[1][lead], s0, f)
             known = True
-        peer = 0.0
-        for m in range(K):
-            peer += tau[k, m] * f[m]
+        peer = _vote(tau, k, f)
         draw = call.u[counters[_DRAWN]]
         counters[_DRAWN] += 1
         if not draw < bq / (bq + abs(peer)):
@@ -308,6 +306,37 @@ def _peer_row(
         for m in range(K):
             coef[m] = label if (m != k and label * f[m] <= 0.0) else 0.0
         _learn_shared(idx, val, n, i, call, coef, base, member, scores, buffers)
+
+
+@njit(inline="always", **ROW_HELPER)
+def _peer_scores(
+    idx: np.ndarray | None,
+    val: np.ndarray,
+    n: int,
+    k: int,
+    lead: int,
+    state: StateArrays,
+    outlier: OutlierArrays,
+) -> tuple[float, float, float]:  # pragma: no cover - compiled
+    """``(score, f_k, <u_0, x>)`` of a loaded row of task k for the leading configuration
+    ``lead``: the score is the base's decision, its outlier part included; ``f_k`` the
+    task's margin ``<u_0 + u_k, x>`` the query rule reads."""
+    s0 = _dot(state[0][lead], idx, val, n)
+    sk = _dot(state[1][lead, k], idx, val, n)
+    score = s0 + sk
+    _, Q, Qs, _ = outlier
+    if Q.shape[1] > 0:
+        score += Qs[lead, k] * _dot(Q[lead, k], idx, val, n)
+    return score, sk + s0, s0
+
+
+@njit(inline="always", **ROW_HELPER)
+def _vote(tau: np.ndarray, k: int, f: np.ndarray) -> float:  # pragma: no cover - compiled
+    """The peers' vote ``f_peer = sum_m tau_km f_m`` (tau's diagonal is 0)."""
+    peer = 0.0
+    for m in range(tau.shape[0]):
+        peer += tau[k, m] * f[m]
+    return peer
 
 
 @njit(**ROW_HELPER)
@@ -496,6 +525,62 @@ def peer_rule_pass(
     return counters[_DRAWN], counters[_ASKED]
 
 
+@njit(cache=True)
+def peer_rule_margins(
+    call: KernelPass, base: BaseArrays, tau: np.ndarray
+) -> tuple[float, float, float]:  # pragma: no cover - compiled
+    """``(score, f_k, f_peer)`` of the one row of ``call`` (task ``call.tasks[0]``): what
+    :func:`peer_rule_pass` reads on that row, in the same canonical form, before its
+    draws (the score; the task's margin, against which the first draw is made; the
+    peers' vote, against which the second is). Changes nothing. With
+    :func:`peer_rule_answer`, the round of a single event whose draws Python takes from
+    the generator one at a time (docs/algorithms.md Sec. 11.6)."""
+    idx, val, _, work, _, _ = _buffers(call, base, tau.shape[0])
+    U0 = base[1][0]
+    n = load_row_inlined(call, 0, U0.shape[1], idx, val)
+    k = call.tasks[0]
+    if dense_row(call, 0, U0) and _all_nonzero(val, n):
+        return _peer_margins(None, val, n, k, base, tau, work[0])
+    n = _nonzeros(call.dense, idx, val, n)
+    return _peer_margins(idx, val, n, k, base, tau, work[0])
+
+
+@njit(inline="always", **ROW_HELPER)
+def _peer_margins(
+    idx: np.ndarray | None,
+    val: np.ndarray,
+    n: int,
+    k: int,
+    base: BaseArrays,
+    tau: np.ndarray,
+    f: np.ndarray,
+) -> tuple[float, float, float]:  # pragma: no cover - compiled
+    """:func:`peer_rule_margins` of a row loaded in its canonical form."""
+    state = base[1]
+    lead = leader(state[6])
+    score, fk, s0 = _peer_scores(idx, val, n, k, lead, state, base[2])
+    _task_margins(idx, val, n, state[1][lead], s0, f)
+    return score, fk, _vote(tau, k, f)
+
+
+@njit(cache=True)
+def peer_rule_answer(
+    call: KernelPass, base: BaseArrays, answer: float
+) -> None:  # pragma: no cover - compiled
+    """The base learns the peers' ``answer`` (+1 or -1) for the one row of ``call`` and
+    its task, as :func:`peer_rule_pass` does on a round where the peers answer."""
+    idx, val, _, _, scores, buffers = _buffers(call, base, 1)
+    U0 = base[1][0]
+    n = load_row_inlined(call, 0, U0.shape[1], idx, val)
+    k = call.tasks[0]
+    member = _is_member(base)
+    if dense_row(call, 0, U0) and _all_nonzero(val, n):
+        _learn_task(None, val, n, 0, call, k, answer, base, member, scores, buffers)
+    else:
+        n = _nonzeros(call.dense, idx, val, n)
+        _learn_task(idx, val, n, 0, call, k, answer, base, member, scores, buffers)
+
+
 def _warm_base(
     losses: list[int], gammas: list[float], interleave: bool, n_tasks: int, dim: int
 ) -> BaseArrays:
@@ -536,3 +621,6 @@ def warm() -> None:
                 5.0,
                 True,
             )
+            base = _warm_base(losses, gammas, interleave, 2, 4)
+            peer_rule_margins(warm_call(rows, 1), base, peer)
+            peer_rule_answer(warm_call(rows, 1), base, -1.0)

@@ -27,12 +27,15 @@ adaptive base (:class:`~learners.adaptive.learners.AdaptiveLearner`: the three
 members and the ``adaptive`` selector) both batch paths (``score_and_learn_many``,
 ``query_and_learn_many``) run the compiled passes of
 :mod:`learners.active.adaptive_kernels`, which give the scores, query decisions,
-draws, weights and base state of the row-by-row numpy rounds kept here (the
-per-event calls and the reference,
-:meth:`~learners.active.rounds.ActiveLearner._score_and_learn_reference`); over any
-other base the batches are those numpy rounds. Cost per event: the base's K margins
-(O(K nnz(x)) for the adaptive learners) and O(K) for the weights, plus one base
-update per learner of the example.
+draws, weights and base state of the row-by-row numpy rounds kept here as the
+reference (:meth:`~learners.active.rounds.ActiveLearner._score_and_learn_reference`),
+to rounding; so do the per-event calls, on the same passes: a single event's score
+and learning through an entry of :mod:`learners.active.adaptive_event_kernels` (or
+the pass on one row), and its query drawn here against the margins that pass reads
+(docs/algorithms.md Sec. 11.6). Over any other base the batches and the single
+events are those numpy rounds. Cost per event: the base's K margins (O(K nnz(x))
+for the adaptive learners) and O(K) for the weights, plus one base update per
+learner of the example.
 """
 
 from __future__ import annotations
@@ -43,8 +46,19 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from learners.active.adaptive_event_kernels import committee_event, peer_rule_event
-from learners.active.adaptive_kernels import BaseArrays, committee_pass, peer_rule_pass
+from learners.active.adaptive_event_kernels import (
+    committee_event,
+    peer_rule_answer_event,
+    peer_rule_event,
+    peer_rule_margins_event,
+)
+from learners.active.adaptive_kernels import (
+    BaseArrays,
+    committee_pass,
+    peer_rule_answer,
+    peer_rule_margins,
+    peer_rule_pass,
+)
 from learners.active.kernels import KernelPass
 from learners.active.rounds import ActiveLearner
 from learners.active.selective import (
@@ -133,11 +147,12 @@ class _MarginRule(SelectiveSampling):
     params: ClassVar[tuple[Param, ...]] = ()
     state_fields: ClassVar[tuple[str, ...]] = ("n_updates_", "radius2_", "tau_")
     reports_query_probability = True
-    # learn_one and score_and_learn_one run the pass on one row (one call for the
-    # base's update, tau and the shared labels); scores stay on the numpy margins,
-    # which decide_and_query then reads once for the score and the query rule
+    # the per-event calls run the pass on one row (one call for the base's update, tau
+    # and the shared labels), through an entry for a dense row; over an adaptive base
+    # the scores are the pass's, and the queries draw against its margins
+    # (docs/algorithms.md Sec. 11.6)
     per_event_kernel = True
-    kernel_decisions = False
+    kernel_decisions = True
 
     def _init_state(self) -> None:
         super()._init_state()
@@ -240,22 +255,35 @@ class AdaptiveCommittee(_MarginRule):
     )
 
     margin_is_decision = True
-    # the score of a single event is the compiled pass's (its entry on a dense row), and
-    # the query draws against it, as AMLC's own (docs/algorithms.md Sec. 11.6)
-    kernel_decisions = True
 
     def _initial_weights(self, n_tasks: int) -> np.ndarray:
         return uniform_committee(n_tasks)
 
     # ------------------------------------------------------------ per-event queries
+    def _compiled_query(self) -> bool:
+        """Whether a single event's query draws against the compiled pass's score: scores
+        from the pass (an adaptive base), and neither ``decision_one`` nor the numpy
+        query hooks overridden."""
+        cls = type(self)
+        return (
+            self._kernel_scores()
+            and cls.decision_one is ActiveLearner.decision_one
+            and cls._query is SelectiveSampling._query
+            and cls._query_probability is SelectiveSampling._query_probability
+        )
+
     def query_probability(self, x: Any, task: int) -> float:
         """``b / (b + |p|)`` of the committee score ``p`` that ``decision_one`` returns
         (the compiled pass's on one row, against which the batch paths draw too; the
         numpy ``_query`` stays the reference, its score equal to rounding)."""
+        if not self._compiled_query():
+            return super().query_probability(x, task)
         return query_probability(float(self.hyper["b"]), self.decision_one(x, task))
 
     def query_one(self, x: Any, task: int) -> bool:
         """Line 8 against the committee score of :meth:`query_probability`."""
+        if not self._compiled_query():
+            return super().query_one(x, task)
         return self.decide_and_query(x, task)[2]
 
     def decide_and_query(
@@ -263,6 +291,8 @@ class AdaptiveCommittee(_MarginRule):
     ) -> tuple[float, float | None, bool]:
         """``decision_one``, ``query_probability`` and ``query_one`` with the committee
         score computed once: the same score, probability, draw and state."""
+        if not self._compiled_query():
+            return super().decide_and_query(x, task, probability=probability)
         score = self.decision_one(x, task)
         p = query_probability(float(self.hyper["b"]), score)
         asked = self._spend_query(lambda: self.rng.random() < p)
@@ -370,12 +400,54 @@ class AdaptivePeer(_MarginRule):
         self.base_._learn(x, sgn(peer), task)
         return False
 
+    # ------------------------------------------------------------ per-event queries
+    def _compiled_query(self) -> bool:
+        """Whether a single event's query reads the compiled pass's margins: scores from
+        the pass (an adaptive base), and neither ``decision_one`` nor the numpy query
+        hooks overridden."""
+        cls = type(self)
+        return (
+            self._kernel_scores()
+            and cls.decision_one is ActiveLearner.decision_one
+            and cls._query is AdaptivePeer._query
+            and cls._query_probability is AdaptivePeer._query_probability
+            and cls._draws is AdaptivePeer._draws
+        )
+
+    def query_probability(self, x: Any, task: int) -> float:
+        """``b / (b + |f_k|) * bq / (bq + |f_peer|)``, the probability that
+        :meth:`query_one` asks the oracle now."""
+        if not self._compiled_query():
+            return super().query_probability(x, task)
+        _, own, vote, _, _ = self._pass_margins(x, check_task(task, self.n_tasks))
+        return self._both_probabilities(own, vote)[1]
+
+    def query_one(self, x: Any, task: int) -> bool:
+        """PEER's two draws against the margins of the compiled pass
+        (:meth:`decide_and_query`)."""
+        if not self._compiled_query():
+            return super().query_one(x, task)
+        return self.decide_and_query(x, task)[2]
+
     def decide_and_query(
         self, x: Any, task: int, *, probability: bool = False
     ) -> tuple[float, float | None, bool]:
         """``decision_one``, ``query_probability`` and ``query_one`` (:meth:`_query`'s two
         draws, the peers' answer learned on the second) with x validated and prepared
-        once and the K margins read once: the same numbers, draws and state."""
+        once and the K margins read once: the same numbers, draws and state.
+
+        Over an adaptive base the score, the task's margin and the peers' vote come from
+        the compiled pass on the row (:func:`~learners.active.adaptive_kernels.peer_rule_margins`,
+        through an entry for a dense row), the draws are made here, and where the peers
+        answer the base learns their label through the pass
+        (:func:`~learners.active.adaptive_kernels.peer_rule_answer`): the numbers of
+        ``query_and_learn_many`` on the row. The numpy ``_query`` stays the reference."""
+        if self._compiled_query():
+            t = check_task(task, self.n_tasks)
+            score, own, vote, row, call = self._pass_margins(x, t)
+            first, p = self._both_probabilities(own, vote)
+            asked = self._spend_query(lambda: self._pass_draws(first, vote, t, row, call))
+            return score, (p if probability else None), asked
         cls = type(self)
         if (
             self._kernel_scores()
@@ -394,6 +466,48 @@ class AdaptivePeer(_MarginRule):
         if not probability:
             return score, None, asked
         return score, own * query_probability(float(self.hyper["bq"]), peer), asked
+
+    def _both_probabilities(self, own: float, vote: float) -> tuple[float, float]:
+        """The first draw's probability ``b / (b + |f_k|)`` and the oracle's, that one
+        times ``bq / (bq + |f_peer|)``."""
+        first = query_probability(float(self.hyper["b"]), own)
+        return first, first * query_probability(float(self.hyper["bq"]), vote)
+
+    def _pass_margins(
+        self, x: Any, task: int
+    ) -> tuple[float, float, float, np.ndarray | None, KernelPass | None]:
+        """``(score, f_k, f_peer)`` of ``x`` from the compiled pass, with the row it read:
+        a dense float64 row an entry took, or else the pass on one row (validated here)."""
+        base, tau = self._base_arrays(), self._weights_for_kernel()
+        row = self._event_row(x) if type(x) is np.ndarray and x.ndim == 1 else None
+        if row is not None:
+            score, own, vote = peer_rule_margins_event(
+                row, self._bias, self._normalize, task, base, tau
+            )
+            if score == score or self._entry_took(row, False):
+                return score, own, vote, row, None
+        call = self._vector_call(x, 0.0, task, False)
+        score, own, vote = peer_rule_margins(call, base, tau)
+        return score, own, vote, None, call
+
+    def _pass_draws(
+        self, first: float, vote: float, task: int, row: np.ndarray | None, call: KernelPass | None
+    ) -> bool:
+        """PEER's draws against the pass's margins (:meth:`_draws`): where the peers
+        answer, the base learns ``SGN(f_peer)`` through the pass on the same row."""
+        if self.rng.random() >= first:
+            return False
+        if self.rng.random() < query_probability(float(self.hyper["bq"]), vote):
+            return True
+        answer = 1.0 if vote >= 0.0 else -1.0
+        if call is not None:
+            peer_rule_answer(call, self._base_arrays(), answer)
+        else:
+            assert row is not None
+            peer_rule_answer_event(
+                row, self._bias, self._normalize, task, answer, self._base_arrays()
+            )
+        return False
 
     def _learn(self, x: Vec, y: float, task: int) -> None:
         margins = task_margins(self.base_, x)

@@ -236,8 +236,13 @@ class ActiveLearner(Learner):
         score = self._dense_event(row, y, task, learn, as_batch)
         if score is None or score == score:
             return score
-        took = bool(np.isfinite(row).all()) and (as_batch or bool((row != 0.0).all()))
-        return score if took else None
+        return score if self._entry_took(row, as_batch) else None
+
+    @staticmethod
+    def _entry_took(row: np.ndarray, as_batch: bool) -> bool:
+        """Whether the compiled entries take ``row`` (and so a NaN they return is its
+        score, not a refusal): every entry finite and, per event, non-zero."""
+        return bool(np.isfinite(row).all()) and (as_batch or bool((row != 0.0).all()))
 
     # ------------------------------------------------------------ batch paths
     def _score_and_learn_batch(self, batch: Batch, y: np.ndarray, tasks: np.ndarray) -> np.ndarray:

@@ -129,8 +129,14 @@ class PeerLearning(PerTaskPerceptrons):
     # ------------------------------------------------------------ per-event queries
     def _compiled_rounds(self) -> bool:
         """Whether the per-event query runs on the compiled pass: scores from it
-        (:meth:`_kernel_scores`) and ``decision_one`` not overridden."""
-        return self._kernel_scores() and type(self).decision_one is ActiveLearner.decision_one
+        (:meth:`_kernel_scores`), and neither ``decision_one`` nor the numpy ``_query``
+        overridden."""
+        cls = type(self)
+        return (
+            self._kernel_scores()
+            and cls.decision_one is ActiveLearner.decision_one
+            and cls._query is PeerLearning._query
+        )
 
     def query_one(self, x: Any, task: int) -> bool:
         """Steps 1-2 of the round on the compiled pass (:meth:`decide_and_query`)."""

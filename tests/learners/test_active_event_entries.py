@@ -29,9 +29,8 @@ LEARNERS = [
     ("peer-adaptive", {"base": "adaptive-arow", "append_bias": False}),
     ("peer-share-adaptive", {"budget": 40}),
 ]
-#: The rules whose scores of single events stay on the numpy margins (``kernel_decisions``
-#: off): their decisions never build a one-row pass.
-NUMPY_DECISIONS = ("peer-adaptive", "peer-share-adaptive")
+#: The rules over an adaptive base.
+ADAPTIVE_RULES = ("amlc-adaptive", "peer-adaptive", "peer-share-adaptive")
 
 
 def _stream(zeros: float, seed: int = 3) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -107,7 +106,7 @@ def test_a_batch_of_one_dense_row_gives_the_numbers_of_one_batch(
     assert_states_equal(rows32.state_dict(), whole32.state_dict(), "float32 rows")
 
 
-@pytest.mark.parametrize("name", ["amlc", "peer", "peer-share", *NUMPY_DECISIONS])
+@pytest.mark.parametrize("name", ["amlc", "peer", "peer-share", *ADAPTIVE_RULES])
 def test_dense_rows_take_the_entries_and_rows_with_zeros_the_general_path(
     name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -139,7 +138,7 @@ def test_dense_rows_take_the_entries_and_rows_with_zeros_the_general_path(
     x[3] = 0.0
     model.decision_one(x, 0)
     model.score_and_learn_one(x, 1.0, 0)
-    sparse = [False] if name in NUMPY_DECISIONS else [False, False]
+    sparse = [False, False]
     assert built == sparse  # the canonical (sparse) row
     model.score_and_learn_many(x[None, :], np.ones(1), np.zeros(1, dtype=np.int64))
     assert built == sparse  # a dense batch holds it dense: the entry takes it
@@ -217,9 +216,7 @@ def test_a_row_the_entry_took_and_scored_nan_is_not_learned_twice(
 
 
 @pytest.mark.parametrize("zeros", [0.0, 0.2])
-@pytest.mark.parametrize(
-    ("name", "params"), [(n, p) for n, p in LEARNERS if n not in NUMPY_DECISIONS]
-)
+@pytest.mark.parametrize(("name", "params"), LEARNERS)
 def test_the_active_loop_of_single_events_gives_the_numbers_of_one_batch(
     name: str, params: dict[str, Any], zeros: float
 ) -> None:
@@ -254,11 +251,11 @@ def test_the_active_loop_of_single_events_gives_the_numbers_of_one_batch(
         taught.score_and_learn_many(X, y, t)  # peers that disagree with 0
         oracle = peers = 0
         for x, task in zip(X, t.tolist(), strict=True):
-            before = taught.W_[task].copy()
+            before = taught.task_weights()
             if taught.decide_and_query(x, task)[2]:
                 oracle += 1
             else:
-                peers += not np.array_equal(before, taught.W_[task])
+                peers += not np.array_equal(before, taught.task_weights())
         assert oracle > 0 and peers > 0, (oracle, peers)
 
 
@@ -282,3 +279,22 @@ def test_a_peer_with_its_own_decision_one_keeps_the_numpy_query() -> None:
         a.learn_one(x, label, task)
         b.learn_one(x, label, task)
     assert_states_equal(a.state_dict(), b.state_dict(), "overridden decision_one")
+
+
+@pytest.mark.parametrize("name", ["peer", "amlc-adaptive"])
+def test_a_subclass_with_its_own_query_rule_is_followed_per_event(name: str) -> None:
+    """A subclass with its own numpy ``_query`` (ask always, no draw): the per-event
+    queries follow it rather than the compiled pass's draws."""
+    parent = type(learners.make(name, n_features=D, n_tasks=K))
+
+    class Eager(parent):  # type: ignore[misc, valid-type]
+        def _query(self, x: Any, task: int) -> bool:
+            return True
+
+    X, y, t = _stream(0.0, seed=11)
+    model = Eager(n_features=D, n_tasks=K, seed=4)
+    for x, label, task in zip(X[:60], y[:60].tolist(), t[:60].tolist(), strict=True):
+        assert model.query_one(x, task) is True
+        assert model.decide_and_query(x, task)[2] is True
+        model.learn_one(x, label, task)
+    assert model.n_queries_ == 120
