@@ -29,7 +29,8 @@ learners' own pass:
   round, PEER a second one after a first that asks; none once the budget is spent.
 
 PEER reads the other K - 1 margins only on the rounds that need them (a mistake,
-an active round whose first draw asks, every PEER+Share round); they are the same
+an active round whose first draw asks, every PEER+Share round that learns a label:
+not a round that only scores, nor one whose first draw does not ask); they are the same
 dots whenever they are computed. Sums may be reassociated, as in the other kernels:
 scores and weights equal the reference's to rounding (1e-12 relative in the tests),
 and the decisions (signs, queries, shares, the leader) are the reference's unless a
@@ -272,9 +273,7 @@ def _peer_row(
     lead = leader(state[6])
     score, fk, s0 = _peer_scores(idx, val, n, k, lead, state, base[2])
     call.scores[i] = score
-    known = shares
-    if known:
-        _task_margins(idx, val, n, state[1][lead], s0, f)
+    known = False  # the K margins: read where the round goes on to need them
     if call.active:
         if counters[_REMAINING] <= 0:
             return
@@ -282,9 +281,8 @@ def _peer_row(
         counters[_DRAWN] += 1
         if draw >= b / (b + abs(fk)):
             return
-        if not known:
-            _task_margins(idx, val, n, state[1][lead], s0, f)
-            known = True
+        _task_margins(idx, val, n, state[1][lead], s0, f)
+        known = True
         peer = _vote(tau, k, f)
         draw = call.u[counters[_DRAWN]]
         counters[_DRAWN] += 1
@@ -297,7 +295,7 @@ def _peer_row(
         call.queried[i] = True
     label = call.y[i]
     mistake = (fk >= 0.0) != (label > 0.0)
-    if mistake and not known and K > 1:
+    if not known and (shares or (mistake and K > 1)):
         _task_margins(idx, val, n, state[1][lead], s0, f)
     _learn_task(idx, val, n, i, call, k, label, base, member, scores, buffers)
     if mistake and K > 1:
