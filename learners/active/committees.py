@@ -168,6 +168,19 @@ class _MarginRule(SelectiveSampling):
     def _initial_weights(self, n_tasks: int) -> np.ndarray:
         raise NotImplementedError
 
+    def _compiled_query(self) -> bool:
+        """Whether a single event's query draws against the numbers of the compiled pass
+        (the rule's :meth:`decide_and_query`); each rule says when."""
+        return False
+
+    def query_one(self, x: Any, task: int) -> bool:
+        """The rule's draws against the compiled pass's numbers, through
+        :meth:`decide_and_query`, where :meth:`_compiled_query` says so; else the numpy
+        ``_query``."""
+        if not self._compiled_query():
+            return super().query_one(x, task)
+        return self.decide_and_query(x, task)[2]
+
     def _threshold(self, x: Vec, task: int) -> float:
         return float(self.hyper["b"])
 
@@ -279,12 +292,6 @@ class AdaptiveCommittee(_MarginRule):
         if not self._compiled_query():
             return super().query_probability(x, task)
         return query_probability(float(self.hyper["b"]), self.decision_one(x, task))
-
-    def query_one(self, x: Any, task: int) -> bool:
-        """Line 8 against the committee score of :meth:`query_probability`."""
-        if not self._compiled_query():
-            return super().query_one(x, task)
-        return self.decide_and_query(x, task)[2]
 
     def decide_and_query(
         self, x: Any, task: int, *, probability: bool = False
@@ -421,13 +428,6 @@ class AdaptivePeer(_MarginRule):
             return super().query_probability(x, task)
         _, own, vote, _, _ = self._pass_margins(x, check_task(task, self.n_tasks))
         return self._both_probabilities(own, vote)[1]
-
-    def query_one(self, x: Any, task: int) -> bool:
-        """PEER's two draws against the margins of the compiled pass
-        (:meth:`decide_and_query`)."""
-        if not self._compiled_query():
-            return super().query_one(x, task)
-        return self.decide_and_query(x, task)[2]
 
     def decide_and_query(
         self, x: Any, task: int, *, probability: bool = False
