@@ -257,7 +257,7 @@ class AdaptiveViews(Learner):
         a numpy call when one view is left: 0.9 us of a 5 us ``decision_one``)."""
         if len(self.views_) == 1:
             return 0
-        return int(np.argmin(self.view_mistakes_))
+        return int(self.view_mistakes_.argmin())  # the method: a fifth of np.argmin's time
 
     # ------------------------------------------------------------ learner hooks
     def _init_state(self) -> None:
