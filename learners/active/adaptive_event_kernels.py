@@ -66,7 +66,7 @@ def committee_event(
     having changed nothing, for a row the entry does not take (an entry not finite, or,
     unless ``as_batch``, a zero entry). ``base`` and ``params`` are the arguments of
     :func:`~learners.active.adaptive_kernels.committee_pass` after its call."""
-    if not event_row_taken(x, as_batch):
+    if not event_row_taken(x, not as_batch):
         return math.nan
     call = dense_event_call(x, bias, normalize, task, label, learn)
     committee_pass(call, base, *params)
@@ -88,7 +88,7 @@ def peer_rule_event(
     """``peer-adaptive``'s (``peer-share-adaptive``'s) round on the dense row ``x``, as
     :func:`committee_event`, with the arguments of
     :func:`~learners.active.adaptive_kernels.peer_rule_pass`."""
-    if not event_row_taken(x, as_batch):
+    if not event_row_taken(x, not as_batch):
         return math.nan
     call = dense_event_call(x, bias, normalize, task, label, learn)
     peer_rule_pass(call, base, *params)
@@ -102,7 +102,7 @@ def peer_rule_margins_event(
     """:func:`~learners.active.adaptive_kernels.peer_rule_margins` of the dense row ``x``
     (the score, the task's margin and the peers' vote of a PEER round), or three NaN,
     having changed nothing, for a row :func:`peer_rule_event` would not take per event."""
-    if not event_row_taken(x, False):
+    if not event_row_taken(x, True):
         return math.nan, math.nan, math.nan
     return peer_rule_margins(dense_event_call(x, bias, normalize, task, 0.0, False), base, tau)
 

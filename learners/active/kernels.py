@@ -408,17 +408,19 @@ def selective_pass(
 
 # ---------------------------------------------------------------- single events
 # The compiled entries of single events (learners.amlc.event_kernels,
-# learners.active.adaptive_event_kernels) check a dense row and build its call here.
-@njit(cache=True)
-def event_row_taken(x: np.ndarray, as_batch: bool) -> bool:  # pragma: no cover - compiled
-    """Whether every entry of ``x`` is finite and, unless ``as_batch``, non-zero (the
-    canonical vector's dense form)."""
+# learners.active.adaptive_event_kernels, learners.adaptive.event_kernels) check a dense
+# row and build its call here.
+@njit(cache=True, inline="always")
+def event_row_taken(x: np.ndarray, zeros_refused: bool) -> bool:  # pragma: no cover - compiled
+    """Whether every entry of ``x`` is finite and, with ``zeros_refused``, non-zero: a
+    single event's canonical vector holds a row with a zero entry in its sparse form,
+    whose numbers an entry on the dense row may not give to the bit."""
     total = 0.0
     zeros = 0
     for p in range(x.shape[0]):  # 0 for finite entries, NaN otherwise (learners.kernels)
         total += x[p] - x[p]
         zeros += x[p] == 0.0
-    return total == 0.0 and (as_batch or zeros == 0)
+    return total == 0.0 and not (zeros_refused and zeros > 0)
 
 
 @njit(cache=True)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from learners.active.kernels import KernelPass
+from learners.active.kernels import KernelPass, event_row_taken
 from learners.adaptive.kernels import (
     WARM_BASES,
     ConfigArrays,
@@ -57,12 +57,7 @@ def adaptive_event(
     numbers of the row's canonical vector, which holds such a row in its sparse form,
     whose norm sums the non-zero entries alone, where the dense row's (``as_batch``: the
     row of a dense batch) sums its zeros too: the same norm, not always to the bit."""
-    total = 0.0
-    zeros = 0
-    for p in range(x.shape[0]):  # 0 for finite entries, NaN otherwise (learners.kernels)
-        total += x[p] - x[p]
-        zeros += x[p] == 0.0
-    if total != 0.0 or (normalize and zeros > 0 and not as_batch):
+    if not event_row_taken(x, normalize and not as_batch):
         return np.nan
     # one float and one integer buffer hold what a pass allocates for itself
     # (learners.adaptive.kernels._row_buffers): 4 allocations instead of 10, 0.4 us

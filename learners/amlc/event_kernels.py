@@ -63,7 +63,7 @@ def amlc_event(
     that is not finite, or, unless ``as_batch`` (a batch of one row), with a zero
     entry (module docstring). ``W``, ``tau`` and ``params`` are the arguments of
     :func:`~learners.amlc.kernels.amlc_pass` before and after its call."""
-    if not event_row_taken(x, as_batch):
+    if not event_row_taken(x, not as_batch):
         return math.nan
     call = dense_event_call(x, bias, normalize, task, label, learn)
     amlc_pass(W, tau, call, *params)
@@ -85,7 +85,7 @@ def peer_event(
 ) -> float:  # pragma: no cover - compiled
     """PEER's (PEER+Share's) round on the dense row ``x``, as :func:`amlc_event`, with the
     arguments of :func:`~learners.amlc.kernels.peer_pass`."""
-    if not event_row_taken(x, as_batch):
+    if not event_row_taken(x, not as_batch):
         return math.nan
     call = dense_event_call(x, bias, normalize, task, label, learn)
     peer_pass(W, tau, call, *params)
