@@ -90,3 +90,17 @@ def scaled_rows(
     X[rng.random(X.shape) < zeros] = 0.0
     y = np.where(X[:, 0] - X[:, 1] + 0.5 * rng.standard_normal(n) > 0, 1.0, -1.0)
     return X, y, rng.integers(0, k, n)
+
+
+def dense_row_forms(X: np.ndarray) -> list[tuple[str, list[np.ndarray]]]:
+    """The rows of ``X`` in the dense forms a per-event call may get, each labelled: as
+    float64 arrays, read-only and strided (the compiled entries take the last two as a
+    float64 copy)."""
+    read_only = X.copy()
+    read_only.flags.writeable = False
+    strided = np.asfortranarray(X)
+    return [
+        ("float64", list(X)),
+        ("read-only", list(read_only)),
+        ("strided", [strided[i] for i in range(X.shape[0])]),
+    ]

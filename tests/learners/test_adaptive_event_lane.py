@@ -15,7 +15,7 @@ from learners.active.kernels import vector_rows
 from learners.adaptive.learners import one_event
 from learners.checks.common import assert_states_equal
 from learners.inputs import as_vector
-from tests.learners.batch_checks import scaled_rows
+from tests.learners.batch_checks import dense_row_forms, scaled_rows
 
 D, N, K = 12, 400, 3
 
@@ -75,14 +75,7 @@ def test_the_lane_gives_the_numbers_of_the_general_path(
     X, y, t = _stream(zeros)
     general = learners.make(name, n_features=D, n_tasks=K, **params)
     want = _events(general, [x.tolist() for x in X], y, t)
-    read_only = X.copy()
-    read_only.flags.writeable = False
-    strided = np.asfortranarray(X)
-    for label, rows in [
-        ("float64", list(X)),
-        ("read-only", list(read_only)),
-        ("strided", [strided[i] for i in range(N)]),
-    ]:
+    for label, rows in dense_row_forms(X):
         model = learners.make(name, n_features=D, n_tasks=K, **params)
         assert _events(model, rows, y, t) == want, label
         assert_states_equal(model.state_dict(), general.state_dict(), label)
