@@ -5,7 +5,10 @@ class owns everything that is the same for all of them, so that a new learner
 only writes its mathematics:
 
 * validation of ``x`` (:func:`learners.inputs.as_vector`), of the task index and
-  of the label, done *before* any state changes, so bad input changes nothing;
+  of the label, done *before* any state changes, so bad input changes nothing (a
+  large dense batch of a learner whose scores show a NaN or infinite value is
+  instead checked by its own scores, with the state restored when one is not
+  finite: :meth:`Learner._batch_pass`);
 * the optional input preprocessing of docs/algorithms.md Sec. 0 (``append_bias``,
   ``l2_normalize``, and ``log_scale`` for the learners that declare it);
 * hyperparameter resolution and validation against the class's ``params``;
@@ -55,11 +58,12 @@ import json
 import math
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol, cast
+from typing import Any, ClassVar, Protocol, TypeVar, cast
 
 import numpy as np
 
 from learners.inputs import Batch, Vec, as_vector, check_label, check_task
+from learners.kernels import all_finite
 from learners.params import boolean, non_negative_int, optional, strict_int
 
 __all__ = [
@@ -85,6 +89,8 @@ STATE_FORMAT = 1
 #: Batches of at most this many rows have their labels and task indices checked in
 #: Python, where numpy's reductions would cost more than the check.
 _FEW_ROWS = 16
+#: What a batch pass returns (:meth:`Learner._batch_pass`).
+PassResult = TypeVar("PassResult")
 
 StateValue = np.ndarray | int | float | str | bool | None
 
@@ -228,6 +234,18 @@ class Learner:
     #: returns None), and one sentence saying what its entries mean for people.
     relation_kind: ClassVar[str] = "none"
     relation_meaning: ClassVar[str] = "This learner keeps no task relation matrix."
+    #: True when every row's score from a batch pass is NaN or infinite wherever the row
+    #: holds a NaN or infinite value, the state being finite: each value reaches the score
+    #: through a weight (``0 * inf`` is NaN) and the preprocessing keeps it non-finite.
+    #: Large dense batches of such a learner skip the NaN/inf check ahead of the pass
+    #: (:meth:`_batch_pass`); :func:`learners.checks.common.check_bad_values_of_a_large_batch`
+    #: holds every learner that declares it to it.
+    scores_show_bad_values: ClassVar[bool] = False
+    #: The fewest values (rows x columns) of a dense batch that :meth:`_batch_pass` leaves
+    #: unchecked, beside four times the state's (:meth:`state_bytes`): below that the check
+    #: reads rows still in the caches, and copying the state costs about what it saves. An
+    #: instance may set its own (the conformance check lowers it to run small batches).
+    unchecked_batch_values: int = 1 << 18
 
     def __init__(self, *, n_features: int, n_tasks: int, seed: int = 0, **params: Any) -> None:
         self._n_features = strict_int(n_features, "n_features", 1)
@@ -393,8 +411,7 @@ class Learner:
         The result equals calling :meth:`decision_one` then :meth:`learn_one` row by
         row. The whole batch is validated first, so a bad row changes nothing.
         """
-        batch, labels, tasks = self._prepare_batch(X, y, task)
-        return self._score_and_learn_batch(batch, labels, tasks)
+        return self._batch_pass(X, y, task, self._score_and_learn_batch)
 
     def add_task(self) -> int:
         """Add a task at run time; returns its index."""
@@ -537,6 +554,63 @@ class Learner:
         return ()
 
     # ---------------------------------------------------------- internals
+    def _batch_pass(
+        self,
+        X: Any,
+        y: Any,
+        task: Any,
+        run: Callable[[Batch, np.ndarray, np.ndarray], PassResult],
+        *,
+        raw: bool = False,
+        scores: Callable[[PassResult], np.ndarray] = lambda out: cast(np.ndarray, out),
+    ) -> PassResult:
+        """Validate a batch (:meth:`_prepare_batch`, ``raw`` as there) and run the pass
+        ``run(batch, labels, tasks)`` on it; ``scores`` picks the rows' scores from what
+        the pass returns.
+
+        A dense batch of at least :attr:`unchecked_batch_values` values and four times the
+        state's, of a learner whose scores show bad values (:attr:`scores_show_bad_values`),
+        is not read for NaN or infinite values ahead of the pass. On a block larger than
+        the caches that read comes from memory and costs 7-20% of the pass (docs/
+        architecture.md, "Batches"); the pass reads each row anyway. Instead the state is
+        copied (:meth:`state_dict`) and the pass runs; when a score comes out NaN or
+        infinite, or the pass raises, the copy is restored and the batch runs again,
+        checked: a NaN or infinite value then raises ``ValueError`` having changed
+        nothing, and finite rows whose score overflowed give what the checked pass gives.
+        """
+        if not self._skips_value_check(X):
+            batch, labels, tasks = self._prepare_batch(X, y, task, raw=raw)
+            return run(batch, labels, tasks)
+        batch, labels, tasks = self._prepare_batch(X, y, task, raw=raw, check_finite=False)
+        saved = self.state_dict()
+        try:
+            out = run(batch, labels, tasks)
+            if all_finite(scores(out)):
+                return out
+        except Exception:  # unchecked values may raise anywhere: the checked run decides
+            pass
+        self._restore(saved)
+        batch, labels, tasks = self._prepare_batch(X, y, task, raw=raw)
+        return run(batch, labels, tasks)
+
+    def _skips_value_check(self, X: Any) -> bool:
+        """Whether :meth:`_batch_pass` runs the dense batch ``X`` without the NaN/inf check."""
+        return (
+            self.scores_show_bad_values
+            and type(X) is np.ndarray
+            and X.ndim == 2
+            and (X.dtype == np.float64 or X.dtype == np.float32)
+            and X.size >= self.unchecked_batch_values
+            and X.size >= self.state_bytes(self._n_features, self._n_tasks, **self.hyper) // 2
+        )
+
+    def _restore(self, state: Mapping[str, Any]) -> None:
+        """Become the learner of ``state`` (:meth:`state_dict` output): every attribute
+        is replaced by that of a learner rebuilt from it, caches included."""
+        fresh = type(self).from_state_dict(state)
+        vars(self).clear()
+        vars(self).update(vars(fresh))
+
     @classmethod
     def _resolve_params(cls, given: Mapping[str, Any]) -> dict[str, Any]:
         known = {p.name: p for p in cls.params}

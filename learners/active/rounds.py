@@ -40,6 +40,11 @@ _NO_DRAWS = np.zeros(0)
 _ROW_TYPES = (np.dtype(np.float64), np.dtype(np.float32))
 
 
+def _scores(rounds: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """The rows' scores of active rounds' ``(scores, queried)``."""
+    return rounds[0]
+
+
 class ActiveLearner(Learner):
     """An active learner with a batch form of its query-then-learn rounds.
 
@@ -48,6 +53,9 @@ class ActiveLearner(Learner):
     :meth:`_compiled` says so, and through the numpy references otherwise.
     """
 
+    #: A NaN or infinite value of a row makes its score NaN or infinite (checked by
+    #: :func:`learners.checks.common.check_bad_values_of_a_large_batch`).
+    scores_show_bad_values: ClassVar[bool] = True
     #: Most uniforms one active round draws (PEER: 2).
     draws_per_row: ClassVar[int] = 1
     #: Whether single events go through the kernel too: worth it when the numpy
@@ -78,8 +86,7 @@ class ActiveLearner(Learner):
         if not self._compiled():
             batch, labels, tasks = self._prepare_batch(X, y, task)
             return self._query_and_learn_reference(batch, labels, tasks)
-        batch, labels, tasks = self._prepare_batch(X, y, task, raw=True)
-        return self._kernel_pass(batch, labels, tasks, active=True, preprocess=True)
+        return self._batch_pass(X, y, task, self._active_pass, raw=True, scores=_scores)
 
     def score_and_learn_many(self, X: Any, y: Any, task: Any) -> np.ndarray:
         """Test-then-train over a batch (see :meth:`learners.base.Learner.score_and_learn_many`).
@@ -93,7 +100,16 @@ class ActiveLearner(Learner):
             score = self._one_row_batch(X, y, task)
             if score is not None:
                 return np.array([score])
-        batch, labels, tasks = self._prepare_batch(X, y, task, raw=True)
+        return self._batch_pass(X, y, task, self._passive_pass, raw=True)
+
+    def _active_pass(
+        self, batch: Batch, labels: np.ndarray, tasks: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The compiled active rounds over a batch that is not preprocessed yet."""
+        return self._kernel_pass(batch, labels, tasks, active=True, preprocess=True)
+
+    def _passive_pass(self, batch: Batch, labels: np.ndarray, tasks: np.ndarray) -> np.ndarray:
+        """The compiled test-then-train pass over a batch that is not preprocessed yet."""
         return self._kernel_pass(batch, labels, tasks, active=False, preprocess=True)[0]
 
     def _one_row_batch(self, X: np.ndarray, y: Any, task: Any) -> float | None:

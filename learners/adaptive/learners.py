@@ -180,6 +180,9 @@ class AdaptiveLearner(Learner):
     """
 
     kind = "classification"
+    #: A NaN or infinite value of a row makes its score NaN or infinite (checked by
+    #: :func:`learners.checks.common.check_bad_values_of_a_large_batch`).
+    scores_show_bad_values: ClassVar[bool] = True
     #: A single event is the compiled pass on a batch of one row.
     per_event_equals_batch: ClassVar[bool] = True
     #: True in a :attr:`reference_class`: every per-event call runs the numpy reference.
@@ -476,8 +479,11 @@ class AdaptiveLearner(Learner):
             )
             if score is not None:
                 return np.array([score])
-        batch, labels, tasks = self._prepare_batch(X, y, task, raw=True)
-        return self._kernel_batch(batch, labels, tasks, self._bias, self._normalize)
+        return self._batch_pass(X, y, task, self._raw_batch, raw=True)
+
+    def _raw_batch(self, batch: Batch, y: np.ndarray, tasks: np.ndarray) -> np.ndarray:
+        """:meth:`_kernel_batch` of a batch that is not preprocessed yet."""
+        return self._kernel_batch(batch, y, tasks, self._bias, self._normalize)
 
     def _score_and_learn_batch(self, batch: Batch, y: np.ndarray, tasks: np.ndarray) -> np.ndarray:
         return self._kernel_batch(batch, y, tasks, False, False)

@@ -225,6 +225,53 @@ def check_bad_input_raises_and_changes_nothing(make: Factory) -> None:
     assert_states_equal(before, learner.state_dict(), "after rejected input")
 
 
+def check_bad_values_of_a_large_batch(make: Factory) -> None:
+    """A learner that declares ``scores_show_bad_values`` runs large dense batches without
+    the NaN/inf check ahead of the pass (``Learner._batch_pass``). A NaN, +inf or -inf in
+    any column, in the first, a middle or the last row, of a fresh or a trained learner,
+    float64 or float32, still raises ValueError and changes nothing (the generator
+    included: the next batch's numbers are those of a learner rebuilt from the state before);
+    a batch without one gives the numbers of the checked pass, bit for bit. A learner that
+    does not declare it has nothing to check here (its batches are checked first)."""
+    probe = make()
+    if not probe.scores_show_bad_values:
+        return
+    d = probe.n_features
+    state_values = probe.state_bytes(d, probe.n_tasks, **probe.hyper) // 2
+    n = max(1200, -(-state_values // d))
+    stream = _stream(probe, n=400 + n, seed=11)
+    rows = slice(400, 400 + n)
+    X, y, tasks = stream.X[rows], stream.y[rows], stream.task[rows]
+    rng = np.random.default_rng(11)
+    for trained in (False, True):
+        learner = make()
+        learner.unchecked_batch_values = 0  # this check's batches are small
+        if trained:
+            learner.score_and_learn_many(stream.X[:400], stream.y[:400], stream.task[:400])
+        assert learner._skips_value_check(X), "the check's batch must take the unchecked pass"
+        before = learner.state_dict()
+        cases = [(0, 0, np.nan), (n - 1, d - 1, np.inf)]
+        cases += [
+            (int(rng.integers(1, n - 1)), j, (np.nan, np.inf, -np.inf)[j % 3]) for j in range(d)
+        ]
+        for i, j, value in cases:
+            for dtype in (np.float64, np.float32) if j == 0 else (np.float64,):
+                bad = X.astype(dtype)
+                bad[i, j] = value
+                _expect_value_error(learner.score_and_learn_many, bad, y, tasks)
+                rounds = getattr(learner, "query_and_learn_many", None)
+                if rounds is not None:
+                    _expect_value_error(rounds, bad, y, tasks)
+                assert_states_equal(before, learner.state_dict(), f"after {value} at ({i}, {j})")
+        checked = type(learner).from_state_dict(before)
+        checked.unchecked_batch_values = X.size + 1  # the checked pass
+        assert not checked._skips_value_check(X)
+        got = learner.score_and_learn_many(X, y, tasks)
+        want = checked.score_and_learn_many(X, y, tasks)
+        assert np.array_equal(got, want), "the unchecked pass's scores differ from the checked"
+        assert_states_equal(checked.state_dict(), learner.state_dict(), "unchecked vs checked")
+
+
 def _expect_value_error(call: Callable[..., object], *args: Any) -> None:
     try:
         call(*args)
@@ -450,6 +497,7 @@ ALL_CHECKS: tuple[Check, ...] = (
     check_add_task,
     check_input_forms_agree,
     check_bad_input_raises_and_changes_nothing,
+    check_bad_values_of_a_large_batch,
     check_same_seed_same_run,
     check_batch_matches_rows,
     check_query_one,

@@ -85,6 +85,9 @@ class MultiviewLearner(Learner):
     :meth:`_score_and_learn_rounds` by a compiled pass.
     """
 
+    #: A NaN or infinite value of a row makes its score NaN or infinite (checked by
+    #: :func:`learners.checks.common.check_bad_values_of_a_large_batch`).
+    scores_show_bad_values: ClassVar[bool] = True
     #: Declared capability: this learner consumes multiview rounds (all K instances).
     multiview: ClassVar[bool] = True
 

@@ -34,6 +34,9 @@ class CompiledLearner(Learner):
     followed by ``learn_one`` bit for bit.
     """
 
+    #: A NaN or infinite value of a row makes its score NaN or infinite (checked by
+    #: :func:`learners.checks.common.check_bad_values_of_a_large_batch`).
+    scores_show_bad_values: ClassVar[bool] = True
     #: The per-event call is the batch kernel on one row (:meth:`score_and_learn_one`).
     per_event_equals_batch: ClassVar[bool] = True
 

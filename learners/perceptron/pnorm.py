@@ -220,6 +220,9 @@ class PNormMultitaskPerceptron(PNormMultitaskPerceptronReference):
     cost of their non-zeros; memory is three ``K x d`` arrays.
     """
 
+    #: A NaN or infinite value of a row makes its score NaN or infinite (checked by
+    #: :func:`learners.checks.common.check_bad_values_of_a_large_batch`).
+    scores_show_bad_values: ClassVar[bool] = True
     reference_class = PNormMultitaskPerceptronReference
 
     _Phi: np.ndarray
