@@ -601,8 +601,18 @@ class Learner:
             and X.ndim == 2
             and (X.dtype == np.float64 or X.dtype == np.float32)
             and X.size >= self.unchecked_batch_values
-            and X.size >= self.state_bytes(self._n_features, self._n_tasks, **self.hyper) // 2
+            and X.size >= self._state_floor()
         )
+
+    def _state_floor(self) -> int:
+        """Four times the values of the state (:meth:`state_bytes` / 2), worked out once per
+        shape: for a grid of configurations that takes longer than copying the state."""
+        shape = (self._n_features, self._n_tasks)
+        known = getattr(self, "_state_floor_of", None)
+        if known is None or known[0] != shape:
+            known = (shape, self.state_bytes(*shape, **self.hyper) // 2)
+            self._state_floor_of = known
+        return int(known[1])
 
     def _restore(self, state: Mapping[str, Any]) -> None:
         """Become the learner of ``state`` (:meth:`state_dict` output): every attribute

@@ -194,9 +194,6 @@ class AdaptiveViews(Learner):
         "view_alive_",
         "view_events_",
     )
-    #: A NaN or infinite value of a row makes its score NaN or infinite (checked by
-    #: :func:`learners.checks.common.check_bad_values_of_a_large_batch`).
-    scores_show_bad_values: ClassVar[bool] = True
     #: True in the :attr:`reference_class`: the views run the numpy reference per event.
     numpy_reference: ClassVar[bool] = False
     relation_kind = "weight-similarity"
@@ -456,11 +453,8 @@ class AdaptiveViews(Learner):
             score = self._views_lane(*row, as_batch=True)
             if score is not None:
                 return np.array([score])
-        return self._batch_pass(X, y, task, self._raw_views_batch, raw=True)
-
-    def _raw_views_batch(self, batch: Batch, y: np.ndarray, tasks: np.ndarray) -> np.ndarray:
-        """:meth:`_views_batch` of a batch that is not preprocessed yet."""
-        return self._views_batch(batch, y, tasks, self._bias)
+        batch, labels, tasks = self._prepare_batch(X, y, task, raw=True)
+        return self._views_batch(batch, labels, tasks, self._bias)
 
     def _score_and_learn_batch(self, batch: Batch, y: np.ndarray, tasks: np.ndarray) -> np.ndarray:
         return self._views_batch(batch, y, tasks, False)

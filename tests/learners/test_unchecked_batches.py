@@ -19,8 +19,8 @@ from learners.base import Learner
 from learners.checks.common import assert_states_equal
 
 #: One learner of each family that declares it, and two that do not.
-DECLARED = ["amlc", "peer-share", "adaptive-logistic", "adaptive-auto", "rom-pgd", "omtl-logdet"]
-UNDECLARED = ["ella", "cmtl-second-order"]
+DECLARED = ["amlc", "peer-share", "adaptive-logistic", "rom-pgd", "omtl-logdet"]
+UNDECLARED = ["ella", "cmtl-second-order", "adaptive-auto"]
 
 
 def _batch(n: int, d: int, k: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
