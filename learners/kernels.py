@@ -76,6 +76,7 @@ __all__ = [
     "exercise_learner",
     "prefetch",
     "prefetch_columns",
+    "prefetch_row_ahead",
     "register_warmup",
     "row_of",
     "warm_kernels",
@@ -264,6 +265,31 @@ def prefetch_columns(
     ``w`` a CSR row with those columns reads, asked for while the row before is learned."""
     for p in range(a, b):
         prefetch(w, indices[p])  # type: ignore[call-arg]  # numba supplies typingctx
+
+
+#: How many rows ahead of the row it learns a dense pass asks for the next one
+#: (:func:`prefetch_row_ahead`).
+ROWS_AHEAD = 2
+#: The longest row :func:`prefetch_row_ahead` asks for: 32 cache lines (256 float64 values).
+PREFETCH_ROW_BYTES = 2048
+
+
+@njit(**ROW_HELPER)
+def prefetch_row_ahead(X: np.ndarray, i: int) -> None:  # pragma: no cover - compiled
+    """:func:`prefetch` every cache line of row ``i + ROWS_AHEAD`` of the C-contiguous 2-D
+    ``X`` (nothing past its last row), called as row ``i`` is learned.
+
+    A pass that learns a short row in a few hundred nanoseconds reads the block at a rate
+    the hardware prefetcher does not run far enough ahead of: without the NaN/inf check
+    that read the block before the pass (:meth:`learners.base.Learner._batch_pass`), the
+    first read of each row of 100 values waited on memory. Rows longer than
+    :data:`PREFETCH_ROW_BYTES` are left to the hardware, which streams them: asking for
+    them too made passes at d = 1,000 2-4% slower (docs/architecture.md, "Batches")."""
+    ahead = i + ROWS_AHEAD
+    if ahead < X.shape[0] and X.shape[1] * X.itemsize <= PREFETCH_ROW_BYTES:
+        row = X[ahead]
+        for j in range(0, row.shape[0], max(1, 64 // row.itemsize)):
+            prefetch(row, j)  # type: ignore[call-arg]  # numba supplies typingctx
 
 
 def _simd_ok(*arrays: Any) -> bool:

@@ -48,7 +48,14 @@ import numpy as np
 from numba import njit
 
 from learners.inputs import Batch, Vec
-from learners.kernels import ROW_HELPER, ROW_KERNEL, kernel_array, prefetch_columns, register_warmup
+from learners.kernels import (
+    ROW_HELPER,
+    ROW_KERNEL,
+    kernel_array,
+    prefetch_columns,
+    prefetch_row_ahead,
+    register_warmup,
+)
 
 __all__ = [
     "B_FAMILY",
@@ -236,6 +243,7 @@ def load_row_inlined(
     """
     if call.dense:
         n = call.X.shape[1]
+        prefetch_row_ahead(call.X, i)
         _copy_row(val, call.X, i)
     else:
         start = call.indptr[i]

@@ -61,7 +61,13 @@ from learners.adaptive.lanes_kernels import (
 from learners.adaptive.layout import config_pair
 from learners.adaptive.reference import FOLD_BELOW
 from learners.adaptive.steps import AROW, invariant_step_compiled, slope_terms_compiled
-from learners.kernels import ROW_HELPER, ROW_KERNEL, prefetch, register_warmup
+from learners.kernels import (
+    ROW_HELPER,
+    ROW_KERNEL,
+    prefetch,
+    prefetch_row_ahead,
+    register_warmup,
+)
 from learners.lanes import LANES
 
 #: The outlier parts ``(gammas, Q, Qs, Qn)`` (docs/algorithms.md Sec. 11.7): zhang2018's
@@ -1224,6 +1230,7 @@ def _pass_rows(
         if fast:
             score = math.nan
             if call.dense:
+                prefetch_row_ahead(call.X, i)
                 x = call.X[i]
                 score = _dense_member_row(x, call.bias, k, y, loss, eta, b, r, state, val, buffers)
             elif full_csr_row(call, i, dim):  # the same row as a dense call's (dense_row)

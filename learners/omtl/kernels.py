@@ -42,6 +42,7 @@ from learners.kernels import (
     ROW_KERNEL,
     KernelRows,
     prefetch_columns,
+    prefetch_row_ahead,
     register_warmup,
     row_axpy,
     row_dot,
@@ -224,6 +225,7 @@ def _rows(batch: Any, begin: int, scores: np.ndarray, state: Any) -> tuple[int, 
                 prefetch_columns(W[tasks[i + 1]], indices, hi, indptr[i + 2])
             scores[i], update = _round(indices[lo:hi], data[lo:hi], y[i], tasks[i], *state)
         else:
+            prefetch_row_ahead(X, i)
             scores[i], update = _round(None, X[i], y[i], tasks[i], *state)
         if update != _NO_UPDATE:
             return i, update

@@ -24,6 +24,7 @@ from learners.kernels import (
     ROW_KERNEL,
     KernelRows,
     prefetch_columns,
+    prefetch_row_ahead,
     register_warmup,
     row_axpy,
     warm_learners,
@@ -241,6 +242,7 @@ def _pgd_rows(
             )  # fmt: skip
     else:
         for i in range(y.shape[0]):
+            prefetch_row_ahead(X, i)
             scores[i] = _pgd_row(
                 None, X[i], y[i], tasks[i], u, P, Q, u_scale, p_scale, q_scale, q_sqnorm,
                 sup_idx, sup_n, hyper, counts,
@@ -325,6 +327,7 @@ def _rda_rows(
             )
     else:
         for i in range(y.shape[0]):
+            prefetch_row_ahead(X, i)
             scores[i] = _rda_row(None, X[i], y[i], tasks[i], Gu, G, G_sqnorm, clock, hyper, counts)
 
 
@@ -415,6 +418,7 @@ def _coml_rows(
             )
     else:
         for i in range(y.shape[0]):
+            prefetch_row_ahead(X, i)
             scores[i] = _coml_row(None, X[i], y[i], tasks[i], u, V, v_scale, b, C, nu, coef)
 
 
