@@ -571,9 +571,9 @@ class Learner:
         A dense batch of at least :attr:`unchecked_batch_values` values and four times the
         state's, of a learner whose scores show bad values (:attr:`scores_show_bad_values`),
         is not read for NaN or infinite values ahead of the pass. On a block larger than
-        the caches that read comes from memory and costs 7-20% of the pass (docs/
-        architecture.md, "Batches"); the pass reads each row anyway. Instead the state is
-        copied (:meth:`state_dict`) and the pass runs; when a score comes out NaN or
+        the caches that read comes from memory and costs 7-20% of the pass
+        (docs/architecture.md, "Large batches"); the pass reads each row anyway. Instead
+        the state is copied (:meth:`state_dict`) and the pass runs; when a score comes out NaN or
         infinite, or the pass raises, the copy is restored and the batch runs again,
         checked: a NaN or infinite value then raises ``ValueError`` having changed
         nothing, and finite rows whose score overflowed give what the checked pass gives.

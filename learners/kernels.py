@@ -284,7 +284,7 @@ def prefetch_row_ahead(X: np.ndarray, i: int) -> None:  # pragma: no cover - com
     that read the block before the pass (:meth:`learners.base.Learner._batch_pass`), the
     first read of each row of 100 values waited on memory. Rows longer than
     :data:`PREFETCH_ROW_BYTES` are left to the hardware, which streams them: asking for
-    them too made passes at d = 1,000 2-4% slower (docs/architecture.md, "Batches")."""
+    them too made passes at d = 1,000 2-4% slower (docs/architecture.md, "Large batches")."""
     ahead = i + ROWS_AHEAD
     if ahead < X.shape[0] and X.shape[1] * X.itemsize <= PREFETCH_ROW_BYTES:
         row = X[ahead]
