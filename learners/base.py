@@ -581,14 +581,17 @@ class Learner:
         if not self._skips_value_check(X):
             batch, labels, tasks = self._prepare_batch(X, y, task, raw=raw)
             return run(batch, labels, tasks)
-        batch, labels, tasks = self._prepare_batch(X, y, task, raw=raw, check_finite=False)
-        saved = self.state_dict()
-        try:
-            out = run(batch, labels, tasks)
-            if all_finite(scores(out)):
-                return out
-        except Exception:  # unchecked values may raise anywhere: the checked run decides
-            pass
+        # numpy's warnings about unchecked values (a row of infinite norm scaled to unit
+        # length) are left to the checked run, which reports such a value as an error.
+        with np.errstate(all="ignore"):
+            batch, labels, tasks = self._prepare_batch(X, y, task, raw=raw, check_finite=False)
+            saved = self.state_dict()
+            try:
+                out = run(batch, labels, tasks)
+                if all_finite(scores(out)):
+                    return out
+            except Exception:  # unchecked values may raise anywhere: the checked run decides
+                pass
         self._restore(saved)
         batch, labels, tasks = self._prepare_batch(X, y, task, raw=raw)
         return run(batch, labels, tasks)

@@ -8,6 +8,7 @@ the choice of the path and the rerun of a batch whose finite rows overflow.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -94,3 +95,22 @@ def test_finite_rows_whose_scores_overflow_give_the_checked_numbers(
     assert not np.isfinite(want).all()
     np.testing.assert_array_equal(unchecked.score_and_learn_many(X, y, tasks), want)
     assert_states_equal(checked.state_dict(), unchecked.state_dict(), "unchecked vs checked")
+
+
+@pytest.mark.parametrize("name", ["rom-pgd", "omtl-logdet", "coml"])
+def test_a_bad_value_in_a_batch_scaled_to_unit_length_is_an_error_and_no_warning(
+    name: str,
+) -> None:
+    """The unit-length scaling of a row of infinite norm multiplies inf by 0 in numpy: the
+    unchecked pass keeps numpy's warning to itself, and the checked run reports the value."""
+    X, y, tasks = _batch(1500, 10, 4, seed=5)
+    X[900, 3] = np.inf
+    model = learners.make(name, n_features=10, n_tasks=4, l2_normalize=True)
+    model.unchecked_batch_values = 0
+    assert model._skips_value_check(X)
+    before = model.state_dict()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match="NaN or infinite"):
+            model.score_and_learn_many(X, y, tasks)
+    assert_states_equal(before, model.state_dict(), "after the bad batch")
