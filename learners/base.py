@@ -619,10 +619,14 @@ class Learner:
 
     def _restore(self, state: Mapping[str, Any]) -> None:
         """Become the learner of ``state`` (:meth:`state_dict` output): every attribute
-        is replaced by that of a learner rebuilt from it, caches included."""
+        is replaced by that of a learner rebuilt from it, caches included, except the
+        instance's own :attr:`unchecked_batch_values`."""
         fresh = type(self).from_state_dict(state)
+        own = vars(self).get("unchecked_batch_values")
         vars(self).clear()
         vars(self).update(vars(fresh))
+        if own is not None:
+            self.unchecked_batch_values = own
 
     @classmethod
     def _resolve_params(cls, given: Mapping[str, Any]) -> dict[str, Any]:

@@ -258,6 +258,9 @@ def check_bad_values_of_a_large_batch(make: Factory) -> None:
             for dtype in (np.float64, np.float32) if j == 0 else (np.float64,):
                 bad = X.astype(dtype)
                 bad[i, j] = value
+                assert learner._skips_value_check(bad), (
+                    "unchecked pass not taken: a restore lost the floor"
+                )
                 _expect_value_error(learner.score_and_learn_many, bad, y, tasks)
                 rounds = getattr(learner, "query_and_learn_many", None)
                 if rounds is not None:
