@@ -76,6 +76,7 @@ __all__ = [
     "exercise_learner",
     "prefetch",
     "prefetch_columns",
+    "prefetch_csr_row_ahead",
     "prefetch_row_ahead",
     "register_warmup",
     "row_of",
@@ -290,6 +291,23 @@ def prefetch_row_ahead(X: np.ndarray, i: int) -> None:  # pragma: no cover - com
         row = X[ahead]
         for j in range(0, row.shape[0], max(1, 64 // row.itemsize)):
             prefetch(row, j)  # type: ignore[call-arg]  # numba supplies typingctx
+
+
+@njit(**ROW_HELPER)
+def prefetch_csr_row_ahead(
+    indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, i: int
+) -> None:  # pragma: no cover - compiled
+    """:func:`prefetch` every cache line of the column indices and values of CSR row
+    ``i + ROWS_AHEAD`` (nothing past the last row), called as row ``i`` is learned: the
+    sparse counterpart of :func:`prefetch_row_ahead`, for rows the pass copies before it
+    learns them."""
+    ahead = i + ROWS_AHEAD
+    if ahead + 1 < indptr.shape[0]:
+        lo, hi = indptr[ahead], indptr[ahead + 1]
+        for p in range(lo, hi, max(1, 64 // indices.itemsize)):
+            prefetch(indices, p)  # type: ignore[call-arg]  # numba supplies typingctx
+        for p in range(lo, hi, max(1, 64 // data.itemsize)):
+            prefetch(data, p)  # type: ignore[call-arg]  # numba supplies typingctx
 
 
 def _simd_ok(*arrays: Any) -> bool:

@@ -53,6 +53,7 @@ from learners.kernels import (
     ROW_KERNEL,
     kernel_array,
     prefetch_columns,
+    prefetch_csr_row_ahead,
     prefetch_row_ahead,
     register_warmup,
 )
@@ -248,6 +249,7 @@ def load_row_inlined(
     else:
         start = call.indptr[i]
         n = call.indptr[i + 1] - start
+        prefetch_csr_row_ahead(call.indptr, call.indices, call.data, i)
         _copy_span(idx, call.indices, start, n)
         _copy_span(val, call.data, start, n)
     if call.bias:
