@@ -237,8 +237,7 @@ def check_bad_values_of_a_large_batch(make: Factory) -> None:
     if not probe.scores_show_bad_values:
         return
     d = probe.n_features
-    state_values = probe.state_bytes(d, probe.n_tasks, **probe.hyper) // 2
-    n = max(1200, -(-state_values // d))
+    n = max(1200, -(-probe._state_floor() // d))  # rows enough to leave the check out
     stream = _stream(probe, n=400 + n, seed=11)
     rows = slice(400, 400 + n)
     X, y, tasks = stream.X[rows], stream.y[rows], stream.task[rows]
