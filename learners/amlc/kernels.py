@@ -14,7 +14,7 @@ and ``independent`` run on :func:`learners.active.kernels.selective_pass`.
 Cost per row. AMLC: the K margins, which every round needs (the committee score
 and the committee update read them all): O(nnz(x)) per run of bit-equal rows of W
 (below), O(K nnz(x)) when the rows differ; O(K) for its committee row, O(nnz(x))
-per updated or shared row. PEER: O(nnz(x)) for the task's own margin; the other
+per updated or shared run of bit-equal rows. PEER: O(nnz(x)) for the task's own margin; the other
 K - 1 margins only on the rounds that read them: a mistake (the peer-weight
 update), an active round whose first draw asks (the peers' score) and every
 PEER+Share round that learns a label (the sharing test); a round that only scores
@@ -31,13 +31,16 @@ label sharing the rows of W often stay equal, so all K margins are.
 
 Equal rows of W. Under AMLC's sharing by the label (the authors' code), rows of W
 that start equal get the same updates, and with W = 0 at the start all K rows stay
-equal (docs/algorithms.md Sec. 3.5): the K margins are one margin K times. A pass
-over a large enough batch therefore finds the runs of bit-equal consecutive rows
-(:func:`_equal_row_classes`), computes one margin per run, and splits a run when
-its rows get different coefficients (:func:`_split_classes`). Equal bits through
-the same dot give equal margins, so the results are those of K dots. PEER+Share
-is tracked the same way: an erring peer and an erring task get the same step, so
-its rows split only on a margin of exactly 0 (from W = 0, two distinct rows remain).
+equal (docs/algorithms.md Sec. 3.5): the K margins are one margin K times, and a
+mistake round's K updates one update K times. A pass over a large enough batch
+therefore finds the runs of bit-equal consecutive rows (:func:`_equal_row_classes`),
+computes one margin per run, updates the run's first row alone, and splits a run
+when its rows get different coefficients (:func:`_class_updates`); the other rows
+take their class's values when the pass ends (:func:`_materialise_classes`). Equal
+bits through the same dot give equal margins, and through the same update equal
+rows, so the results are those of K dots and K updates. PEER+Share is tracked the
+same way: an erring peer and an erring task get the same step, so its rows split
+only on a margin of exactly 0 (from W = 0, two distinct rows remain).
 
 The helpers are compiled without reference counting
 (:data:`learners.kernels.ROW_HELPER`): they allocate nothing.
@@ -148,14 +151,26 @@ def _equal_row_classes(bits: np.ndarray, same: np.ndarray, track: bool) -> None:
 
 
 @njit(**ROW_HELPER)
-def _split_classes(
-    same: np.ndarray, coef: np.ndarray, split: np.ndarray
-) -> None:  # pragma: no cover
-    """Keep ``same`` true after the updates ``w_m += coef_m x``.
+def _class_updates(
+    W: np.ndarray,
+    same: np.ndarray,
+    split: np.ndarray,
+    coef: np.ndarray,
+    dense: bool,
+    idx: np.ndarray,
+    val: np.ndarray,
+    n: int,
+) -> None:  # pragma: no cover - compiled
+    """``w_m += coef_m x`` for every row, applied to the first row of each class alone.
 
-    Rows of a class stay bit-equal when they get the same coefficient; the rows whose
-    coefficient differs from their first row's form a new class, led by the first of
-    them (coefficients are 0 or y, so a class splits in two at most).
+    Only the first row of a class of bit-equal rows (``same``) is kept up to date in
+    W during a pass; the others take its values when the pass ends
+    (:func:`_materialise_classes`). Rows of a class stay bit-equal when they get the
+    same coefficient; the rows whose coefficient differs from their first row's form a
+    new class, led by the first of them, whose row of W is first given the values the
+    class held before this update (coefficients are 0 or y, so a class splits in two at
+    most). Each row then gets the one update it would get on its own, so W at the end
+    of the pass is bit for bit that of K separate updates.
     """
     for m in range(same.shape[0]):
         split[m] = -1
@@ -164,7 +179,35 @@ def _split_classes(
         if first != m and coef[m] != coef[first]:
             if split[first] < 0:
                 split[first] = m
+                _copy_w_row(W, m, first)
             same[m] = split[first]
+    if dense:
+        for m in range(W.shape[0]):
+            if same[m] == m and coef[m] != 0.0:
+                _axpy_dense(W[m], coef[m], val, n)
+    else:
+        for m in range(W.shape[0]):
+            if same[m] == m and coef[m] != 0.0:
+                _axpy_sparse(W[m], coef[m], idx, val, n)
+
+
+@njit(**ROW_HELPER)
+def _materialise_classes(W: np.ndarray, same: np.ndarray) -> None:  # pragma: no cover
+    """Give every row of W its class's values (:func:`_class_updates`) at the end of a pass:
+    O(d) per row that is not the first of its class, which a tracked pass's rows
+    (:func:`_worth_tracking`) cost at least eight times over."""
+    for m in range(W.shape[0]):
+        if same[m] != m:
+            _copy_w_row(W, m, same[m])
+
+
+@njit(**ROW_HELPER)
+def _copy_w_row(W: np.ndarray, dst: int, src: int) -> None:  # pragma: no cover - compiled
+    """``W[dst] = W[src]`` as one vectorised loop (a slice assignment needs numba's runtime)."""
+    a = W[dst]
+    b = W[src]
+    for j in range(W.shape[1]):
+        a[j] = b[j]
 
 
 @njit(**ROW_HELPER)
@@ -188,7 +231,7 @@ def _class_margins(
 
 @njit(**ROW_HELPER)
 def _own_update(coef: np.ndarray, k: int, step: float) -> None:  # pragma: no cover - compiled
-    """Coefficients of an update of row k alone (for :func:`_split_classes`)."""
+    """Coefficients of an update of row k alone (for :func:`_class_updates`)."""
     for m in range(coef.shape[0]):
         coef[m] = 0.0
     coef[k] = step
@@ -277,21 +320,6 @@ def _committee_shares(
 
 
 @njit(**ROW_HELPER)
-def _apply_updates(
-    W: np.ndarray, coef: np.ndarray, dense: bool, idx: np.ndarray, val: np.ndarray, n: int
-) -> None:  # pragma: no cover - compiled
-    """``w_m += coef_m x`` for every m with a non-zero coefficient (one loop per row form)."""
-    if dense:
-        for m in range(W.shape[0]):
-            if coef[m] != 0.0:
-                _axpy_dense(W[m], coef[m], val, n)
-    else:
-        for m in range(W.shape[0]):
-            if coef[m] != 0.0:
-                _axpy_sparse(W[m], coef[m], idx, val, n)
-
-
-@njit(**ROW_HELPER)
 def _worth_tracking(call: KernelPass, dim: int) -> bool:  # pragma: no cover - compiled
     """Whether a pass finds the runs of equal rows of W (one read of W, O(K d)): when its
     rows hold at least 8 d values in all, so the read costs at most 1/8 of the K margins."""
@@ -357,8 +385,8 @@ def amlc_pass(
             factor = row_sum / _reweigh(tau, k, losses, C, total, -1)
         target = label if share_label else y_hat
         _committee_shares(tau, f, coef, k, factor, rtol, label, target, tie, y_hat != label)
-        _apply_updates(W, coef, dense, idx, val, nx)
-        _split_classes(same, coef, split)
+        _class_updates(W, same, split, coef, dense, idx, val, nx)
+    _materialise_classes(W, same)
     return drawn, asked
 
 
@@ -385,26 +413,13 @@ def _peer_reweigh(
 
 
 @njit(**ROW_HELPER)
-def _peer_shares(
-    W: np.ndarray,
-    f: np.ndarray,
-    coef: np.ndarray,
-    label: float,
-    k: int,
-    own_step: bool,
-    dense: bool,
-    idx: np.ndarray,
-    val: np.ndarray,
-    n: int,
+def _peer_share_coefs(
+    f: np.ndarray, coef: np.ndarray, label: float, k: int, own_step: bool
 ) -> None:  # pragma: no cover - compiled
-    """PEER+Share: ``w_m += y x`` for every peer ``m != k`` with ``y f_m <= 0``.
-
-    Fills ``coef`` with the round's coefficients, the task's own step included
-    (``own_step``: it erred and has been updated), for :func:`_split_classes`.
-    """
-    for m in range(W.shape[0]):
+    """PEER+Share's coefficients: ``w_m += y x`` for every peer ``m != k`` with
+    ``y f_m <= 0``, and for task k when it erred (``own_step``); 0 elsewhere."""
+    for m in range(coef.shape[0]):
         coef[m] = label if (m != k and label * f[m] <= 0.0) else 0.0
-    _apply_updates(W, coef, dense, idx, val, n)
     if own_step:
         coef[k] = label
 
@@ -447,7 +462,7 @@ def peer_pass(
         nx = load_row(call, i, W.shape[1], idx, val)
         k = call.tasks[i]
         peers_known = False  # the other margins: read below where a round needs them
-        fk = row_dot(W[k], dense, idx, val, nx)
+        fk = row_dot(W[same[k]], dense, idx, val, nx)
         call.scores[i] = fk
         if call.active:
             if remaining <= 0:
@@ -461,10 +476,8 @@ def peer_pass(
             draw = call.u[drawn]
             drawn += 1
             if not draw < bq / (bq + abs(peer)):
-                step = _peers_answer(W, k, peer, dense, idx, val, nx)
-                if track:
-                    _own_update(coef, k, step)
-                    _split_classes(same, coef, split)
+                _own_update(coef, k, _peers_label(peer))
+                _class_updates(W, same, split, coef, dense, idx, val, nx)
                 continue
             remaining -= 1
             asked += 1
@@ -473,14 +486,14 @@ def peer_pass(
         mistake = (fk >= 0.0) != (label > 0.0)
         if not peers_known and (shares or (mistake and K > 1)):
             _class_margins(W, same, f, dense, idx, val, nx)
-        if mistake:
-            row_axpy(W[k], label, dense, idx, val, nx)
-            if K > 1:
-                _peer_reweigh(tau, f, losses, label, k)
+        if mistake and K > 1:
+            _peer_reweigh(tau, f, losses, label, k)
         if shares:
-            _peer_shares(W, f, coef, label, k, mistake, dense, idx, val, nx)
-            if track:
-                _split_classes(same, coef, split)
+            _peer_share_coefs(f, coef, label, k, mistake)
+            _class_updates(W, same, split, coef, dense, idx, val, nx)
+        elif mistake:
+            row_axpy(W[k], label, dense, idx, val, nx)
+    _materialise_classes(W, same)
     return drawn, asked
 
 
@@ -506,14 +519,10 @@ def _peer_vote(
 
 
 @njit(**ROW_HELPER)
-def _peers_answer(
-    W: np.ndarray, k: int, peer: float, dense: bool, idx: np.ndarray, val: np.ndarray, n: int
-) -> float:  # pragma: no cover - compiled
-    """Task k trains on the peers' label: ``w_k += SGN(f_peer) x`` (``SGN(0) = +1``);
-    returns the step."""
-    step = 1.0 if peer >= 0.0 else -1.0
-    row_axpy(W[k], step, dense, idx, val, n)
-    return step
+def _peers_label(peer: float) -> float:  # pragma: no cover - compiled
+    """The peers' label ``SGN(f_peer)`` (``SGN(0) = +1``), which task k trains on when the
+    oracle is not asked: ``w_k += SGN(f_peer) x``."""
+    return 1.0 if peer >= 0.0 else -1.0
 
 
 @njit(cache=True)
@@ -535,7 +544,7 @@ def peer_second_draw(
     peer = _peer_vote(W, tau, same, np.empty(K), k, call.dense, idx, val, n)
     if u < bq / (bq + abs(peer)):
         return True
-    _peers_answer(W, k, peer, call.dense, idx, val, n)
+    row_axpy(W[k], _peers_label(peer), call.dense, idx, val, n)
     return False
 
 

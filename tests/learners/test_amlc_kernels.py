@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import scipy.sparse
 
 from learners.active.kernels import NO_BUDGET, KernelPass
 from learners.amlc.kernels import _exp_weights_plain, _reweigh, amlc_pass, peer_pass
@@ -58,14 +59,22 @@ def test_reweigh_with_non_finite_rate_or_sum_calls_exp_for_every_task(
 
 
 def amlc_rows(
-    W: np.ndarray, tau: np.ndarray, X: np.ndarray, y: np.ndarray, tasks: np.ndarray, block: int
+    W: np.ndarray,
+    tau: np.ndarray,
+    X: np.ndarray,
+    y: np.ndarray,
+    tasks: np.ndarray,
+    block: int,
+    sparse: bool = False,
+    share_label: bool = False,
 ) -> np.ndarray:
-    """Labelled AMLC rounds (paper mode, sharing by the prediction) in blocks of ``block`` rows."""
+    """Labelled AMLC rounds in blocks of ``block`` rows (paper mode: sharing by the
+    prediction, or by the label with ``share_label``)."""
     scores = np.empty(X.shape[0])
     for a in range(0, X.shape[0], block):
         e = min(X.shape[0], a + block)
         call = KernelPass(
-            *vector_rows_of(X[a:e]),
+            *vector_rows_of(X[a:e], sparse),
             y[a:e].copy(),
             tasks[a:e].copy(),
             False,
@@ -74,20 +83,27 @@ def amlc_rows(
             scores[a:e],
             np.zeros(e - a, dtype=np.bool_),
         )
-        amlc_pass(W, tau, call, 1.0, math.log(30.0), 1.0, 1.0, False, False, 0.0)
+        amlc_pass(W, tau, call, 1.0, math.log(30.0), 1.0, 1.0, False, share_label, 0.0)
     return scores
 
 
-def vector_rows_of(X: np.ndarray) -> tuple[Any, ...]:
+def vector_rows_of(X: np.ndarray, sparse: bool = False) -> tuple[Any, ...]:
+    """The kernels' row form of ``X``: dense, or CSR of its non-zero values."""
     empty = np.zeros(0, dtype=np.int64)
-    return True, np.ascontiguousarray(X), empty, empty, np.zeros(0), False, False
+    if not sparse:
+        return True, np.ascontiguousarray(X), empty, empty, np.zeros(0), False, False
+    csr = scipy.sparse.csr_matrix(X)
+    indptr = csr.indptr.astype(np.int64)
+    return False, np.zeros((0, 0)), indptr, csr.indices.astype(np.int64), csr.data, False, False
 
 
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "csr"])
 @pytest.mark.parametrize("seed", range(4))
-def test_runs_of_equal_rows_give_the_results_of_k_margins(seed: int) -> None:
-    """A batch large enough to track runs of equal rows of W (one margin per run, runs
-    split as their rows get different updates) gives the bits of one row per call,
-    which computes every margin."""
+def test_runs_of_equal_rows_give_the_results_of_k_margins(seed: int, sparse: bool) -> None:
+    """A batch large enough to track runs of equal rows of W (one margin and one update
+    per run, runs split as their rows get different updates, the other rows written
+    at the end) gives the bits of one row per call, which computes every margin and
+    update."""
     rng = np.random.default_rng(seed)
     K, d, n = 7, 5, 400
     W = np.zeros((K, d))
@@ -98,14 +114,40 @@ def test_runs_of_equal_rows_give_the_results_of_k_margins(seed: int) -> None:
     X = rng.normal(size=(n, d))
     y = np.where(rng.random(n) < 0.5, 1.0, -1.0)
     tasks = rng.integers(0, K, n)
+    if sparse:
+        X[rng.random(X.shape) < 0.4] = 0.0
     W1, tau1 = W.copy(), tau.copy()
-    batch = amlc_rows(W1, tau1, X, y, tasks, n)
+    batch = amlc_rows(W1, tau1, X, y, tasks, n, sparse)
     W2, tau2 = W.copy(), tau.copy()
-    single = amlc_rows(W2, tau2, X, y, tasks, 1)
+    single = amlc_rows(W2, tau2, X, y, tasks, 1, sparse)
     assert batch.tobytes() == single.tobytes()
     assert W1.tobytes() == W2.tobytes()
     assert tau1.tobytes() == tau2.tobytes()
     assert len({row.tobytes() for row in W1}) > 1  # the runs did split
+
+
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "csr"])
+def test_rows_equal_to_the_end_of_a_pass_get_every_update(sparse: bool) -> None:
+    """Under sharing by the label, rows of W that start equal stay equal: the pass
+    updates one row per run and writes the others when it ends. They hold what one
+    row per call (every row updated) gives, and they moved."""
+    rng = np.random.default_rng(7)
+    K, d, n = 5, 6, 300
+    W = np.zeros((K, d))
+    tau = np.full((K, K), 1.0 / K)
+    X = rng.normal(size=(n, d))
+    if sparse:
+        X[rng.random(X.shape) < 0.4] = 0.0
+    y = np.where(rng.random(n) < 0.5, 1.0, -1.0)
+    tasks = rng.integers(0, K, n)
+    W1, tau1, W2, tau2 = W.copy(), tau.copy(), W.copy(), tau.copy()
+    batch = amlc_rows(W1, tau1, X, y, tasks, n, sparse, share_label=True)
+    single = amlc_rows(W2, tau2, X, y, tasks, 1, sparse, share_label=True)
+    assert batch.tobytes() == single.tobytes()
+    assert W1.tobytes() == W2.tobytes()
+    assert tau1.tobytes() == tau2.tobytes()
+    assert len({row.tobytes() for row in W1}) == 1  # one run to the end
+    assert np.abs(W1).sum() > 1.0  # which learned
 
 
 def peer_share_rows(
@@ -116,6 +158,7 @@ def peer_share_rows(
     tasks: np.ndarray,
     u: np.ndarray,
     block: int,
+    sparse: bool = False,
 ) -> np.ndarray:
     """PEER+Share rounds in blocks of ``block`` rows: active when ``u`` holds draws."""
     scores = np.empty(X.shape[0])
@@ -123,7 +166,7 @@ def peer_share_rows(
     for a in range(0, X.shape[0], block):
         e = min(X.shape[0], a + block)
         call = KernelPass(
-            *vector_rows_of(X[a:e]),
+            *vector_rows_of(X[a:e], sparse),
             y[a:e].copy(),
             tasks[a:e].copy(),
             u.shape[0] > 0,
@@ -136,10 +179,11 @@ def peer_share_rows(
     return scores
 
 
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "csr"])
 @pytest.mark.parametrize("active", [False, True], ids=["labelled", "active"])
 @pytest.mark.parametrize("seed", range(3))
 def test_peer_share_runs_of_equal_rows_give_the_results_of_k_margins(
-    seed: int, active: bool
+    seed: int, active: bool, sparse: bool
 ) -> None:
     """As for AMLC: PEER+Share on a large batch (one margin per run of equal rows,
     runs split by the task's own steps, the peers' answers and margins of 0) gives
@@ -152,12 +196,18 @@ def test_peer_share_runs_of_equal_rows_give_the_results_of_k_margins(
     np.fill_diagonal(tau, 0.0)
     X = rng.normal(size=(n, d))
     X[::7] = 0.0  # margins of exactly 0
+    if sparse:
+        X[rng.random(X.shape) < 0.4] = 0.0
     y = np.where(rng.random(n) < 0.5, 1.0, -1.0)
     tasks = rng.integers(0, K, n)
     u = rng.random(2 * n) if active else np.zeros(0)
     W1, tau1, W2, tau2 = W.copy(), tau.copy(), W.copy(), tau.copy()
-    batch = peer_share_rows(W1, tau1, X, y, tasks, u, n)
-    single = peer_share_rows(W2, tau2, X, y, tasks, u, 1)
+    batch = peer_share_rows(W1, tau1, X, y, tasks, u, n, sparse)
+    single = peer_share_rows(W2, tau2, X, y, tasks, u, 1, sparse)
     assert batch.tobytes() == single.tobytes()
     assert W1.tobytes() == W2.tobytes()
     assert tau1.tobytes() == tau2.tobytes()
+    distinct = len({row.tobytes() for row in W1})
+    assert distinct > 1  # the runs did split
+    if not active:
+        assert distinct < K  # and some rows stayed equal to the end of the pass
