@@ -2,7 +2,8 @@
 
 Learners that keep several values per feature (the adaptive learners' weights and
 accumulators of every configuration, docs/algorithms.md Sec. 11.4; ``rom-pgd``'s
-individual and outlier parts, Sec. 5.2) can lay them out two ways:
+individual and outlier parts, Sec. 5.2; ``coml``'s task vectors, Sec. 5.6) can lay them
+out two ways:
 
 * **by row** (C order): each vector of the state is contiguous, so the loops over a
   dense row run along memory and vectorise;

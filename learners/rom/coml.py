@@ -10,22 +10,45 @@ paper's.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 import numpy as np
 
 from learners.base import APPEND_BIAS, L2_NORMALIZE, Param
 from learners.inputs import Vec
+from learners.memory_order import INTERLEAVE_MIN_FEATURES, MEMORY_ORDERS, interleave_for
 from learners.omtl.compiled import CompiledLearner, KernelRows, vec_dot
-from learners.params import non_negative, positive
+from learners.params import non_negative, one_of, positive
 from learners.registry import register
 from learners.rom.kernels import coml_pass
 from learners.rom.scaled import add_scaled, rescale
 
-__all__ = ["CollaborativeMultitask"]
+__all__ = ["CollaborativeMultitask", "task_parts"]
 
 LI2014 = (
     "Li, Hoi, Chang, Liu, Jain. Collaborative Online Multitask Learning. IEEE TKDE 26(8), 2014 "
     "(reconstruction, docs/algorithms.md Sec. 5.6 [R])"
 )
+
+
+MEMORY_ORDER = Param(
+    "memory_order",
+    "auto",
+    "How the tasks' vectors V_k lie in memory: 'rows' (each V_k contiguous: dense rows "
+    "vectorise), 'features' (the K values of feature j side by side: the global step's K "
+    "updates of a sparse row run as one pass, one cache line per non-zero), or 'auto' "
+    f"('features' for rows of at least {INTERLEAVE_MIN_FEATURES} entries, bias included). "
+    "The numbers are the same bit for bit either way (docs/algorithms.md Sec. 5.6).",
+    one_of(*MEMORY_ORDERS),
+)
+
+
+def task_parts(n_tasks: int, dim: int, by_feature: bool) -> np.ndarray:
+    """Zeroed task vectors ``V`` of logical shape (K, dim): C-ordered, or ``by_feature``
+    the transpose of a C-ordered (dim, K) buffer, so that ``V[:, j]`` is contiguous."""
+    if by_feature:
+        return np.zeros((dim, n_tasks)).T
+    return np.zeros((n_tasks, dim))
 
 
 @register
@@ -49,7 +72,9 @@ class CollaborativeMultitask(CompiledLearner):
     **Cost.** O(K nnz(x)) per event, O(nnz(x)) per prediction: each task is
     stored as ``w_k = b_k u + s_k V_k``; the pull of step 2 only changes the
     scalars ``b_k`` and ``s_k``, and a change ``delta`` of ``u`` is cancelled in
-    the other tasks by ``V_j -= (b_j / s_j) delta`` (sparse, for every j).
+    the other tasks by ``V_j -= (b_j / s_j) delta`` (sparse, for every j). On wide
+    rows (``memory_order``) V is laid out by feature, so those K updates of a sparse
+    row are one pass over its non-zeros.
 
     ``relation_matrix()`` is None: the tasks relate only through ``u``.
 
@@ -74,19 +99,31 @@ class CollaborativeMultitask(CompiledLearner):
         ),
         APPEND_BIAS,
         L2_NORMALIZE,
+        MEMORY_ORDER,
     )
     conformance_params = (
         {},
         {"nu": 0.0},
         {"nu": 10.0, "C": 0.1, "append_bias": True, "l2_normalize": True},
+        {"nu": 0.5, "memory_order": "features"},
     )
     state_fields = ("u_", "V_", "v_scale_", "b_")
 
     def _init_state(self) -> None:
         self.u_ = np.zeros(self.dim)
-        self.V_ = np.zeros((self.n_tasks, self.dim))
+        self.V_ = task_parts(self.n_tasks, self.dim, self.by_feature)
         self.v_scale_ = np.ones(self.n_tasks)
         self.b_ = np.zeros(self.n_tasks)
+
+    @property
+    def by_feature(self) -> bool:
+        """Whether ``V_`` is laid out by feature (:func:`task_parts`)."""
+        return interleave_for(self.dim, self.hyper["memory_order"])
+
+    def _in_place_fields(self) -> Collection[str]:
+        """``V_`` is restored into the array :meth:`_init_state` allocated, so a restored
+        learner keeps its memory order."""
+        return ("V_",)
 
     def _decision(self, x: Vec, task: int) -> float:
         return float(self.b_[task]) * vec_dot(x, self.u_) + float(self.v_scale_[task]) * vec_dot(
@@ -121,7 +158,9 @@ class CollaborativeMultitask(CompiledLearner):
             add_scaled(x, self.V_[task], float(self.v_scale_[task]), tau * y / (1.0 + nu))
 
     def _add_task(self) -> None:
-        self.V_ = np.vstack([self.V_, np.zeros((1, self.dim))])
+        V = task_parts(self.n_tasks + 1, self.dim, self.by_feature)
+        V[: self.n_tasks] = self.V_
+        self.V_ = V
         self.v_scale_ = np.append(self.v_scale_, 1.0)
         self.b_ = np.append(self.b_, 0.0)
 

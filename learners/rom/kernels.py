@@ -348,12 +348,35 @@ def _global_step(
     v_scale: np.ndarray,
     coef: np.ndarray,
 ) -> None:
-    """``u += step x`` and ``V_k -= (step b_k / s_k) x`` for every task k (O(K nnz))."""
+    """``u += step x`` and ``V_k -= (step b_k / s_k) x`` for every task k (O(K nnz)).
+
+    With V laid out by feature (``memory_order``, :func:`_axpy_columns`) a sparse row's
+    K updates run as one pass over its non-zeros; by row, one pass per task."""
     row_axpy(idx, val, u, step)
     for k in range(V.shape[0]):
         coef[k] = -step * b[k] / v_scale[k]
+    if idx is not None and V.strides[0] == V.itemsize:
+        _axpy_columns(idx, val, V.T, coef)
+        return
+    for k in range(V.shape[0]):
         if coef[k] != 0.0:
             row_axpy(idx, val, V[k], coef[k])
+
+
+@njit(**ROW_HELPER)
+def _axpy_columns(idx: np.ndarray, val: np.ndarray, Vt: np.ndarray, coef: np.ndarray) -> None:
+    """``Vt[j, k] += coef_k x_j`` for every non-zero j of a sparse row and every k with
+    ``coef_k != 0``: the K updates of :func:`_global_step` on V by feature, whose K values
+    of feature j lie side by side in ``Vt[j]`` (vectorised across k). Each value gets the
+    one product and sum its row's :func:`~learners.kernels.row_axpy` would give it, in
+    the same order over the row's entries, so the bits are those of the K passes; a
+    zero coefficient leaves its values untouched, as there (``-0.0 + 0.0`` is ``+0.0``)."""
+    for p in range(val.shape[0]):
+        v = val[p]
+        col = Vt[idx[p]]
+        for k in range(col.shape[0]):
+            c = coef[k]
+            col[k] = col[k] + c * v if c != 0.0 else col[k]
 
 
 @njit(**ROW_HELPER)
@@ -430,9 +453,9 @@ def coml_pass(rows: KernelRows, y: np.ndarray, tasks: np.ndarray, *state: Any) -
 
 @register_warmup
 def warm() -> float:
-    """Compile (or load from the cache) the three passes, dense and CSR, and ROM-PGD's on
-    parts laid out by feature; returns the seconds."""
+    """Compile (or load from the cache) the three passes, dense and CSR, and ROM-PGD's and
+    COML's on state laid out by feature; returns the seconds."""
     from learners.rom import CollaborativeMultitask, RobustPGD, RobustRDA  # they import this module
 
     seconds = warm_learners(RobustPGD, RobustRDA, CollaborativeMultitask)
-    return seconds + warm_learners(RobustPGD, memory_order="features")
+    return seconds + warm_learners(RobustPGD, CollaborativeMultitask, memory_order="features")
