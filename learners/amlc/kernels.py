@@ -14,14 +14,14 @@ and ``independent`` run on :func:`learners.active.kernels.selective_pass`.
 Cost per row. AMLC: the K margins, which every round needs (the committee score
 and the committee update read them all): O(nnz(x)) per run of bit-equal rows of W
 (below), O(K nnz(x)) when the rows differ; O(K) for its committee row, O(nnz(x))
-per updated or shared run of bit-equal rows. PEER: O(nnz(x)) for the task's own margin; the other
-K - 1 margins only on the rounds that read them: a mistake (the peer-weight
-update), an active round whose first draw asks (the peers' score) and every
-PEER+Share round that learns a label (the sharing test); a round that only scores
-(an active round with no query left, as ``decision_one`` runs it) reads the task's
-own margin alone. Every margin is the same dot whenever it is
-computed (W does not change in between), so the results are those of computing
-all K every round.
+per updated or shared run of bit-equal rows. PEER: O(nnz(x)) for the task's own
+margin; the other K - 1 margins only on the rounds that read them: a mistake (the
+peer-weight update), an active round whose first draw asks (the peers' score) and
+every PEER+Share round that learns a label (the sharing test); a round that only
+scores (an active round with no query left, as ``decision_one`` runs it) reads the
+task's own margin alone. Every margin is the same dot whenever it is computed (W
+does not change in between), so the results are those of computing all K every
+round.
 
 The exponential weights ``tau_km exp(-c l_km)`` (xu2018 Alg. 1, line 12) skip
 ``exp`` where it is exact to: a zero loss gives the factor ``exp(-0) = 1``, and a
