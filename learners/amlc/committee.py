@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = [
+    "LOG_SPACE_RATES_ABOVE",
     "committee_update",
     "grow_committee",
     "grow_peer_weights",
@@ -26,6 +27,15 @@ __all__ = [
     "uniform_committee",
     "uniform_peer_weights",
 ]
+
+
+#: Rates ``C`` above which the exponential weights are computed in log space,
+#: ``exp(log tau_km - C l_km / lambda - max_m (...))``: the same row once renormalised,
+#: but its largest weight is 1, so no row underflows to 0 (nor its renormalisation
+#: overflows). Up to this rate the plain product cannot: ``l_km / lambda <= 1``, and a
+#: renormalised row's largest weight is at least ``row_sum / K`` (docs/algorithms.md
+#: Sec. 3.5, "Large rates").
+LOG_SPACE_RATES_ABOVE = 600.0
 
 
 def uniform_committee(n_tasks: int, row_sum: float = 1.0) -> np.ndarray:
@@ -42,12 +52,20 @@ def committee_update(
     and ``Z`` chosen so the row sums to ``row_sum``. The paper's formula is
     undefined when every loss is 0; then the row is returned unchanged
     (docs/algorithms.md Sec. 8, resolution #8, which is also what the authors' code
-    does). Tasks with zero loss keep their weight before renormalisation.
+    does). Tasks with zero loss keep their weight before renormalisation. Above
+    :data:`LOG_SPACE_RATES_ABOVE` the products are formed in log space, relative to the
+    largest, so that the row cannot underflow to 0.
     """
     total = float(losses.sum())
     if total == 0.0:
         return row.copy()
-    scaled = row * np.exp(-C * (losses / total))
+    if C > LOG_SPACE_RATES_ABOVE:
+        positive = row > 0.0
+        logs = np.full(row.shape, -np.inf)
+        logs[positive] = np.log(row[positive]) - C * (losses[positive] / total)
+        scaled = np.where(positive, np.exp(logs - logs.max()), 0.0)
+    else:
+        scaled = row * np.exp(-C * (losses / total))
     return scaled * (row_sum / scaled.sum())
 
 

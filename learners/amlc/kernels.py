@@ -66,6 +66,7 @@ from learners.active.kernels import (
     warm_call,
     warm_rows,
 )
+from learners.amlc.committee import LOG_SPACE_RATES_ABOVE
 from learners.kernels import ROW_HELPER, ROW_KERNEL, register_warmup
 
 __all__ = ["amlc_pass", "peer_pass", "peer_second_draw", "warm"]
@@ -278,14 +279,40 @@ def _exp_weights_plain(
 
 
 @njit(**ROW_KERNEL)
+def _exp_weights_log(
+    tau: np.ndarray, k: int, losses: np.ndarray, rate: float, lam: float, skip: int
+) -> float:  # pragma: no cover - compiled
+    """:func:`_exp_weights` for rates above ``LOG_SPACE_RATES_ABOVE``, in log space: the
+    positive weights become ``exp(log tau_km - rate l_km / lam - top)``, ``top`` the
+    largest exponent over ``m != skip`` (the same row once renormalised; its largest
+    weight is 1, so it cannot underflow to 0), as
+    :func:`learners.amlc.committee.committee_update` computes them."""
+    top = -math.inf
+    for m in range(tau.shape[1]):
+        if m != skip and tau[k, m] > 0.0:
+            top = max(top, math.log(tau[k, m]) - rate * (losses[m] / lam))
+    total = 0.0
+    for m in range(tau.shape[1]):
+        if m != skip:
+            if tau[k, m] > 0.0:
+                tau[k, m] = math.exp(math.log(tau[k, m]) - rate * (losses[m] / lam) - top)
+            total += tau[k, m]
+    return total
+
+
+@njit(**ROW_KERNEL)
 def _reweigh(
     tau: np.ndarray, k: int, losses: np.ndarray, rate: float, lam: float, skip: int
 ) -> float:  # pragma: no cover - compiled
     """The exponential-weights step of xu2018 Alg. 1, line 12, on row k, unnormalised; returns
-    the row's sum over ``m != skip``."""
-    if math.isfinite(rate) and math.isfinite(lam):
-        return _exp_weights(tau, k, losses, rate, lam, skip)
-    return _exp_weights_plain(tau, k, losses, rate, lam, skip)
+    the row's sum over ``m != skip``. Rates above ``LOG_SPACE_RATES_ABOVE`` take the log-space
+    form (:func:`_exp_weights_log`), where a row's weights could otherwise all underflow
+    to 0 and its renormalisation divide by 0."""
+    if not (math.isfinite(rate) and math.isfinite(lam)):
+        return _exp_weights_plain(tau, k, losses, rate, lam, skip)
+    if rate > LOG_SPACE_RATES_ABOVE:
+        return _exp_weights_log(tau, k, losses, rate, lam, skip)
+    return _exp_weights(tau, k, losses, rate, lam, skip)
 
 
 @njit(**ROW_HELPER)

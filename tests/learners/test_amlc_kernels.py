@@ -18,8 +18,18 @@ import numpy as np
 import pytest
 import scipy.sparse
 
+import learners
 from learners.active.kernels import NO_BUDGET, KernelPass
-from learners.amlc.kernels import _exp_weights_plain, _reweigh, amlc_pass, peer_pass
+from learners.amlc.committee import LOG_SPACE_RATES_ABOVE, committee_update
+from learners.amlc.kernels import (
+    _exp_weights_log,
+    _exp_weights_plain,
+    _reweigh,
+    amlc_pass,
+    peer_pass,
+)
+from learners.checks.common import check_input_forms_agree, check_state_round_trip
+from learners.checks.kernels import check_kernel_matches_reference
 
 
 def losses_with_repeats(rng: np.random.Generator, K: int) -> np.ndarray:
@@ -211,3 +221,78 @@ def test_peer_share_runs_of_equal_rows_give_the_results_of_k_margins(
     assert distinct > 1  # the runs did split
     if not active:
         assert distinct < K  # and some rows stayed equal to the end of the pass
+
+
+def test_large_rates_weigh_in_log_space() -> None:
+    """Above LOG_SPACE_RATES_ABOVE every product ``tau_km exp(-C l_km / lambda)`` of this
+    row underflows to 0 (the renormalisation divided by 0). In log space the row is the
+    same once renormalised, its largest weight 1: the weight goes to the task of least
+    ``C l_km / lambda - log tau_km``, as in numpy."""
+    losses = np.array([0.5, 1.0, 2.0])
+    lam = float(losses.sum())
+    rate = 1e4
+    assert rate > LOG_SPACE_RATES_ABOVE
+    assert (np.ones(3) * np.exp(-rate * losses / lam)).sum() == 0.0
+    tau = np.ones((2, 3))
+    total = _reweigh(tau, 1, losses, rate, lam, -1)
+    assert total == 1.0 and tau[1].tolist() == [1.0, 0.0, 0.0]
+    np.testing.assert_array_equal(
+        tau[1] * (3.0 / total), committee_update(np.ones(3), losses, rate, 3.0)
+    )
+    # the task of least loss has weight 0 and the next one's product is subnormal: the
+    # plain product renormalised overflows to inf and NaN; in log space it is [0, 1, 0, 0]
+    losses = np.array([10.24, 1.28, 5.95, 0.0])
+    row = np.array([0.0, 1.0, 0.0, 0.0])
+    tau = row[None, :].copy()
+    with np.errstate(over="ignore"):
+        assert np.isinf(1.0 / (row * np.exp(-rate * losses / losses.sum())).sum())
+    assert _reweigh(tau, 0, losses, rate, float(losses.sum()), -1) == 1.0
+    assert tau[0].tolist() == row.tolist()
+    np.testing.assert_array_equal(committee_update(row, losses, rate), row)
+
+
+def test_log_space_weights_are_the_plain_ones_to_rounding() -> None:
+    """At a rate where both forms hold, the renormalised rows agree to rounding, skipped
+    task included."""
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        losses = rng.random(6) * 2.0
+        losses[rng.random(6) < 0.3] = 0.0
+        lam = float(losses.sum())
+        row = rng.random(6) + 0.01
+        plain, logs = row[None, :].copy(), row[None, :].copy()
+        _exp_weights_plain(plain, 0, losses, 650.0, lam, 2)
+        total = _exp_weights_log(logs, 0, losses, 650.0, lam, 2)
+        assert logs[0, 2] == row[2]
+        keep = np.arange(6) != 2
+        want = plain[0, keep] / plain[0, keep].sum()
+        np.testing.assert_allclose(logs[0, keep] / total, want, rtol=1e-12, atol=1e-300)
+
+
+def test_amlc_with_a_large_rate_learns_a_batch() -> None:
+    """``C = 1e6`` on rows of W that differ (sharing by the prediction): no division by 0
+    (the code before log space raised ZeroDivisionError here), finite scores, committee
+    rows that sum to 1."""
+    model = learners.make("amlc", n_features=5, n_tasks=3, C=1e6, faithful="paper",
+                          share_test="prediction")  # fmt: skip
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(300, 5))
+    y = np.where(rng.random(300) < 0.5, 1.0, -1.0)
+    scores = model.score_and_learn_many(X, y, rng.integers(0, 3, 300))
+    assert np.isfinite(scores).all()
+    np.testing.assert_allclose(model.tau_.sum(axis=1), 1.0, rtol=1e-12)
+    assert len({row.tobytes() for row in model.W_}) == 3
+
+
+@pytest.mark.parametrize(
+    "check", [check_kernel_matches_reference, check_input_forms_agree, check_state_round_trip]
+)
+def test_a_large_rate_passes_the_conformance_checks_of_its_numbers(check: Any) -> None:
+    """The log-space weights of the compiled pass are the numpy reference's, whatever the
+    input form, through a state round trip (at such a rate the committee follows one task,
+    and learns a related stream too slowly for the suite's learning check)."""
+    check(
+        lambda: learners.make(
+            "amlc", n_features=10, n_tasks=4, C=1e4, faithful="paper", share_test="prediction"
+        )
+    )
