@@ -270,9 +270,9 @@ def test_log_space_weights_are_the_plain_ones_to_rounding() -> None:
 
 
 def test_amlc_with_a_large_rate_learns_a_batch() -> None:
-    """``C = 1e6`` on rows of W that differ (sharing by the prediction): no division by 0
-    (the code before log space raised ZeroDivisionError here), finite scores, committee
-    rows that sum to 1."""
+    """``C = 1e6`` on rows of W that differ (sharing by the prediction), where the plain
+    products of committee rows underflow to 0: no division by 0, finite scores,
+    committee rows that sum to 1."""
     model = learners.make("amlc", n_features=5, n_tasks=3, C=1e6, faithful="paper",
                           share_test="prediction")  # fmt: skip
     rng = np.random.default_rng(3)
