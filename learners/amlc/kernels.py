@@ -57,6 +57,7 @@ from learners.active.kernels import (
     KernelPass,
     _axpy_dense,
     _axpy_sparse,
+    _copy_row,
     _dot_dense,
     _dot_sparse,
     load_row,
@@ -180,7 +181,7 @@ def _class_updates(
         if first != m and coef[m] != coef[first]:
             if split[first] < 0:
                 split[first] = m
-                _copy_w_row(W, m, first)
+                _copy_row(W[m], W, first)
             same[m] = split[first]
     if dense:
         for m in range(W.shape[0]):
@@ -199,16 +200,7 @@ def _materialise_classes(W: np.ndarray, same: np.ndarray) -> None:  # pragma: no
     (:func:`_worth_tracking`) cost at least eight times over."""
     for m in range(W.shape[0]):
         if same[m] != m:
-            _copy_w_row(W, m, same[m])
-
-
-@njit(**ROW_HELPER)
-def _copy_w_row(W: np.ndarray, dst: int, src: int) -> None:  # pragma: no cover - compiled
-    """``W[dst] = W[src]`` as one vectorised loop (a slice assignment needs numba's runtime)."""
-    a = W[dst]
-    b = W[src]
-    for j in range(W.shape[1]):
-        a[j] = b[j]
+            _copy_row(W[m], W, same[m])
 
 
 @njit(**ROW_HELPER)
