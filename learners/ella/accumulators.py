@@ -21,6 +21,8 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from learners.ella.solve import solve_symmetric
+
 __all__ = [
     "basis_objective",
     "contribution",
@@ -49,11 +51,7 @@ def solve_basis(A: np.ndarray, b: np.ndarray, T: int, lam: float, d: int, k: int
     """ELLA's L step: the minimiser of ``F`` for ``T >= 1`` contributed tasks."""
     system = A / T + lam * np.eye(d * k)
     system = 0.5 * (system + system.T)
-    if lam > 0:
-        v = np.linalg.solve(system, b / T)
-    else:
-        v = np.linalg.lstsq(system, b / T, rcond=None)[0]
-    return _unvec(v, d, k)
+    return _unvec(solve_symmetric(system, b / T, lam > 0), d, k)
 
 
 def update_columns(
@@ -71,10 +69,7 @@ def update_columns(
         rhs = b[rows] - A[rows] @ _vec(L) + A[rows, rows] @ L[:, j]
         system = A[rows, rows] / T + lam * np.eye(d)
         system = 0.5 * (system + system.T)
-        if lam > 0:
-            L[:, j] = np.linalg.solve(system, rhs / T)
-        else:
-            L[:, j] = np.linalg.lstsq(system, rhs / T, rcond=None)[0]
+        L[:, j] = solve_symmetric(system, rhs / T, lam > 0)
     return L
 
 

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from learners.ella.solve import solve_symmetric
+
 __all__ = ["fit_linear", "fit_logistic", "icml_ridge", "logistic_objective"]
 
 NEWTON_MAX_ITER = 100
@@ -57,19 +59,15 @@ def fit_linear(
     """Ridge regression from ``X^T X``, ``X^T y`` and ``n``; returns ``(theta, D)``.
 
     ``ridge`` is a scalar or one weight per coordinate (see the module docstring).
-    Cost O(d^3) (one d x d solve), whatever ``n`` is.
+    Cost O(d^3) (one d x d solve), whatever ``n`` is. A system that rounding makes
+    singular gets the least-squares solution (:func:`learners.ella.solve.solve_symmetric`).
     """
     d = xty.shape[0]
     if n == 0:
         return np.zeros(d), ridge * np.eye(d)
     D = xtx / n + ridge * np.eye(d)
     D = 0.5 * (D + D.T)
-    theta = (
-        np.linalg.lstsq(D, xty / n, rcond=None)[0]
-        if np.min(ridge) <= 0
-        else np.linalg.solve(D, xty / n)
-    )
-    return theta, D
+    return solve_symmetric(D, xty / n, bool(np.min(ridge) > 0)), D
 
 
 def _sigmoid(z: np.ndarray) -> np.ndarray:
