@@ -376,7 +376,7 @@ def _gradient_step(
             gk, q, idx, val, n, gg, eta, ratek
         )
     h *= scale
-    if not h > 0.0:
+    if not 0.0 < h < math.inf:  # an infinite h: a rate overflowed (docs/algorithms.md Sec. 11.2)
         return
     a = y * invariant_step_compiled(loss, z0, ez0, h) / h * scale
     _axpy(u0, a, rate0, idx, val, n)
@@ -516,7 +516,7 @@ def _grid_row(
                 scratch[ak + m] = ay if b > 0.0 else 0.0
         elif scratch[gg0 + m] > 0.0:
             h = (scratch[h0 + m] + b * scratch[hk + m]) * scale
-            if h > 0.0:
+            if 0.0 < h < math.inf:  # as _first_order_step
                 a = y * invariant_step_compiled(losses[m], z0, scratch[slope + m], h) / h * scale
                 scratch[a0 + m] = a
                 scratch[ak + m] = a * b
@@ -1114,7 +1114,7 @@ def _first_order_step(
         h = (h0 + b * hk) * scale
     else:
         h = _fused_rates(g0, q, idx, val, n, gg, eta, rates[0]) * scale
-    if not h > 0.0:
+    if not 0.0 < h < math.inf:  # an infinite h: a rate overflowed (docs/algorithms.md Sec. 11.2)
         return
     a = y * invariant_step_compiled(loss, z0, ez0, h) / h * scale
     if b > 0.0:

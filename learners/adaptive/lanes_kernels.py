@@ -207,7 +207,7 @@ def grid_updates(
     width: int,
 ) -> None:  # pragma: no cover - compiled
     """Every lane's weight step with the factors ``A0``/``AK`` of the scratch: first-order
-    ``u_j += (a rate_p) x_j``; AROW ``u_j += (ay Sigma_j) x_j``, then
+    ``u_j += (a rate_p) x_j`` (0 where a = 0); AROW ``u_j += (ay Sigma_j) x_j``, then
     ``Sigma_j <- Sigma_j r / (r + x_j^2 Sigma_j)`` where its factor is not 0."""
     M = U0.shape[0]
     s1, t1, t2 = U0.strides[1], U.strides[1], U.strides[2]
@@ -220,6 +220,7 @@ def grid_updates(
         moves0 = lanes_mul(arow, a0)  # non-zero on the AROW lanes that step
         movesk = lanes_mul(arow, ak)
         r = lanes_load_first(ridges, at, count)
+        zero = lanes_splat(0.0)
         for p in range(n):
             j = idx[p]
             x = val[p]
@@ -231,8 +232,12 @@ def grid_updates(
             gk = lanes_load_first(G, offk, count)
             r0 = lanes_load(scratch, (_rates_at(M, 0, width, p) + c) * _F)
             rk = lanes_load(scratch, (_rates_at(M, 1, width, p) + c) * _F)
-            d0 = lanes_where_positive(arow, lanes_mul(a0, g0), lanes_mul(a0, r0))
-            dk = lanes_where_positive(arow, lanes_mul(ak, gk), lanes_mul(ak, rk))
+            # a lane whose step was skipped (factor 0) may hold an infinite rate (h infinite,
+            # docs/algorithms.md Sec. 11.2): its step is 0, not 0 * inf
+            s0 = lanes_where_nonzero(a0, lanes_mul(a0, r0), zero)
+            sk = lanes_where_nonzero(ak, lanes_mul(ak, rk), zero)
+            d0 = lanes_where_positive(arow, lanes_mul(a0, g0), s0)
+            dk = lanes_where_positive(arow, lanes_mul(ak, gk), sk)
             w0 = lanes_add(lanes_load_first(U0, off0, count), lanes_mul(d0, xv))
             wk = lanes_add(lanes_load_first(U, offk, count), lanes_mul(dk, xv))
             lanes_store_first(U0, off0, w0, count)

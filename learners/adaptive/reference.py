@@ -111,7 +111,7 @@ def learn(state: AdaptiveState, configs: Configs, v: Vec, y: float, task: int) -
             ratek = b * rateq
             h += (b + (1.0 if gamma > 0.0 else 0.0)) * float(np.sum(x2 * rateq))
         h *= scale
-        if not h > 0.0:
+        if not 0.0 < h < math.inf:  # infinite: a rate overflowed (docs/algorithms.md Sec. 11.2)
             continue
         a = y * invariant_step(loss, z0, ez0, h) / h * scale
         state.U0[m, j] += (a * rate0) * val

@@ -277,6 +277,48 @@ def test_kernel_equals_the_reference_on_extreme_feature_sizes(size: float) -> No
     np.testing.assert_allclose(compiled.U_, reference.U_, rtol=1e-12, atol=0.0)
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize(
+    ("name", "params"),
+    [
+        ("adaptive-logistic", {}),
+        ("adaptive-hinge", {"b": 0.0}),
+        ("adaptive-logistic", {"outlier_gamma": 0.05, "b": 0.5}),
+        ("adaptive", {"losses": "logistic,hinge", "etas": "0.2,1", "couplings": "0,1"}),
+        ("adaptive", {"losses": "logistic,hinge", "couplings": "0,1", "memory_order": "features"}),
+    ],
+)
+def test_rows_whose_rates_overflow_teach_nothing_and_leave_the_state_finite(
+    name: str, params: dict, sparse: bool
+) -> None:
+    """Every value near 1e-160: ``g^2 x_j^2`` underflows, the rates overflow and ``h`` is
+    infinite, so the step is skipped (docs/algorithms.md Sec. 11.2). Before, ``a = 0`` times
+    an infinite rate put NaN into the weights, and every later score was NaN, at any scale.
+    The kernel (the grid's lanes included) and the reference both skip it."""
+    batch, X, y, tasks, K = _stream(sparse)
+    tiny = batch * 1e-160
+    compiled = learners.make(name, n_features=X.shape[1], n_tasks=K, **params)
+    reference = reference_of(compiled)
+    scores = compiled.score_and_learn_many(tiny[:300], y[:300], tasks[:300])
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        expected = [
+            reference.score_and_learn_one(x, label, t)
+            for x, label, t in zip(X[:300] * 1e-160, y[:300], tasks[:300].tolist(), strict=True)
+        ]
+    np.testing.assert_array_equal(scores, 0.0)
+    np.testing.assert_array_equal(expected, 0.0)
+    for key, value in compiled.state_dict().items():
+        if isinstance(value, np.ndarray) and value.dtype.kind == "f":
+            assert np.all(np.isfinite(value)), key
+    # later rows of ordinary size are learned about as well as by a fresh learner
+    later = compiled.score_and_learn_many(batch[300:], y[300:], tasks[300:])
+    fresh = learners.make(name, n_features=X.shape[1], n_tasks=K, **params)
+    baseline = fresh.score_and_learn_many(batch[300:], y[300:], tasks[300:])
+    assert np.all(np.isfinite(later))
+    right = np.mean(np.sign(later[-150:]) == y[-150:])
+    assert right >= np.mean(np.sign(baseline[-150:]) == y[-150:]) - 0.05
+
+
 def test_warm_compiles_the_kernel() -> None:
     warm()
 
