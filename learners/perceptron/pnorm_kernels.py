@@ -42,7 +42,12 @@ _EXP_LIMIT = 256.0
 
 @njit(cache=True)
 def rebuild(theta: np.ndarray, Phi: np.ndarray, scalars: np.ndarray) -> None:
-    """Recompute ``c`` (a power of two near ``max |theta|``), ``Phi`` and ``S`` from ``theta``."""
+    """Recompute ``c`` (a power of two near ``max |theta|``), ``Phi`` and ``S`` from ``theta``.
+
+    ``c`` is kept between ``2^-1022`` and ``2^1023``, where it and ``1 / c`` are normal
+    doubles: for a ``theta`` of subnormal entries (rows of values below about 1e-308)
+    ``2.0 ** e`` of the exponent ``e <= -1023`` came out 0 (computed as ``1 / 2^-e``), and
+    the next division by ``c`` raised ``ZeroDivisionError`` in the middle of a batch."""
     p = scalars[P]
     m = 0.0
     for j in range(theta.shape[0]):
@@ -51,7 +56,7 @@ def rebuild(theta: np.ndarray, Phi: np.ndarray, scalars: np.ndarray) -> None:
     if m == 0.0:
         scalars[SCALE] = 1.0
     else:
-        scalars[SCALE] = 2.0 ** math.ceil(math.log2(m))
+        scalars[SCALE] = math.ldexp(1.0, min(max(math.ceil(math.log2(m)), -1022), 1023))
     inv = 1.0 / scalars[SCALE]
     total = 0.0
     for j in range(theta.shape[0]):

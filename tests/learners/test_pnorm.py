@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -147,3 +148,28 @@ def test_scale_invariant_and_overflow_safe_for_large_p(scale, p, seed):
     s_scaled = run(scaled, scale * X, y, tasks)
     assert np.isfinite(s_scaled).all()
     np.testing.assert_allclose(s_scaled, scale**2 * s_base, rtol=1e-8, atol=1e-300)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_rows_of_subnormal_values_are_learned_without_error(sparse):
+    """Rows of values near 1e-310 (below the smallest normal double) make ``max |theta|``
+    subnormal; the kernels' power-of-two scale of it came out 0 and the batch raised
+    ``ZeroDivisionError`` half-way, its first rows learned. The scale now stays a normal
+    double: every score is finite, and rows of ordinary size are learned afterwards."""
+    K, d = 4, 12
+    X, y, tasks = noisy_stream(200, K, d, seed=7)
+    model = learners.make("cmtl-pnorm", n_features=d, n_tasks=K)
+    tiny = X[:100] * 1e-310
+    batch = sp.csr_matrix(tiny) if sparse else tiny
+    scores = model.score_and_learn_many(batch, y[:100], tasks[:100])
+    assert np.isfinite(scores).all()
+    assert model.n_mistakes_ > 0
+    later = model.score_and_learn_many(X[100:], y[100:], tasks[100:])
+    assert np.isfinite(later).all()
+    fresh = learners.make("cmtl-pnorm", n_features=d, n_tasks=K)
+    baseline = fresh.score_and_learn_many(X[100:], y[100:], tasks[100:])
+    right = np.mean(np.where(later >= 0, 1.0, -1.0) == y[100:])
+    assert right >= np.mean(np.where(baseline >= 0, 1.0, -1.0) == y[100:]) - 0.05
+    for key, value in model.state_dict().items():
+        if isinstance(value, np.ndarray) and value.dtype.kind == "f":
+            assert np.isfinite(value).all(), key
