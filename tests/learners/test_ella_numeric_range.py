@@ -33,7 +33,7 @@ def _stream(n: int = 300) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def _trained(name: str, **params: Any) -> tuple[BasisLearner, np.ndarray, np.ndarray, np.ndarray]:
     X, y, tasks = _stream()
-    model = learners.make(name, n_features=D, n_tasks=K, k=2, refresh_every=1, **params)
+    model = learners.make(name, n_features=D, n_tasks=K, k=2, **params)
     assert isinstance(model, BasisLearner)
     model.score_and_learn_many(X[:150], y[:150], tasks[:150])
     return model, X, y, tasks
@@ -49,7 +49,7 @@ def test_an_example_of_huge_features_leaves_its_task_learning(name: str, base_le
     model, X, y, tasks = _trained(name, base_learner=base_learner)
     task = int(tasks[150])
     model.learn_one(np.sign(X[150]) * 1e10, y[150], task)
-    assert model.pending_[task] == 0  # the task was refreshed on that example
+    model.refresh(task)
     scores = model.score_and_learn_many(X[151:], y[151:], tasks[151:])
     model.refresh()
     assert np.all(np.isfinite(scores))
@@ -67,6 +67,7 @@ def test_values_up_to_the_limit_are_learned(name: str) -> None:
     row = X[150].copy()
     row[2] = -MAX_FEATURE_MAGNITUDE
     model.learn_one(row, y[150], int(tasks[150]))
+    model.refresh(int(tasks[150]))
     assert model.count_[int(tasks[150])] == np.sum(tasks[:151] == tasks[150])
     assert np.all(np.isfinite(model.xtx_)) and np.all(np.isfinite(model.L_))
     assert np.all(np.isfinite(model.score_and_learn_many(X[151:], y[151:], tasks[151:])))
