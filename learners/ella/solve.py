@@ -8,11 +8,11 @@ a positive ridge ``M`` is positive definite in exact arithmetic and an LU solve 
 fastest exact answer. In floating point it can still be singular: one example with
 features near 1e10 puts entries near 1e20 into ``X^T X``, beside which every other
 example's entries and the ridge round away (1e20 + 200 is 1e20), and LU then meets a
-zero pivot (numpy raises ``LinAlgError: Singular matrix``). Before this module that
-error left the task's statistics holding the example, so that every later refresh of the
-task failed again. :func:`solve_symmetric` returns instead the least-squares solution of
-least norm (``numpy.linalg.lstsq``, by SVD), the answer the learners already use without
-a ridge; on every system LU solves it is not called, so those results are unchanged.
+zero pivot (numpy raises ``LinAlgError: Singular matrix``). The example is in the
+task's statistics by then, so the error would come back at every later refresh of the
+task. :func:`solve_symmetric` then returns the least-squares solution of least norm
+(``numpy.linalg.lstsq``, by SVD), the answer the learners use without a ridge; where LU
+succeeds, its solution is returned as it is.
 """
 
 from __future__ import annotations

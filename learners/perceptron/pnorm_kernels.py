@@ -45,9 +45,9 @@ def rebuild(theta: np.ndarray, Phi: np.ndarray, scalars: np.ndarray) -> None:
     """Recompute ``c`` (a power of two near ``max |theta|``), ``Phi`` and ``S`` from ``theta``.
 
     ``c`` is kept between ``2^-1022`` and ``2^1023``, where it and ``1 / c`` are normal
-    doubles: for a ``theta`` of subnormal entries (rows of values below about 1e-308)
-    ``2.0 ** e`` of the exponent ``e <= -1023`` came out 0 (computed as ``1 / 2^-e``), and
-    the next division by ``c`` raised ``ZeroDivisionError`` in the middle of a batch."""
+    doubles, so that a ``theta`` of subnormal entries (rows of values below about 1e-308)
+    is scaled too. ``math.ldexp`` forms it exactly: ``2.0 ** e`` is computed as
+    ``1 / 2^-e``, which is 0 for ``e <= -1024``."""
     p = scalars[P]
     m = 0.0
     for j in range(theta.shape[0]):

@@ -292,9 +292,9 @@ def test_rows_whose_rates_overflow_teach_nothing_and_leave_the_state_finite(
     name: str, params: dict, sparse: bool
 ) -> None:
     """Every value near 1e-160: ``g^2 x_j^2`` underflows, the rates overflow and ``h`` is
-    infinite, so the step is skipped (docs/algorithms.md Sec. 11.2). Before, ``a = 0`` times
-    an infinite rate put NaN into the weights, and every later score was NaN, at any scale.
-    The kernel (the grid's lanes included) and the reference both skip it."""
+    infinite, so the step is skipped (docs/algorithms.md Sec. 11.2): ``a = 0`` along an
+    infinite rate would put NaN into the weights, and every later score would be NaN, at
+    any scale. The kernel (the grid's lanes included) and the reference both skip it."""
     batch, X, y, tasks, K = _stream(sparse)
     tiny = batch * 1e-160
     compiled = learners.make(name, n_features=X.shape[1], n_tasks=K, **params)

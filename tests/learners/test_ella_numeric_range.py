@@ -43,9 +43,10 @@ def _trained(name: str, **params: Any) -> tuple[BasisLearner, np.ndarray, np.nda
 @pytest.mark.parametrize("name", ELLA)
 def test_an_example_of_huge_features_leaves_its_task_learning(name: str, base_learner: str) -> None:
     """One example with every feature near 1e10: with the linear base learner its square
-    swallows the rest of the task's ``X^T X`` and the ridge, and LU found the refresh's
-    system singular (``LinAlgError``, raised again by every later refresh of the task, whose
-    statistics kept the example). Now every call succeeds and the state stays finite."""
+    swallows the rest of the task's ``X^T X`` and the ridge, and LU finds the refresh's
+    system singular (``LinAlgError``, which every later refresh of the task, whose
+    statistics keep the example, would raise again). Every call succeeds and the state
+    stays finite."""
     model, X, y, tasks = _trained(name, base_learner=base_learner)
     task = int(tasks[150])
     model.learn_one(np.sign(X[150]) * 1e10, y[150], task)

@@ -153,9 +153,10 @@ def test_scale_invariant_and_overflow_safe_for_large_p(scale, p, seed):
 @pytest.mark.parametrize("sparse", [False, True])
 def test_rows_of_subnormal_values_are_learned_without_error(sparse):
     """Rows of values near 1e-310 (below the smallest normal double) make ``max |theta|``
-    subnormal; the kernels' power-of-two scale of it came out 0 and the batch raised
-    ``ZeroDivisionError`` half-way, its first rows learned. The scale now stays a normal
-    double: every score is finite, and rows of ordinary size are learned afterwards."""
+    subnormal; the kernels' power-of-two scale of it stays a normal double (computed as
+    ``2.0 ** e`` it would be 0, and the division by it would raise ``ZeroDivisionError``
+    half-way through the batch): every score is finite, and rows of ordinary size are
+    learned afterwards."""
     K, d = 4, 12
     X, y, tasks = noisy_stream(200, K, d, seed=7)
     model = learners.make("cmtl-pnorm", n_features=d, n_tasks=K)
