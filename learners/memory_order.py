@@ -23,7 +23,10 @@ was saved.
 
 from __future__ import annotations
 
-__all__ = ["INTERLEAVE_MIN_FEATURES", "MEMORY_ORDERS", "interleave_for"]
+from learners.base import Param
+from learners.params import one_of
+
+__all__ = ["INTERLEAVE_MIN_FEATURES", "MEMORY_ORDERS", "interleave_for", "memory_order_param"]
 
 #: Rows at least this wide (D, the bias included) get the order by feature.
 INTERLEAVE_MIN_FEATURES = 16_384
@@ -39,3 +42,17 @@ def interleave_for(dim: int, memory_order: str = "auto") -> bool:
     if memory_order != "auto":
         return memory_order == "features"
     return dim >= INTERLEAVE_MIN_FEATURES
+
+
+def memory_order_param(layouts: str, results: str) -> Param:
+    """A learner's ``memory_order`` parameter (default ``auto``, one of
+    :data:`MEMORY_ORDERS`). ``layouts`` says what lies where by row and by feature (``"How
+    ... lie in memory: 'rows' (...), 'features' (...)"``), ``results`` how the two orders'
+    numbers compare; the help adds what ``auto`` chooses."""
+    return Param(
+        "memory_order",
+        "auto",
+        f"{layouts}, or 'auto' ('features' for rows of at least {INTERLEAVE_MIN_FEATURES} "
+        f"entries, bias included). {results}",
+        one_of(*MEMORY_ORDERS),
+    )

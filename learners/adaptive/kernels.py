@@ -376,7 +376,7 @@ def _gradient_step(
             gk, q, idx, val, n, gg, eta, ratek
         )
     h *= scale
-    if not 0.0 < h < math.inf:  # an infinite h: a rate overflowed (docs/algorithms.md Sec. 11.2)
+    if not _usable(h):  # an infinite h: a rate overflowed (docs/algorithms.md Sec. 11.2)
         return
     a = y * invariant_step_compiled(loss, z0, ez0, h) / h * scale
     _axpy(u0, a, rate0, idx, val, n)
@@ -516,7 +516,7 @@ def _grid_row(
                 scratch[ak + m] = ay if b > 0.0 else 0.0
         elif scratch[gg0 + m] > 0.0:
             h = (scratch[h0 + m] + b * scratch[hk + m]) * scale
-            if 0.0 < h < math.inf:  # as _first_order_step
+            if _usable(h):  # as _first_order_step
                 a = y * invariant_step_compiled(losses[m], z0, scratch[slope + m], h) / h * scale
                 scratch[a0 + m] = a
                 scratch[ak + m] = a * b
@@ -828,9 +828,11 @@ def _both_rates(t0: float, tk: float, e: float) -> tuple[float, float]:  # pragm
 
 @njit(cache=True, inline="always")
 def _usable(h: float) -> bool:  # pragma: no cover - compiled
-    """Whether a sum of ``x_j^2 rate_j`` of one division for both parts is positive and
-    finite: it is not when some ``sqrt(G_0j) sqrt(G_kj)`` underflows or overflows, where
-    that division is not the rates'."""
+    """Whether a sum ``h`` of ``x_j^2 rate_j`` is positive and finite. A step is taken only
+    then: 0 means no move, and an infinite ``h`` a rate that overflowed (docs/algorithms.md
+    Sec. 11.2). :func:`_fused_rates2` also checks its sums of one division for both parts
+    with it: they are not usable when some ``sqrt(G_0j) sqrt(G_kj)`` underflows or
+    overflows, where that division is not the rates'."""
     return 0.0 < h < math.inf
 
 
@@ -1114,7 +1116,7 @@ def _first_order_step(
         h = (h0 + b * hk) * scale
     else:
         h = _fused_rates(g0, q, idx, val, n, gg, eta, rates[0]) * scale
-    if not 0.0 < h < math.inf:  # an infinite h: a rate overflowed (docs/algorithms.md Sec. 11.2)
+    if not _usable(h):  # an infinite h: a rate overflowed (docs/algorithms.md Sec. 11.2)
         return
     a = y * invariant_step_compiled(loss, z0, ez0, h) / h * scale
     if b > 0.0:

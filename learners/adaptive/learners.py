@@ -39,8 +39,6 @@ from learners.adaptive.kernels import (
     adaptive_scores,
 )
 from learners.adaptive.layout import (
-    INTERLEAVE_MIN_FEATURES,
-    MEMORY_ORDERS,
     config_pair,
     in_layout,
     interleave_for,
@@ -51,7 +49,8 @@ from learners.adaptive.reference import AdaptiveState, learn, member_scores
 from learners.base import APPEND_BIAS, L2_NORMALIZE, LOG_SCALE, Learner, Param
 from learners.inputs import Batch, Vec, as_vector, check_label, check_task, log_scaled_row
 from learners.kernels import kernel_array
-from learners.params import non_negative, one_of, optional, positive
+from learners.memory_order import memory_order_param
+from learners.params import non_negative, optional, positive
 from learners.registry import register
 from learners.rom.base import OUTLIER_PARAMS, flagged_outliers
 
@@ -129,16 +128,12 @@ OUTLIER_GAMMA = Param(
     "step q_k <- max(0, 1 - eta gamma / ||q_k||) q_k (docs/algorithms.md Sec. 11.7).",
     non_negative,
 )
-MEMORY_ORDER = Param(
-    "memory_order",
-    "auto",
+MEMORY_ORDER = memory_order_param(
     "How the weights and accumulators lie in memory: 'rows' (each configuration's weights "
     "contiguous: dense rows vectorise), 'features' (each feature's values of every "
-    "configuration side by side: sparse rows read a few cache lines instead of many), or "
-    f"'auto' ('features' for rows of at least {INTERLEAVE_MIN_FEATURES} entries, bias "
-    "included). The decisions are the same either way; a member's numbers bit for bit, a "
-    "grid's (which runs in lanes by feature) to rounding (docs/algorithms.md Sec. 11.4).",
-    one_of(*MEMORY_ORDERS),
+    "configuration side by side: sparse rows read a few cache lines instead of many)",
+    "The decisions are the same either way; a member's numbers bit for bit, a grid's "
+    "(which runs in lanes by feature) to rounding (docs/algorithms.md Sec. 11.4).",
 )
 RIDGE = Param(
     "r",

@@ -16,9 +16,9 @@ import numpy as np
 
 from learners.base import APPEND_BIAS, L2_NORMALIZE, Param
 from learners.inputs import Vec
-from learners.memory_order import INTERLEAVE_MIN_FEATURES, MEMORY_ORDERS, interleave_for
+from learners.memory_order import interleave_for, memory_order_param
 from learners.omtl.compiled import CompiledLearner, KernelRows, vec_dot
-from learners.params import non_negative, one_of, positive
+from learners.params import non_negative, positive
 from learners.registry import register
 from learners.rom.kernels import coml_pass
 from learners.rom.scaled import add_scaled, rescale
@@ -31,15 +31,11 @@ LI2014 = (
 )
 
 
-MEMORY_ORDER = Param(
-    "memory_order",
-    "auto",
+MEMORY_ORDER = memory_order_param(
     "How the tasks' vectors V_k lie in memory: 'rows' (each V_k contiguous: dense rows "
     "vectorise), 'features' (the K values of feature j side by side: the global step's K "
-    "updates of a sparse row run as one pass, one cache line per non-zero), or 'auto' "
-    f"('features' for rows of at least {INTERLEAVE_MIN_FEATURES} entries, bias included). "
+    "updates of a sparse row run as one pass, one cache line per non-zero)",
     "The numbers are the same bit for bit either way (docs/algorithms.md Sec. 5.6).",
-    one_of(*MEMORY_ORDERS),
 )
 
 

@@ -13,9 +13,9 @@ import numpy as np
 
 from learners.base import APPEND_BIAS, L2_NORMALIZE, Param
 from learners.inputs import Vec
-from learners.memory_order import INTERLEAVE_MIN_FEATURES, MEMORY_ORDERS, interleave_for
+from learners.memory_order import interleave_for, memory_order_param
 from learners.omtl.compiled import KernelRows, vec_dot
-from learners.params import non_negative, one_of, positive
+from learners.params import non_negative, positive
 from learners.registry import register
 from learners.rom.base import (
     OUTLIER_MIN_SHARE,
@@ -33,15 +33,11 @@ __all__ = ["RobustPGD", "part_pair"]
 #: The state arrays laid out by feature (restored into the learner's own arrays).
 _LAID_OUT = ("P_", "Q_")
 
-MEMORY_ORDER = Param(
-    "memory_order",
-    "auto",
+MEMORY_ORDER = memory_order_param(
     "How the individual and outlier parts lie in memory: 'rows' (each task's p_i and q_i "
     "contiguous: dense rows vectorise), 'features' (p_i[j] and q_i[j] side by side: a sparse "
-    "row reads one cache line per non-zero for both), or 'auto' ('features' for rows of at "
-    f"least {INTERLEAVE_MIN_FEATURES} entries, bias included). The numbers are the same bit "
-    "for bit either way (docs/algorithms.md Sec. 5.2).",
-    one_of(*MEMORY_ORDERS),
+    "row reads one cache line per non-zero for both)",
+    "The numbers are the same bit for bit either way (docs/algorithms.md Sec. 5.2).",
 )
 
 
