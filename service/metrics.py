@@ -19,6 +19,7 @@ __all__ = [
     "HTTP_REQUESTS",
     "LABELS",
     "LABEL_REQUESTS",
+    "LEARNER_ERRORS",
     "LEASE_OWNER",
     "LOG_LAG",
     "MODEL_FAILED",
@@ -87,6 +88,12 @@ SNAPSHOT_VERSION = Gauge("omtl_snapshot_version", "Version of the latest snapsho
 DEAD_LETTERS = Counter(
     "omtl_dead_letters_total", "Log entries moved to the dead-letter stream.", ["model"]
 )
+LEARNER_ERRORS = Counter(
+    "omtl_learner_errors_total",
+    "Times the learner failed on log entries (an error other than a refusal of the input): "
+    "the model was rolled back to its snapshot, the entry quarantined and dead-lettered.",
+    ["model"],
+)
 LEASE_OWNER = Gauge(
     "omtl_lease_owner", "1 while this worker holds the model's lease, else 0.", ["model", "worker"]
 )
@@ -132,6 +139,7 @@ _PER_MODEL: tuple[MetricWrapperBase, ...] = (
     SNAPSHOT_AGE,
     SNAPSHOT_VERSION,
     DEAD_LETTERS,
+    LEARNER_ERRORS,
     LEASE_OWNER,
     OUTLIER_TASK,
     WORKER_ENTRIES,

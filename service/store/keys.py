@@ -22,6 +22,7 @@ __all__ = [
     "log_key",
     "models_key",
     "progress_key",
+    "quarantine_key",
     "queries_key",
     "snapshot_history_key",
     "snapshot_key",
@@ -70,6 +71,13 @@ def cuts_key(m: str) -> str:
     """Set: ids of log entries that start a new group of labelled events because the
     entries of the same millisecond before them were applied when a read ended."""
     return f"omtl:{{{m}}}:cuts"
+
+
+def quarantine_key(m: str) -> str:
+    """Hash: id of a log entry the learner failed on -> the error. The entry is left out
+    of the model's state (dead-lettered) by every replay
+    (docs/architecture.md, "When the learner fails")."""
+    return f"omtl:{{{m}}}:quarantine"
 
 
 def dead_key(m: str) -> str:

@@ -17,7 +17,13 @@ For each entry, in log order (docs/architecture.md, "Applying log entries"):
 * label: read the event back (the in-memory cache of recent unlabelled events,
   else XRANGE on the log), apply the label at most once, count it;
 * anything that cannot be decoded or applied goes to the dead-letter list with
-  the reason, and the next entry is applied.
+  the reason, and the next entry is applied;
+* when the learner raises anything but ``ValueError`` (its promise that nothing
+  changed), the state may hold part of the step: :class:`LearnerFailed` leaves
+  ``apply`` with the entries of the failing call, and the worker rolls the model
+  back to its snapshot; an entry the learner fails on alone is *quarantined*,
+  dead-lettered by every later replay without reaching the learner
+  (docs/architecture.md, "When the learner fails").
 
 The state changes depend only on the log, the snapshot it started from and the
 learner's own generator, so a replay from a snapshot reproduces them exactly.
@@ -54,7 +60,7 @@ from service.store.codec import (
 from service.worker.outbox import Outbox, dead_letter_fields
 from service.worker.state import ModelState
 
-__all__ = ["GROUP_MAX", "GROUP_MIN", "Applier"]
+__all__ = ["GROUP_MAX", "GROUP_MIN", "Applier", "LearnerFailed"]
 
 _F4 = np.dtype("<f4")
 #: Fetches the raw field list of one log entry by id (None when it is gone).
@@ -79,6 +85,25 @@ _Batched = tuple[bytes, Sequence[Any], np.ndarray, bytes, bytes]
 
 class _Dead(Exception):
     """An entry that cannot be applied; the message is the reason."""
+
+
+class LearnerFailed(Exception):
+    """The learner raised an error other than ``ValueError`` while applying the entries
+    ``entry_ids`` (one learner call, in log order), or an entry failed after part of it
+    was applied: the model's state may hold part of the call.
+
+    The worker rolls the model back to its last snapshot and replays the log: one
+    entry is quarantined first (left out by every replay), several are first cut
+    apart, so that the replay applies them one by one and finds the entry that fails.
+    """
+
+    def __init__(self, entry_ids: Sequence[bytes], error: BaseException) -> None:
+        self.entry_ids = list(entry_ids)
+        #: the learner's error, as the dead letter of a quarantined entry gives it
+        self.reason = f"{type(error).__name__}: {error}"
+        first = self.entry_ids[0].decode()
+        where = first if len(self.entry_ids) == 1 else f"{len(self.entry_ids)} entries from {first}"
+        super().__init__(f"the learner failed on {where}: {self.reason}")
 
 
 #: The instance of a view a multiview round does not carry: the zero vector.
@@ -275,13 +300,26 @@ class Applier:
         closed, st.closed_ms = st.closed_ms, None
         run: list[_Batched] = []
         merge = self.merge_batches
+        quarantined = st.quarantined
         for eid_b, flat in entries:
             after_closed, closed = closed, None
+            if quarantined and eid_b in quarantined:
+                if group:
+                    n_events += self._apply_group(group)
+                    group = []
+                if run:
+                    n_events += self._apply_run(run, run_bytes)
+                    run, run_bytes = [], 0
+                self._leave_out(eid_b, flat)
+                continue
             batch = self._labelled_batch(flat, x_bytes)
             if batch is not None:
                 if group:
                     n_events += self._apply_group(group)
                     group = []
+                if run and eid_b in cuts:  # cut apart after the learner failed on a run
+                    n_events += self._apply_run(run, run_bytes)
+                    run, run_bytes = [], 0
                 run.append((eid_b, flat, *batch))
                 run_bytes += len(batch[1])
                 if not merge or run_bytes >= RUN_MAX_BYTES:
@@ -335,6 +373,13 @@ class Applier:
         st.totals["events"] += n_events
         return tail
 
+    def _leave_out(self, eid_b: bytes, flat: Sequence[Any]) -> None:
+        """A quarantined entry: dead-lettered with the learner's error, not applied; the
+        model is snapshotted soon after (a learner failing again replays less)."""
+        reason = self.state.quarantined[eid_b]
+        self._dead(eid_b.decode(), f"the learner failed on this entry: {reason}", flat)
+        self.state.snapshot_soon = True
+
     def _cut(self, entry_id: bytes) -> None:
         """Start a new group at ``entry_id``, durably (see :meth:`apply`)."""
         if self.record_cut is not None:
@@ -350,15 +395,19 @@ class Applier:
     def _guarded(
         self, eid_b: bytes, flat: Sequence[Any], step: Callable[..., int], *args: Any
     ) -> int:
-        """Run ``step(*args)``; an entry it cannot apply goes to the dead letters (0 events)."""
+        """Run ``step(*args)``; an entry it cannot apply goes to the dead letters (0 events).
+        Any error but ``ValueError`` (or ours) may have left part of the entry applied: it
+        leaves as :class:`LearnerFailed`."""
         try:
             return step(*args)
         except _Dead as exc:
             self._dead(eid_b.decode(), str(exc), flat)
-        except StoreError:
+        except (StoreError, LearnerFailed):
             raise
-        except Exception as exc:
+        except ValueError as exc:  # refused before any change
             self._dead(eid_b.decode(), f"{type(exc).__name__}: {exc}", flat)
+        except Exception as exc:
+            raise LearnerFailed([eid_b], exc) from exc
         return 0
 
     def _unlabelled(self, eid_b: bytes, t: int, x32: bytes, ref: bytes | None) -> int:
@@ -382,6 +431,8 @@ class Applier:
                     scores = self.learner.score_and_learn_many(X, y, tasks)
                 except ValueError:
                     pass  # the batch was refused before any change: apply row by row
+                except Exception as exc:
+                    raise LearnerFailed([g[0] for g in group], exc) from exc
                 else:
                     self._count_labelled(scores, y, tasks)
                     return n
@@ -389,12 +440,12 @@ class Applier:
             try:
                 x = np.frombuffer(x32, _F4)
                 s = self._score_and_learn(x, y_one, t)
-            except StoreError:
-                raise
-            except Exception as exc:
+            except ValueError as exc:  # refused before any change
                 self._dead(eid_b.decode(), f"{type(exc).__name__}: {exc}", flat)
                 n -= 1
                 continue
+            except Exception as exc:
+                raise LearnerFailed([eid_b], exc) from exc
             self._count_arrived_labelled(t, s, y_one)
         return n
 
@@ -432,8 +483,11 @@ class Applier:
         on where a stream is cut into batches) get runs longer than one entry, so the
         state is bit for bit that of applying the entries one by one, and does not
         depend on how the log was read. When the call refuses a run of several entries
-        (a bad row: nothing changed), every entry is applied on its own, with full
-        validation; a single entry the learner refuses is dead-lettered, as it would be.
+        (``ValueError``, a bad row: nothing changed), every entry is applied on its own,
+        with full validation; a single entry the learner refuses is dead-lettered, as it
+        would be. Any other error leaves as :class:`LearnerFailed` with the run's entries.
+        An entry in ``state.cuts`` starts a run of its own (the worker cuts a failed run
+        apart that way).
 
         A merged run holds only rows labelled -1 or +1 (a merged call would refuse the
         run otherwise): that is checked here, once for the run; an entry with another
@@ -449,14 +503,13 @@ class Applier:
         tasks = run[0][2] if len(run) == 1 else np.concatenate([r[2] for r in run])
         try:
             scores = self.learner.score_and_learn_many(X, y, tasks)
-        except Exception as exc:
-            if len(run) == 1 and not isinstance(exc, ValueError):
-                self._dead(run[0][0].decode(), f"{type(exc).__name__}: {exc}", run[0][1])
-                return 0
+        except ValueError:  # refused before any change: each entry with full validation
             n = 0
             for eid_b, flat, *_ in run:
                 n += self._guarded(eid_b, flat, self._generic, eid_b.decode(), flat)
             return n
+        except Exception as exc:
+            raise LearnerFailed([r[0] for r in run], exc) from exc
         self._count_labelled(scores, y, tasks)
         return int(y.shape[0])
 
@@ -603,18 +656,26 @@ class Applier:
             starts = [0, *change.tolist()]
             ends = [*change.tolist(), n]
             bounds = [(a, e, bool(labelled[a])) for a, e in zip(starts, ends)]
-        for a, e, is_labelled in bounds:
-            if is_labelled:
-                ty, tt = y[a:e], tasks[a:e]
-                scores = learner.score_and_learn_many(X[a:e], ty, tt)
-                self._count_labelled(scores, ty, tt)
-                continue
-            refs = b.refs
-            ms, seq = entry_id_tuple(b.id)  # row i is event "<b.id>/<i>", key (ms, seq, i)
-            for i, t in enumerate(tasks[a:e].tolist(), start=a):
-                x = as_vector(X[i], learner.n_features)  # a copy, validated once
-                ref = None if refs is None else refs[i]
-                self._unlabelled_event(f"{b.id}/{i}", t, x, ref, (ms, seq, i))
+        started = False  # whether some row was applied: a later refusal is then a failure
+        try:
+            for a, e, is_labelled in bounds:
+                if is_labelled:
+                    ty, tt = y[a:e], tasks[a:e]
+                    scores = learner.score_and_learn_many(X[a:e], ty, tt)
+                    started = True
+                    self._count_labelled(scores, ty, tt)
+                    continue
+                refs = b.refs
+                ms, seq = entry_id_tuple(b.id)  # row i is event "<b.id>/<i>", key (ms, seq, i)
+                for i, t in enumerate(tasks[a:e].tolist(), start=a):
+                    x = as_vector(X[i], learner.n_features)  # a copy, validated once
+                    ref = None if refs is None else refs[i]
+                    self._unlabelled_event(f"{b.id}/{i}", t, x, ref, (ms, seq, i))
+                    started = True
+        except ValueError as exc:
+            if started:  # rows before it were applied: not an entry refused whole
+                raise LearnerFailed([b.id.encode()], exc) from exc
+            raise
         return n
 
     def _label(self, lab: Label) -> None:
@@ -626,6 +687,8 @@ class Applier:
             raise _Dead(f"unknown event {lab.event}: it is not earlier in the log than its label")
         if key in st.labelled:
             raise _Dead(f"event {lab.event} already has a label")
+        if entry.encode() in st.quarantined:
+            raise _Dead(f"event {lab.event} was never applied (the learner failed on it)")
         y = self._check_y(lab.y)
         cached = st.recent.get(lab.event)
         if cached is None:

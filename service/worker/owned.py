@@ -40,6 +40,15 @@ class Owned:
         """Keep a group boundary in Redis, for replays (:meth:`Applier.apply`)."""
         self._r.sadd(keys.cuts_key(self.state.name), entry_id)
 
+    def quarantine(self, entry_id: bytes, reason: str) -> None:
+        """Keep in Redis that the learner failed on this entry, with the error: every
+        replay leaves it out (docs/architecture.md, "When the learner fails")."""
+        self._r.hset(keys.quarantine_key(self.state.name), entry_id, reason)
+
+    def record_cuts(self, entry_ids: list[bytes]) -> None:
+        """Keep in Redis that each of these entries starts a group (or run) of its own."""
+        self._r.sadd(keys.cuts_key(self.state.name), *entry_ids)
+
     def fetch(self, entry_id: str) -> list[Any] | None:
         """The raw field list of one entry of the model's log, or None when it is gone."""
         found = self._r.xrange(self.log_key, entry_id, entry_id)
@@ -92,6 +101,10 @@ def load_owned(r: Store, name: str, limits: ModelLimits | None = None) -> Owned 
     )
     state.cuts = {
         c if isinstance(c, bytes) else c.encode() for c in r.smembers(keys.cuts_key(name))
+    }
+    state.quarantined = {
+        (k if isinstance(k, bytes) else k.encode()): _text(v)
+        for k, v in r.hgetall(keys.quarantine_key(name)).items()
     }
     last_query = r.xrevrange(keys.queries_key(name), count=1)
     if last_query:

@@ -53,9 +53,10 @@ class RunResult:
         """Events applied per second of the run."""
         return self.events / self.seconds if self.seconds > 0 else 0.0
 
-    def count(self, owned: Owned) -> None:
-        """Add a model's work since the last count (once, when it is let go)."""
-        now = owned.state.totals
+    def count(self, owned: Owned, upto: Mapping[str, int] | None = None) -> None:
+        """Add a model's work since the last count (once, when it is let go), up to its
+        totals now or ``upto`` (the totals of a snapshot it is reloaded from)."""
+        now = owned.state.totals if upto is None else upto
         for name in _RUN_COUNTS:
             setattr(self, name, getattr(self, name) + now[name] - owned.start_totals[name])
         owned.start_totals = dict(now)

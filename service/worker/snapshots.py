@@ -25,11 +25,13 @@ __all__ = ["history_keep", "snapshot_due", "snapshot_state", "trim_log"]
 
 
 def snapshot_due(state: ModelState, settings: Settings, now: float) -> bool:
-    """Whether ``state`` has unsnapshotted entries and is due (by entries or by time)."""
+    """Whether ``state`` has unsnapshotted entries and is due (by entries, by time, or
+    because a quarantined entry was passed: ``state.snapshot_soon``)."""
     if state.entries_since_snapshot <= 0:
         return False
     return (
-        state.entries_since_snapshot >= settings.snapshot_every_entries
+        state.snapshot_soon
+        or state.entries_since_snapshot >= settings.snapshot_every_entries
         or now - state.last_snapshot_at >= settings.snapshot_every_seconds
     )
 
@@ -62,6 +64,7 @@ def snapshot_state(
         state.archived_at = now
     state.snapshot_created = snap.created
     state.entries_since_snapshot = 0
+    state.snapshot_soon = False
     state.last_snapshot_at = time.monotonic()
     return state.version
 

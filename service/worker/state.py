@@ -119,6 +119,12 @@ class ModelState:
         #: of a group applied at the end of the last read (see Applier.apply)
         self.cuts: set[bytes] = set()
         self.closed_ms: bytes | None = None
+        #: entries the learner failed on (``omtl:{m}:quarantine``): id -> the error. They
+        #: are dead-lettered, never applied (docs/architecture.md, "When the learner fails")
+        self.quarantined: dict[bytes, str] = {}
+        #: a quarantined entry was passed since the last snapshot: snapshot at the next
+        #: chance, so that a learner failing again replays from a recent state
+        self.snapshot_soon = False
 
     # ------------------------------------------------------------ tasks
     def task_for(self, name: str) -> int:

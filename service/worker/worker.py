@@ -53,6 +53,7 @@ from service.store.lease import acquire, new_worker_id, release
 from service.store.models import ModelLimits, list_models
 from service.store.snapshot import SnapshotFenced
 from service.worker import task_lookup
+from service.worker.apply import LearnerFailed
 from service.worker.assignment import share
 from service.worker.blas import single_thread_blas
 from service.worker.history import HistoryRecorder
@@ -233,14 +234,15 @@ class Worker:
             mark_failed(self.r, name, reason, self.id, 4 * self.retry_s)
         release(self.r, name, self.id)
 
-    def _drop(self, name: str, reason: str, deleted: bool = False) -> None:
+    def _drop(self, name: str, reason: str, deleted: bool = False, count: bool = True) -> None:
         owned = self.owned.pop(name, None)
         if owned is not None:
             self.by_log.pop(owned.log_key.encode(), None)
             self.keeper.disown(name)
             self.published[(name, owned.state.generation)] = PublishedMarks.of(owned.state)
             self.history.forget(name)
-            self.result.count(owned)
+            if count:
+                self.result.count(owned)
             m.LEASE_OWNER.labels(name, self.id).set(0)
             log.warning("worker %s dropped model %r: %s", self.id, name, reason)
         if deleted:  # its series would be exported (and alert) forever
@@ -347,7 +349,12 @@ class Worker:
             t0 = time.perf_counter()
             entries_read += len(new or ())
             events_before += int(st.totals["events"])
-            st.pending = self._apply_bounded(owned, entries, now_ms if complete else None)
+            try:
+                st.pending = self._apply_bounded(owned, entries, now_ms if complete else None)
+            except LearnerFailed as failure:
+                events_after += int(st.totals["events"])
+                self._roll_back(owned, failure)
+                continue
             events_after += int(st.totals["events"])
             flush(self.r, owned, self.settings.queries_maxlen)
             m.UPDATE_LATENCY.labels(st.name).observe(time.perf_counter() - t0)
@@ -356,6 +363,34 @@ class Worker:
         if entries_read:
             self._entry_events = max(1, (events_after - events_before) // entries_read)
             self.read_entries = self._read_size()
+
+    def _roll_back(self, owned: Owned, failure: LearnerFailed) -> None:
+        """The learner failed on ``failure.entry_ids``
+        (docs/architecture.md, "When the learner fails"): write what the entries before them produced, quarantine the
+        entry (one) or cut the entries apart (several, so that the replay applies them one
+        by one and finds the entry that fails), and reload the model from its last
+        snapshot under the lease it still holds; the log is replayed from there."""
+        name = owned.state.name
+        m.LEARNER_ERRORS.labels(name).inc()
+        flush(self.r, owned, self.settings.queries_maxlen)
+        if len(failure.entry_ids) == 1:
+            owned.quarantine(failure.entry_ids[0], failure.reason)
+            log.error(
+                "model %r: %s; entry quarantined, model replayed from its snapshot", name, failure
+            )
+        else:
+            owned.record_cuts(failure.entry_ids)
+            log.warning("model %r: %s; applying them one by one from the snapshot", name, failure)
+        self._drop(name, "the learner failed", count=False)
+        try:
+            self._load(name)
+        except STORE_UNAVAILABLE:
+            raise
+        except (Exception, MemoryError) as exc:
+            self._fail(name, exc)
+        reloaded = self.owned.get(name)
+        # the work up to the snapshot counts once: the replay counts the rest again
+        self.result.count(owned, upto=None if reloaded is None else reloaded.start_totals)
 
     def _read_size(self) -> int:
         """Entries per log for the next read: ``read_count``, fewer for entries of many

@@ -63,8 +63,14 @@ def children(pid: int, marker: str) -> list[int]:
     return found
 
 
-def worker_process(redis_url: str, *args: str, **settings: object) -> subprocess.Popen[str]:
-    """Start ``python -m service.worker`` with ``REDIS_URL`` and ``OMTL_*`` settings."""
+def worker_process(
+    redis_url: str,
+    *args: str,
+    module: tuple[str, ...] = ("service.worker",),
+    **settings: object,
+) -> subprocess.Popen[str]:
+    """Start ``python -m service.worker`` with ``REDIS_URL`` and ``OMTL_*`` settings
+    (``module``: another module, with its own arguments, that runs the worker)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("OMTL_")}
     env["REDIS_URL"] = redis_url
     env["OMTL_WORKER_METRICS_PORT"] = "0"
@@ -72,7 +78,7 @@ def worker_process(redis_url: str, *args: str, **settings: object) -> subprocess
     for key, value in settings.items():
         env[f"OMTL_{key.upper()}"] = str(value)
     return subprocess.Popen(
-        [sys.executable, "-m", "service.worker", *args],
+        [sys.executable, "-m", *module, *args],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,
@@ -133,19 +139,28 @@ def kill_worker_while_it_works(
     kills: int,
     rng: np.random.Generator,
     on_kill: Callable[[], None] | None = None,
+    module: tuple[str, ...] = ("service.worker",),
     **settings: object,
 ) -> tuple[int, int]:
     """Run ``--until-idle`` workers on ``model``, SIGKILLing each one a random moment after
     it wrote a snapshot, ``kills`` times, then let the last one finish; ``(kills, lives)``.
 
-    ``on_kill`` runs after each kill (e.g. to note where the snapshot was)."""
+    ``on_kill`` runs after each kill (e.g. to note where the snapshot was); ``module``
+    runs the workers (see :func:`worker_process`)."""
     client = connect(redis_url)  # a single server or a cluster (redis+cluster://)
     done = lives = 0
     try:
         while True:
             lives += 1
             proc = worker_process(
-                redis_url, "--model", model, "--until-idle", "--worker-id", worker_id, **settings
+                redis_url,
+                "--model",
+                model,
+                "--until-idle",
+                "--worker-id",
+                worker_id,
+                module=module,
+                **settings,
             )
             if done >= kills:
                 out, err = proc.communicate(timeout=120)

@@ -1,0 +1,257 @@
+"""A learner that fails on some entries: the worker quarantines them and keeps going.
+
+The learner (:mod:`tests.service.faulty_learner`) raises ``RuntimeError`` on a row
+starting with ``MAGIC`` after learning the rows before it in the call, as a bug half-way
+through a batch would. The log mixes groups of labelled single events, runs of labelled
+batch entries, unlabelled events and their labels, and batch entries with unlabelled
+rows; a few entries carry a faulty row: a single event inside a group, a batch entry
+inside a run, the label of an event whose row is faulty, the second labelled part of a
+batch entry (followed by a label for one of its unlabelled rows). The worker must end
+with the state of the same log without those entries, bit for bit, the entries
+dead-lettered with the learner's error and quarantined, the label of a quarantined
+row dead-lettered, and every other entry applied once
+(docs/architecture.md, "When the learner fails"). The same holds for a worker killed
+with SIGKILL at random points.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+import redis
+from prometheus_client import REGISTRY
+
+from service.settings import Settings
+from service.store import keys
+from service.store.codec import encode_batch, encode_event, encode_label
+from service.store.models import ModelConfig, put_model
+from service.store.snapshot import read_snapshot
+from service.worker import Worker
+from tests.service.faulty_learner import MAGIC, make_faulty
+from tests.service.helpers import assert_same_learner, kill_worker_while_it_works
+
+D = 8
+TASKS = ["a", "b", "c"]
+
+
+@dataclass
+class Log:
+    """Entries with explicit ids (four per millisecond: labelled single events of one
+    millisecond form groups), and the ids of the entries with a faulty row."""
+
+    entries: list[tuple[str, dict[str, bytes | str]]] = field(default_factory=list)
+    faulty: list[str] = field(default_factory=list)
+
+    def add(self, fields: dict[str, bytes | str], faulty: bool = False) -> str:
+        i = len(self.entries)
+        entry_id = f"{1 + i // 4}-{i % 4}"
+        self.entries.append((entry_id, fields))
+        if faulty:
+            self.faulty.append(entry_id)
+        return entry_id
+
+    def without_faulty(self) -> list[tuple[str, dict[str, bytes | str]]]:
+        left_out = set(self.faulty)
+        return [(eid, fields) for eid, fields in self.entries if eid not in left_out]
+
+
+def build_log(seed: int, n: int, every: int) -> Log:
+    """About ``n`` entries with a faulty entry of one of the four kinds every ``every``."""
+    rng = np.random.default_rng(seed)
+    w = rng.normal(size=(len(TASKS), D))
+    log = Log()
+    waiting: list[str] = []  # unlabelled events without their label yet
+
+    def row(magic: bool = False) -> np.ndarray:
+        x = rng.normal(size=D).astype(np.float32)
+        if magic:
+            x[0] = MAGIC
+        return x
+
+    def label(t: int, x: np.ndarray) -> int:
+        return 1 if float(w[t] @ x) >= 0 else -1
+
+    def batch(n_rows: int, bad_row: int | None, unlabelled: slice | None = None) -> dict:
+        ts = [int(rng.integers(len(TASKS))) for _ in range(n_rows)]
+        X = np.stack([row(i == bad_row) for i in range(n_rows)])
+        ys: list[float | None] = [label(t, x) for t, x in zip(ts, X)]
+        if unlabelled is not None:
+            ys[unlabelled] = [None] * len(ys[unlabelled])
+        return encode_batch([TASKS[t] for t in ts], X, y=ys)
+
+    kind = 0
+    while len(log.entries) < n:
+        if len(log.entries) % every == every - 1:  # a faulty entry, the kinds in turn
+            kind += 1
+            if kind % 4 == 1:  # a labelled single event inside a group (one millisecond)
+                while len(log.entries) % 4 != 0:
+                    waiting.append(log.add(encode_event(TASKS[0], row(), binary=True)))
+                for i in range(4):
+                    t = int(rng.integers(len(TASKS)))
+                    x = row(i == 1)
+                    log.add(encode_event(TASKS[t], x, y=label(t, x), binary=True), faulty=i == 1)
+            elif kind % 4 == 2:  # a batch entry inside a run of batch entries
+                log.add(batch(16, None))
+                log.add(batch(16, 7), faulty=True)
+                log.add(batch(16, None))
+            elif kind % 4 == 3:  # the label of an event whose row is faulty
+                eid = log.add(encode_event(TASKS[0], row(True), binary=True))
+                log.add(encode_label(eid, 1), faulty=True)
+            else:  # the second labelled part of a batch entry with unlabelled rows
+                eid = log.add(batch(12, 9, unlabelled=slice(4, 7)), faulty=True)
+                log.add(encode_label(f"{eid}/5", 1))  # never applied: dead-lettered
+            continue
+        u = rng.random()
+        t = int(rng.integers(len(TASKS)))
+        if u < 0.6:
+            x = row()
+            log.add(encode_event(TASKS[t], x, y=label(t, x), binary=True))
+        elif u < 0.7:
+            log.add(batch(16, None))
+        elif u < 0.85:
+            waiting.append(log.add(encode_event(TASKS[t], row(), binary=True)))
+        elif waiting:
+            log.add(encode_label(waiting.pop(0), 1 if rng.random() < 0.5 else -1))
+    return log
+
+
+def write(r: redis.Redis, model: str, entries: list[tuple[str, dict[str, bytes | str]]]) -> None:
+    for start in range(0, len(entries), 2000):
+        with r.pipeline(transaction=False) as p:
+            for entry_id, fields in entries[start : start + 2000]:
+                p.xadd(keys.log_key(model), fields, id=entry_id)  # type: ignore[arg-type]
+            p.execute()
+
+
+def config(learner: str) -> ModelConfig:
+    return ModelConfig(learner=learner, n_features=D, tasks=TASKS, seed=3)
+
+
+def assert_left_out(rb: redis.Redis, faulty_model: str, clean_model: str, log: Log) -> None:
+    """``faulty_model`` holds the state of ``clean_model`` (the log without the faulty
+    entries), and the faulty entries are dead-lettered with the learner's error and
+    quarantined."""
+    faulty, clean = read_snapshot(rb, faulty_model), read_snapshot(rb, clean_model)
+    assert faulty is not None and clean is not None
+    assert faulty.last_id == log.entries[-1][0]
+    assert_same_learner(faulty.learner, clean.learner)
+    assert faulty.task_names == clean.task_names
+    for name, counts in clean.counters.items():
+        assert np.array_equal(counts, faulty.counters[name]), name
+    n_faulty = len(log.faulty)
+    expected = dict(clean.totals)
+    expected["entries"] += n_faulty
+    expected["dead_letters"] += n_faulty
+    assert faulty.totals == expected
+    # the clean model's dead letters (the labels of left-out rows) and the faulty entries,
+    # once each, in log order
+    reasons = {f[b"entry"].decode(): f[b"reason"] for _, f in rb.xrange(keys.dead_key(clean_model))}
+    assert len(reasons) == n_faulty // 4
+    assert all(b"unknown or expired event" in reason for reason in reasons.values())
+    dead = [(f[b"entry"].decode(), f[b"reason"]) for _, f in rb.xrange(keys.dead_key(faulty_model))]
+    order = {entry_id: i for i, (entry_id, _) in enumerate(log.entries)}
+    assert [entry_id for entry_id, _ in dead] == sorted([*reasons, *log.faulty], key=order.get)
+    for entry_id, reason in dead:
+        if entry_id in reasons:
+            assert b"was never applied (the learner failed on it)" in reason
+        else:
+            assert b"the learner failed on this entry: FaultyRow" in reason
+    quarantined = rb.hgetall(keys.quarantine_key(faulty_model))
+    assert sorted(k.decode() for k in quarantined) == sorted(log.faulty)
+
+
+def learner_errors(model: str) -> float:
+    return REGISTRY.get_sample_value("omtl_learner_errors_total", {"model": model}) or 0.0
+
+
+@pytest.mark.parametrize("learner", ["cmtl", "adaptive-auto"])
+def test_entries_the_learner_fails_on_are_left_out_and_the_rest_applied_once(
+    rb: redis.Redis, settings: Settings, monkeypatch: pytest.MonkeyPatch, learner: str
+) -> None:
+    log = build_log(seed=11, n=3000, every=250)
+    assert len(log.faulty) == 12
+    put_model(rb, "clean", config(learner))
+    write(rb, "clean", log.without_faulty())
+    clean_run = Worker(settings, models=["clean"]).run(until_idle=True, timeout=60)
+    assert clean_run.entries == len(log.entries) - len(log.faulty)
+
+    make_faulty(learner, monkeypatch.setattr)
+    put_model(rb, "faulty", config(learner))
+    write(rb, "faulty", log.entries)
+    errors_before = learner_errors("faulty")
+    frequent = settings.model_copy(update={"snapshot_every_entries": 300})
+    run = Worker(frequent, models=["faulty"]).run(until_idle=True, timeout=120)
+
+    # every entry counted once, although the entries after a snapshot were replayed
+    assert run.entries == len(log.entries)
+    assert_left_out(rb, "faulty", "clean", log)
+    # one failure per faulty entry, one more where it failed inside a group or a run
+    assert len(log.faulty) <= learner_errors("faulty") - errors_before <= 2 * len(log.faulty)
+
+
+def test_a_refused_row_is_a_dead_letter_unless_rows_of_its_entry_were_applied(
+    rb: redis.Redis, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A learner refusing a row (``ValueError``, nothing changed) makes a dead letter of a
+    single event; in a batch entry whose rows before it were applied (a labelled part
+    before unlabelled rows), it quarantines the entry: the state is that of the log
+    without it, not one holding its first part."""
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(40, D)).astype(np.float32)
+    single, split = X[0].copy(), X[1:11].copy()
+    single[0] = split[8, 0] = MAGIC
+    fields = [
+        encode_event(TASKS[i % 3], X[i], y=1 - 2 * (i % 2), binary=True) for i in range(11, 40)
+    ]
+    refused = encode_event(TASKS[0], single, y=1, binary=True)
+    applied_in_part = encode_batch([TASKS[1]] * 10, split, y=[1, -1, 1, None, None, 1, 1, -1, 1, 1])
+    fields = [*fields[:10], refused, *fields[10:20], applied_in_part, *fields[20:]]
+    log = [(f"{i + 1}-0", f) for i, f in enumerate(fields)]  # the refused 11-0, the batch 22-0
+
+    put_model(rb, "clean", config("cmtl"))
+    write(rb, "clean", [e for e in log if e[0] not in ("11-0", "22-0")])  # neither learned
+    Worker(settings, models=["clean"]).run(until_idle=True, timeout=60)
+    make_faulty("cmtl", monkeypatch.setattr, refuse=True)
+    put_model(rb, "faulty", config("cmtl"))
+    write(rb, "faulty", log)
+    errors_before = learner_errors("faulty")
+    Worker(settings, models=["faulty"]).run(until_idle=True, timeout=60)
+
+    faulty, clean = read_snapshot(rb, "faulty"), read_snapshot(rb, "clean")
+    assert faulty is not None and clean is not None
+    assert_same_learner(faulty.learner, clean.learner)
+    assert learner_errors("faulty") - errors_before == 1
+    assert rb.hkeys(keys.quarantine_key("faulty")) == [b"22-0"]
+    dead = {f[b"entry"]: f[b"reason"] for _, f in rb.xrange(keys.dead_key("faulty"))}
+    assert dead.keys() == {b"11-0", b"22-0"}
+    assert dead[b"11-0"] == f"ValueError: the row starts with {MAGIC}".encode()
+    assert dead[b"22-0"].startswith(b"the learner failed on this entry: ValueError: row 3 ")
+
+
+@pytest.mark.slow
+def test_a_worker_killed_while_the_learner_fails_ends_in_the_same_state(
+    rb: redis.Redis, redis_url: str, settings: Settings
+) -> None:
+    log = build_log(seed=5, n=12_000, every=400)
+    put_model(rb, "clean", config("cmtl"))
+    write(rb, "clean", log.without_faulty())
+    Worker(settings, models=["clean"]).run(until_idle=True, timeout=120)
+
+    put_model(rb, "killed", config("cmtl"))
+    write(rb, "killed", log.entries)
+    kills, lives = kill_worker_while_it_works(
+        redis_url,
+        "killed",
+        "w-faulty",
+        3,
+        np.random.default_rng(7),
+        module=("tests.service.faulty_learner", "cmtl"),
+        snapshot_every_entries=500,
+        snapshot_every_seconds=0.05,
+        read_count=100,
+        lease_ttl_ms=3000,
+    )
+    assert kills == 3 and lives == 4
+    assert_left_out(rb, "killed", "clean", log)
