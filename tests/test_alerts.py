@@ -39,6 +39,7 @@ EXPECTED = {
     "OmtlLogLagGrowing",
     "OmtlSnapshotStale",
     "OmtlDeadLettersIncreasing",
+    "OmtlLearnerErrors",
     "OmtlOutlierTask",
     "OmtlApiErrors",
     "OmtlBackpressure",
