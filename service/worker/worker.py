@@ -36,7 +36,7 @@ import contextlib
 import logging
 import signal
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import FrameType
 from typing import Any
@@ -218,14 +218,19 @@ class Worker:
             state.last_id,
         )
 
-    def _fail(self, name: str, exc: BaseException) -> None:
-        """The model cannot be loaded: leave it alone, report it, retry it later."""
+    def _fail(self, name: str, exc: BaseException, doing: str = "load") -> None:
+        """The model cannot be loaded (or served, ``doing``): leave it alone, report it,
+        retry it later."""
         reason = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
+        if doing != "load":
+            reason = f"while {doing}: {reason}"
         log.error(
-            "cannot load model %r, marked failed (retrying in %.0f s): %s",
+            "cannot %s model %r, marked failed (retrying in %.0f s): %s",
+            "load" if doing == "load" else "serve",
             name,
             self.retry_s,
             reason,
+            exc_info=doing != "load",
         )
         self.broken[name] = time.monotonic() + self.retry_s
         self.served.add(name)
@@ -233,6 +238,26 @@ class Worker:
         with contextlib.suppress(StoreError):  # a broken key type must not stop the worker
             mark_failed(self.r, name, reason, self.id, 4 * self.retry_s)
         release(self.r, name, self.id)
+
+    def _broke(self, owned: Owned, exc: Exception) -> None:
+        """Serving ``owned`` raised an unexpected error (a bug in the learner or here, out
+        of the entries' application, which :meth:`_roll_back` handles): the model is let
+        go and marked failed, as one that cannot be loaded (its reason in GET /models/{m},
+        retried every ``model_retry_s``); the worker's other models go on."""
+        name = owned.state.name
+        if name in self.owned:  # ``owned``, or what a roll-back loaded in its place
+            self._drop(name, "failed")
+        self._fail(name, exc, doing="serving it")
+
+    def _guarded(self, owned: Owned, step: Callable[..., object], *args: Any) -> None:
+        """Run ``step(*args)`` for ``owned``; an unexpected error marks the model failed
+        (:meth:`_broke`) instead of stopping the worker."""
+        try:
+            step(*args)
+        except STORE_UNAVAILABLE:
+            raise
+        except Exception as exc:
+            self._broke(owned, exc)
 
     def _drop(self, name: str, reason: str, deleted: bool = False, count: bool = True) -> None:
         owned = self.owned.pop(name, None)
@@ -351,12 +376,18 @@ class Worker:
             events_before += int(st.totals["events"])
             try:
                 st.pending = self._apply_bounded(owned, entries, now_ms if complete else None)
+                flush(self.r, owned, self.settings.queries_maxlen)
             except LearnerFailed as failure:
                 events_after += int(st.totals["events"])
-                self._roll_back(owned, failure)
+                self._guarded(owned, self._roll_back, owned, failure)
+                continue
+            except STORE_UNAVAILABLE:
+                raise
+            except Exception as exc:  # a bug: this model stops, the others go on
+                events_after += int(st.totals["events"])
+                self._broke(owned, exc)
                 continue
             events_after += int(st.totals["events"])
-            flush(self.r, owned, self.settings.queries_maxlen)
             m.UPDATE_LATENCY.labels(st.name).observe(time.perf_counter() - t0)
             if snapshot_due(st, self.settings, time.monotonic()):
                 self._snapshot(owned)
@@ -503,6 +534,11 @@ class Worker:
             snapshot_state(self.r, st, self.id, self.settings)
         except SnapshotFenced as exc:
             self._drop(st.name, str(exc))
+            return False
+        except STORE_UNAVAILABLE:
+            raise
+        except Exception as exc:  # e.g. a learner whose state cannot be written
+            self._broke(owned, exc)
             return False
         self.result.snapshots += 1
         m.SNAPSHOT_VERSION.labels(st.name).set(st.version)

@@ -23,9 +23,11 @@ import pytest
 import redis
 from prometheus_client import REGISTRY
 
+import learners
 from service.settings import Settings
 from service.store import keys
 from service.store.codec import encode_batch, encode_event, encode_label
+from service.store.failures import read_failed
 from service.store.models import ModelConfig, put_model
 from service.store.snapshot import read_snapshot
 from service.worker import Worker
@@ -255,3 +257,40 @@ def test_a_worker_killed_while_the_learner_fails_ends_in_the_same_state(
     )
     assert kills == 3 and lives == 4
     assert_left_out(rb, "killed", "clean", log)
+
+
+@pytest.mark.parametrize("where", ["outlier_tasks", "state_dict"])
+def test_a_model_whose_serving_fails_is_marked_failed_and_the_others_go_on(
+    rb: redis.Redis, settings: Settings, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """An error out of the entries' application (the learner's outlier report read after
+    a read, its state read for a snapshot) marks that model failed, as one that cannot
+    be loaded; the worker applies its other models to the end. Once the learner is
+    mended, a worker serves the model from its last snapshot to the end of its log."""
+    log = build_log(seed=2, n=1500, every=10_000)
+    for name, learner in (("good", "cmtl"), ("bad", "rom-pgd"), ("reference", "rom-pgd")):
+        put_model(rb, name, config(learner))
+        write(rb, name, log.entries)
+    Worker(settings, models=["reference"]).run(until_idle=True, timeout=60)
+
+    def broken(self: object, *args: object) -> object:
+        raise RuntimeError(f"{where} is broken")
+
+    cls = type(learners.make("rom-pgd", n_features=1, n_tasks=1))
+    with monkeypatch.context() as patch:
+        patch.setattr(cls, where, broken)
+        Worker(settings, models=["good", "bad"]).run(until_idle=True, timeout=60)
+        good = read_snapshot(rb, "good")
+        assert good is not None and good.last_id == log.entries[-1][0]
+        failure = read_failed(rb, "bad")
+        assert failure is not None
+        assert failure.reason == f"while serving it: RuntimeError: {where} is broken"
+        assert REGISTRY.get_sample_value("omtl_model_failed", {"model": "bad"}) == 1.0
+        assert rb.get(keys.lease_key("bad")) is None  # released for another try
+
+    Worker(settings, models=["bad"]).run(until_idle=True, timeout=60)
+    assert read_failed(rb, "bad") is None
+    bad, reference = read_snapshot(rb, "bad"), read_snapshot(rb, "reference")
+    assert bad is not None and reference is not None
+    assert bad.last_id == log.entries[-1][0]
+    assert_same_learner(bad.learner, reference.learner)
