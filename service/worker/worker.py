@@ -36,7 +36,7 @@ import contextlib
 import logging
 import signal
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from types import FrameType
 from typing import Any
@@ -249,16 +249,6 @@ class Worker:
             self._drop(name, "failed")
         self._fail(name, exc, doing="serving it")
 
-    def _guarded(self, owned: Owned, step: Callable[..., object], *args: Any) -> None:
-        """Run ``step(*args)`` for ``owned``; an unexpected error marks the model failed
-        (:meth:`_broke`) instead of stopping the worker."""
-        try:
-            step(*args)
-        except STORE_UNAVAILABLE:
-            raise
-        except Exception as exc:
-            self._broke(owned, exc)
-
     def _drop(self, name: str, reason: str, deleted: bool = False, count: bool = True) -> None:
         owned = self.owned.pop(name, None)
         if owned is not None:
@@ -375,19 +365,16 @@ class Worker:
             entries_read += len(new or ())
             events_before += int(st.totals["events"])
             try:
-                st.pending = self._apply_bounded(owned, entries, now_ms if complete else None)
-                flush(self.r, owned, self.settings.queries_maxlen)
-            except LearnerFailed as failure:
-                events_after += int(st.totals["events"])
-                self._guarded(owned, self._roll_back, owned, failure)
-                continue
+                applied = self._apply_and_flush(owned, entries, now_ms if complete else None)
             except STORE_UNAVAILABLE:
                 raise
             except Exception as exc:  # a bug: this model stops, the others go on
-                events_after += int(st.totals["events"])
                 self._broke(owned, exc)
+                applied = False
+            finally:
+                events_after += int(st.totals["events"])
+            if not applied:
                 continue
-            events_after += int(st.totals["events"])
             m.UPDATE_LATENCY.labels(st.name).observe(time.perf_counter() - t0)
             if snapshot_due(st, self.settings, time.monotonic()):
                 self._snapshot(owned)
@@ -395,12 +382,24 @@ class Worker:
             self._entry_events = max(1, (events_after - events_before) // entries_read)
             self.read_entries = self._read_size()
 
+    def _apply_and_flush(self, owned: Owned, entries: list[Any], horizon: int | None) -> bool:
+        """Apply ``entries`` (:meth:`_apply_bounded`) and write what they produced; False
+        when the learner failed and the model was rolled back (:meth:`_roll_back`)."""
+        try:
+            owned.state.pending = self._apply_bounded(owned, entries, horizon)
+        except LearnerFailed as failure:
+            self._roll_back(owned, failure)
+            return False
+        flush(self.r, owned, self.settings.queries_maxlen)
+        return True
+
     def _roll_back(self, owned: Owned, failure: LearnerFailed) -> None:
         """The learner failed on ``failure.entry_ids``
-        (docs/architecture.md, "When the learner fails"): write what the entries before them produced, quarantine the
-        entry (one) or cut the entries apart (several, so that the replay applies them one
-        by one and finds the entry that fails), and reload the model from its last
-        snapshot under the lease it still holds; the log is replayed from there."""
+        (docs/architecture.md, "When the learner fails"): write what the entries before
+        them produced, quarantine the entry (one) or cut the entries apart (several, so
+        that the replay applies them one by one and finds the entry that fails), and
+        reload the model from its last snapshot under the lease it still holds; the log
+        is replayed from there."""
         name = owned.state.name
         m.LEARNER_ERRORS.labels(name).inc()
         flush(self.r, owned, self.settings.queries_maxlen)
