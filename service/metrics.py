@@ -109,8 +109,8 @@ WORKER_ENTRIES = Counter(
 
 MODEL_FAILED = Gauge(
     "omtl_model_failed",
-    "1 while the worker cannot load the model (its state or configuration is invalid; "
-    "the reason is in GET /models/{m} and the log), retried every 30 s.",
+    "1 while the worker cannot load the model (its state or configuration is invalid) "
+    "or serving it failed (the reason is in GET /models/{m} and the log), retried every 30 s.",
     ["model"],
 )
 REDIS_WRITE_DURABILITY = Gauge(
