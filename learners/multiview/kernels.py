@@ -141,6 +141,8 @@ def mmperc_dual_pass(Phi, y, tasks, offsets, scale, Z, Q, a, v, s):  # type: ign
             gamma += z[j] * phi[j]
             own += v[j] * phi[j]
         sigma = 1.0 + zz - ku
+        if sigma < 1.0:  # >= 1 in exact arithmetic; rounding takes it below on huge rows
+            sigma = 1.0
         margin = own - aqg - (au - alpha) * (ug - gamma) / sigma
         scores[r] = margin
         if _mistake(margin, y[r]):

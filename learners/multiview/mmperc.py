@@ -25,7 +25,8 @@ Two forms, equal in exact arithmetic:
 * **dual** (Sec. 6.1) — ``A_s = I + Z_s Z_s^T`` with ``Z_s`` the z's of the
   mistaken rounds. Keep ``Q = (I_s + Z^T Z)^{-1}``, ``a = Z^T v`` and ``v``; with
   the tentative column ``z`` the block inverse of ``I + Z_t^T Z_t`` gives,
-  for ``k = Z^T z``, ``u = Q k``, ``sigma = 1 + z^T z - k^T u``,
+  for ``k = Z^T z``, ``u = Q k``, ``sigma = 1 + z^T z - k^T u`` (at least 1; kept
+  at 1 where rounding takes it below, on rows of values near 1e9 and above),
   ``g = Z^T phi_i``, ``alpha = v^T z``, ``gamma = z^T phi_i``::
 
       margin = v^T phi_i - a^T Q g - (a^T u - alpha)(u^T g - gamma)/sigma
@@ -247,7 +248,11 @@ class MMPerc(MultiviewLearner):
         k = Z @ z
         g = Z[:, block] @ phi[block]
         u = Q @ k
+        # the Schur complement of I + [Z z]^T [Z z] is at least 1 in exact arithmetic; on
+        # rows of huge values rounding takes it below (to 0 at about 1e9): it is kept at 1
         sigma = 1.0 + float(z @ z) - float(k @ u)
+        if sigma < 1.0:
+            sigma = 1.0
         alpha = float(self.v_ @ z)
         gamma = float(z[block] @ phi[block])
         own = float(self.v_[block] @ phi[block])

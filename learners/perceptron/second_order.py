@@ -23,7 +23,11 @@ row ``k_r = (A^{-1})_{i_r i_t} x_r^T x_t``, ``kappa = (A^{-1})_{i_t i_t} ||x_t||
 and ``Q = (a I + G)^{-1}``, the push-through identity and the Schur complement
 of ``a I + G_+`` give exactly the primal margin [D]::
 
-    u = Q k,    sigma = a + kappa - k^T u > 0,    margin_t = a (y_M^T u) / sigma.
+    u = Q k,    sigma = a + kappa - k^T u >= a,    margin_t = a (y_M^T u) / sigma.
+
+``sigma >= a`` because the Gram matrix of the mistakes and ``x_t`` is positive
+semi-definite. On rows of huge values (about 1e9 and above) rounding can take the
+computed ``sigma`` below ``a``, to 0 and a division by zero: it is kept at ``a``.
 
 On a mistake ``(x_t, i_t)`` joins M and ``Q`` grows by the block inverse::
 
@@ -247,7 +251,10 @@ class SecondOrderMultitaskPerceptronReference(Learner):
         k = self.Ainv_[self._t[:s], task] * x.dots(self._X[:s])
         u = self._Q[:s, :s] @ k
         kappa = float(self.Ainv_[task, task]) * x.sqnorm()
-        sigma = float(self.hyper["a"]) + kappa - float(k @ u)
+        a = float(self.hyper["a"])
+        sigma = a + kappa - float(k @ u)
+        if sigma < a:  # >= a in exact arithmetic (module docstring); rounding on huge rows
+            sigma = a
         return u, sigma
 
     def _margin(self, u: np.ndarray, sigma: float) -> float:

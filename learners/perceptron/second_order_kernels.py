@@ -9,7 +9,7 @@ a row ``(x, t)``:
 * ``k_r = (A^{-1})_{t_r t} <x_r, x>``: ``x`` is scattered into a length-d
   scratch vector (O(nnz), undone afterwards; a dense x is read directly), and
   each stored row is read once: O(s nnz);
-* ``u = Q k``, ``sigma = a + (A^{-1})_{tt} ||x||^2 - k^T u``,
+* ``u = Q k``, ``sigma = max(a, a + (A^{-1})_{tt} ||x||^2 - k^T u)``,
   ``margin = a (y^T u) / sigma``: O(s^2);
 * on a mistake, ``Q`` grows by the block inverse and ``x`` is appended: O(s^2 + nnz).
 
@@ -113,6 +113,8 @@ def step(
     for i in range(s):
         sigma -= k[i] * u[i]
         yu += labels[i] * u[i]
+    if sigma < a:  # >= a in exact arithmetic; rounding takes it below on huge rows
+        sigma = a
     margin = a * yu / sigma if s > 0 else 0.0
     if not learn or not math.isfinite(margin) or (margin >= 0.0) == (y > 0.0):
         return margin, False, DONE

@@ -216,3 +216,23 @@ def test_batches_accept_sparse_views_and_one_task_index():
     s_sparse = sparse.score_and_learn_views_many([sp.csr_matrix(v) for v in views], y, 1)
     np.testing.assert_array_equal(s_dense, s_sparse)
     assert dense.n_mistakes_ == sparse.n_mistakes_ > 0
+
+
+@pytest.mark.parametrize("scale", [1e9, 1e12, 3e38])
+@pytest.mark.parametrize("b", [1.0, 2.0])
+def test_dual_rows_of_huge_values_keep_sigma_at_one(scale, b):
+    """The dual form's ``sigma >= 1`` (a Schur complement of ``I + Z^T Z``); on rows of
+    values near 1e9 and more rounding took it to 0 and the margin raised
+    ZeroDivisionError from the second round on. Kept at 1: the margins stay finite in
+    the numpy rounds (per-event calls) and the compiled pass (batches) alike, which
+    agree, and a later ordinary round is learned."""
+    x = np.array([scale, 1.0])
+    X = np.array([x, x, -x, [0.0, 1.0]])
+    y, tasks = np.array([-1.0, 1.0, -1.0, 1.0]), np.array([0, 0, 1, 1])
+    rounds = learners.make("mmperc", n_features=2, n_tasks=2, seed=0, form="dual", b=b)
+    scores = [rounds.score_and_learn_one(X[r], y[r], tasks[r]) for r in range(4)]
+    batch = learners.make("mmperc", n_features=2, n_tasks=2, seed=0, form="dual", b=b)
+    assert np.isfinite(scores).all()
+    np.testing.assert_allclose(batch.score_and_learn_many(X, y, tasks), scores, rtol=1e-9)
+    for m in (rounds, batch):
+        assert np.isfinite(m.decision_one(x, 0)) and np.isfinite(m.decision_one(X[3], 1))

@@ -142,3 +142,40 @@ def test_old_states_with_dense_rows_load_and_sparse_high_dimensional_rows_work()
         big.learn_one((idx, rng.normal(size=100)), 1.0 if i % 3 else -1.0, i % 2)
     stored = big.state_dict()
     assert stored["state.X_data_"].shape[0] == 100 * stored["state.n_mistakes_"]
+
+
+@pytest.mark.parametrize("scale", [1e9, 1e10, 1e15, 3e38])
+@pytest.mark.parametrize("params", [{}, {"b": 0.5}, {"a": 0.1}])
+def test_rows_of_huge_values_keep_sigma_at_a(scale, params):
+    """``sigma >= a`` (the Schur complement of ``a I`` plus a PSD Gram matrix); on rows of
+    values near 1e9 and more rounding took the computed value to 0 and the margin raised
+    ZeroDivisionError, in the kernel and the reference alike, on every later row of the
+    task. Kept at ``a``: the margins stay finite, the learner's own mistake is scored
+    with its label's sign, kernel and reference agree, and a later ordinary row is
+    learned."""
+    from learners.checks.kernels import reference_of
+
+    x = np.array([scale, 1.0, 0.0])
+    compiled = learners.make("cmtl-second-order", n_features=3, n_tasks=2, seed=0, **params)
+    for m in (compiled, reference_of(compiled)):
+        m.learn_one(x, -1.0, 0)
+        m.learn_one(x, -1.0, 0)  # scored before it is learned: no second mistake
+        assert m.n_mistakes_ == 1
+        margin = m.decision_one(x, 0)
+        assert np.isfinite(margin) and margin < 0.0
+        scores = m.score_and_learn_many(
+            sp.csr_matrix(np.array([x, 2.0 * x])), np.array([1.0, -1.0]), np.array([0, 1])
+        )
+        assert np.isfinite(scores).all()
+        ordinary = np.array([0.0, 1.0, -1.0])
+        m.learn_one(ordinary, 1.0, 1)
+        assert m.decision_one(ordinary, 1) > 0.0
+    reference = reference_of(compiled)
+    for row, y, t in ((x, -1.0, 0), (x, -1.0, 0), (x, 1.0, 0), (2.0 * x, -1.0, 1)):
+        reference.learn_one(row, y, t)
+    probe = np.array([scale, -1.0, 2.0])
+    fresh = learners.make("cmtl-second-order", n_features=3, n_tasks=2, seed=0, **params)
+    fresh.score_and_learn_many(
+        np.array([x, x, x, 2.0 * x]), np.array([-1.0, -1.0, 1.0, -1.0]), np.array([0, 0, 0, 1])
+    )
+    assert fresh.decision_one(probe, 0) == pytest.approx(reference.decision_one(probe, 0), rel=1e-9)
