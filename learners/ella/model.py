@@ -73,7 +73,8 @@ ZERO_COLUMN = 1e-10
 #: Its systems hold products of up to four values (``X^T X`` and ``D_t`` of two, the GSVD
 #: step of products of ``D_t`` with itself), which stay finite in double precision below
 #: it; an example beyond it is refused with a ``ValueError`` before it changes anything.
-#: Float32 values (the service's wire format, at most 3.4e38) never reach it.
+#: Float32 values (the service's wire format, at most 3.4e38) never reach it. Regression
+#: targets are held to the same bound (``X^T y`` and the tasks' weights carry them).
 MAX_FEATURE_MAGNITUDE = 1e50
 
 
@@ -312,20 +313,27 @@ class BasisLearner(Learner):
 
     # -------------------------------------------------------------- learning
     def _learn(self, x: Vec, y: float, task: int) -> None:
-        self._check_magnitude(x.val)
+        self._check_magnitude(x.val, y)
         self._accumulate(task, x.dense(), y)
         if self.pending_[task] >= self.hyper["refresh_every"]:
             self._refresh(task)
 
-    def _check_magnitude(self, values: np.ndarray) -> None:
-        """Refuse feature values beyond :data:`MAX_FEATURE_MAGNITUDE` (after the learner's
-        preprocessing), before anything changes."""
+    def _check_magnitude(self, values: np.ndarray, targets: Any) -> None:
+        """Refuse feature values or targets beyond :data:`MAX_FEATURE_MAGNITUDE` (after
+        the learner's preprocessing), before anything changes."""
         largest = float(np.max(np.abs(values))) if values.size else 0.0
         if largest > MAX_FEATURE_MAGNITUDE:
             raise ValueError(
                 f"{self.name} learns from feature values of magnitude at most "
                 f"{MAX_FEATURE_MAGNITUDE:g} (its systems multiply up to four of them), "
                 f"got {largest:.3g}"
+            )
+        y = np.asarray(targets, dtype=np.float64)
+        largest = float(np.max(np.abs(y))) if y.size else 0.0
+        if largest > MAX_FEATURE_MAGNITUDE:
+            raise ValueError(
+                f"{self.name} learns from targets of magnitude at most "
+                f"{MAX_FEATURE_MAGNITUDE:g}, got {largest:.3g}"
             )
 
     def _accumulate(self, task: int, row: np.ndarray, y: float) -> None:
@@ -344,7 +352,7 @@ class BasisLearner(Learner):
     def _score_and_learn_batch(self, batch: Batch, y: np.ndarray, tasks: np.ndarray) -> np.ndarray:
         """Row by row on the refresh schedule (so it equals learn_one), scores from cached weights."""
         X = batch.to_dense()
-        self._check_magnitude(X)
+        self._check_magnitude(X, y)
         scores = np.empty(batch.n)
         W = self._task_weights()
         every = self.hyper["refresh_every"]
@@ -365,7 +373,7 @@ class BasisLearner(Learner):
         """
         batch, labels, tasks = self._prepare_batch(X, y, task)
         rows = batch.to_dense()
-        self._check_magnitude(rows)
+        self._check_magnitude(rows, labels)
         touched = list(dict.fromkeys(tasks.tolist()))
         for t in touched:
             mine = tasks == t
@@ -445,7 +453,7 @@ class BasisLearner(Learner):
         """``(theta, D)`` of the base learner on labelled data; changes nothing."""
         batch, labels, _ = self._prepare_batch(X, y, 0)
         rows = batch.to_dense()
-        self._check_magnitude(rows)
+        self._check_magnitude(rows, labels)
         ridge = self._ridge(rows.shape[0])
         if self.label_kind == "classification":
             return fit_logistic(rows, labels, ridge)

@@ -101,6 +101,35 @@ def test_values_beyond_the_limit_are_refused_and_change_nothing(name: str, value
         assert_states_equal(model.state_dict(), before, f"{name} after {call}")
 
 
+@pytest.mark.parametrize("name", ELLA)
+def test_regression_targets_beyond_the_limit_are_refused_and_change_nothing(name: str) -> None:
+    """A regression target beyond the limit (``X^T y`` and the weights carry it; 1e300
+    made every array of the model NaN) is refused by every entry that learns or fits,
+    with the state unchanged; a target at the limit is learned, the state finite."""
+    model, X, y, tasks = _trained(name)
+    assert model.label_kind == "regression"
+    targets = y[150:160].copy()
+    targets[-1] = 1e300
+    calls: dict[str, Callable[[], object]] = {
+        "learn_one": lambda: model.learn_one(X[159], 1e300, 0),
+        "score_and_learn_one": lambda: model.score_and_learn_one(X[159], -1e300, 0),
+        "score_and_learn_many": lambda: model.score_and_learn_many(
+            X[150:160], targets, tasks[150:160]
+        ),
+        "learn_many": lambda: model.learn_many(X[150:160], targets, tasks[150:160]),
+        "encode": lambda: model.encode(X[150:160], targets),
+    }
+    before = model.state_dict()
+    for call, run in calls.items():
+        with pytest.raises(ValueError, match=re.escape("targets of magnitude at most 1e+50")):
+            run()
+        assert_states_equal(model.state_dict(), before, f"{name} after {call}")
+    model.learn_one(X[150], MAX_FEATURE_MAGNITUDE, 0)
+    model.refresh(0)
+    assert all(np.all(np.isfinite(v)) for v in (model.xty_, model.L_, model.S_))
+    assert np.isfinite(model.decision_one(X[151], 1))
+
+
 def test_solve_symmetric_takes_lu_where_it_succeeds_and_least_squares_where_it_meets_a_zero_pivot() -> (
     None
 ):
