@@ -46,6 +46,7 @@ __all__ = [
     "Label",
     "MultiviewEvent",
     "X",
+    "check_float32_range",
     "decode_entry",
     "decode_flat",
     "read_binary_event",
@@ -204,13 +205,26 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool)
 
 
+def check_float32_range(values: np.ndarray, where: str = "x") -> None:
+    """Raise ``ValueError`` when ``values`` (finite) hold a magnitude beyond float32's: the
+    log stores features as float32, so the API refuses such a value and the worker
+    dead-letters a JSON event written with one straight to the log, before a learner
+    meets values its arithmetic overflows on (1e200 squared)."""
+    if values.size and float(np.abs(values).max()) > FLOAT32_MAX:
+        raise ValueError(
+            f"{where} has a value beyond the float32 range (|v| <= {FLOAT32_MAX:.6g}) "
+            "that the log stores features in"
+        )
+
+
 def parse_x_json(obj: Any, n_features: int) -> X:
     """Validate a JSON feature vector against the model's dimension.
 
     ``obj`` is a dense list of ``n_features`` numbers or
     ``{"indices": [...], "values": [...]}`` with integer indices in
-    ``[0, n_features)``. Returns a float64 array or an ``(int64, float64)`` pair.
-    Raises ``ValueError`` with a message on a wrong shape, type or value.
+    ``[0, n_features)``, every value finite and within float32's range
+    (:func:`check_float32_range`). Returns a float64 array or an ``(int64, float64)``
+    pair. Raises ``ValueError`` with a message on a wrong shape, type or value.
     """
     if isinstance(obj, Mapping):
         if set(obj) != {"indices", "values"}:
@@ -234,6 +248,7 @@ def parse_x_json(obj: Any, n_features: int) -> X:
             raise ValueError("sparse x: indices must be unique")
         if not np.isfinite(val).all():
             raise ValueError("x contains NaN or infinite values")
+        check_float32_range(val)
         return idx, val
     if isinstance(obj, list | tuple):
         if len(obj) != n_features:
@@ -243,6 +258,7 @@ def parse_x_json(obj: Any, n_features: int) -> X:
         arr = np.asarray(obj, dtype=np.float64)
         if not np.isfinite(arr).all():
             raise ValueError("x contains NaN or infinite values")
+        check_float32_range(arr)
         return arr
     raise ValueError("x must be a list of numbers or {'indices': [...], 'values': [...]}")
 

@@ -172,6 +172,10 @@ REJECTS = [
     ({b"k": b"e", b"task": b"a", b"x": b"[1,2,3]", b"y": b"abc"}, "not a number"),
     ({b"k": b"e", b"task": b"a", b"x": b"[1,2,3]", b"y": b"nan"}, "finite"),
     ({b"k": b"e", b"task": b"a", b"x": b'{"indices":[5],"values":[1]}'}, "lie in"),
+    # JSON carries float64; the log's features are float32 (what the API refuses too)
+    ({b"k": b"e", b"task": b"a", b"x": b"[1,1e39,3]"}, "beyond the float32 range"),
+    ({b"k": b"e", b"task": b"a", b"x": b'{"indices":[0],"values":[-1e200]}'}, "float32 range"),
+    ({b"k": b"v", b"task": b"a", b"views": b'["a"]', b"vx": b"[[1e300]]"}, "float32 range"),
     ({b"k": b"e", b"task": b"a", b"x": b'{"indices":[0,1],"values":[1]}'}, "2 indices"),
     ({b"k": b"e", b"task": b"a", b"xi": b"\0\0\0\0"}, "needs xv"),
     ({b"k": b"e", b"task": b"", b"x": b"[1,2,3]"}, "must not be empty"),
@@ -263,6 +267,10 @@ def test_parse_x_json_validates_like_the_api_needs() -> None:
         parse_x_json("1,2", 2)
     with pytest.raises(ValueError, match="exactly the keys"):
         parse_x_json({"indices": [1]}, 2)
+    largest = float(np.finfo(np.float32).max)
+    assert parse_x_json([largest, -largest], 2).tolist() == [largest, -largest]
+    with pytest.raises(ValueError, match="beyond the float32 range"):
+        parse_x_json([np.nextafter(largest, np.inf), 0.0], 2)
 
 
 def test_encoders_reject_bad_shapes() -> None:

@@ -26,7 +26,7 @@ from service.api.cache import ModelView
 from service.api.context import ApiContext
 from service.api.errors import ApiError, BadInput, NotFound, PayloadTooLarge, TooBusy
 from service.api.schemas import SparseX
-from service.store.codec import FLOAT32_MAX, X, encode_batch, encode_event, parse_x_json
+from service.store.codec import X, check_float32_range, encode_batch, encode_event, parse_x_json
 from service.store.group_commit import AppendReply, Entry
 
 __all__ = [
@@ -74,20 +74,17 @@ def to_x(x: list[float] | SparseX, n_features: int, where: str = "x") -> X:
         dense = np.array(x, dtype=np.float64)
         _check_float32(dense, where)
         return dense
-    try:
-        parsed = parse_x_json({"indices": x.indices, "values": x.values}, n_features)
+    try:  # the float32 range included (check_float32_range)
+        return parse_x_json({"indices": x.indices, "values": x.values}, n_features)
     except ValueError as exc:
         raise BadInput(f"{where}: {exc}") from None
-    _check_float32(parsed[1] if isinstance(parsed, tuple) else parsed, where)
-    return parsed
 
 
 def _check_float32(values: np.ndarray, where: str) -> None:
-    if values.size and float(np.abs(values).max()) > FLOAT32_MAX:
-        raise BadInput(
-            f"{where} has a value beyond the float32 range (|v| <= {FLOAT32_MAX:.6g}) "
-            "that the log stores features in"
-        )
+    try:
+        check_float32_range(values, where)
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
 
 
 def check_labels(view: ModelView, ys: Sequence[float | None]) -> None:
