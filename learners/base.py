@@ -62,7 +62,7 @@ from typing import Any, ClassVar, Protocol, TypeVar, cast
 
 import numpy as np
 
-from learners.inputs import Batch, Vec, as_vector, check_label, check_task
+from learners.inputs import Batch, Vec, as_vector, check_label, check_task, numeric_array
 from learners.kernels import all_finite
 from learners.params import boolean, non_negative_int, optional, strict_int
 
@@ -681,7 +681,7 @@ class Learner:
         first, is still applied here)."""
         batch = Batch.from_input(X, self._n_features, check_finite=check_finite)
         n = batch.n
-        labels = np.asarray(y, dtype=np.float64).reshape(-1)
+        labels = numeric_array(y, "labels y").reshape(-1)
         if labels.shape[0] != n:
             raise ValueError(f"y has {labels.shape[0]} labels for {n} rows")
         # A few rows are checked in Python: numpy's reductions cost about 1 us each.

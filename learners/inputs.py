@@ -18,6 +18,7 @@ inputs cost O(nnz log nnz) and all learner arithmetic on them is O(nnz).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -29,7 +30,7 @@ from learners.params import strict_int
 FloatArray = np.ndarray
 IntArray = np.ndarray
 
-__all__ = ["Vec", "as_vector", "check_label", "check_task", "log_scaled_row"]
+__all__ = ["Vec", "as_vector", "check_label", "check_task", "log_scaled_row", "numeric_array"]
 
 
 class Vec:
@@ -123,6 +124,23 @@ class Vec:
 
 #: The element types of a dense 1-D row that :func:`as_vector` checks first.
 _DENSE_TYPES = (np.dtype(np.float64), np.dtype(np.float32))
+#: The dtype kinds of numbers: booleans, signed and unsigned integers, floats. Strings,
+#: complex numbers and objects (a Python int beyond int64) are refused, not converted.
+_NUMERIC_KINDS = frozenset("biuf")
+
+
+def numeric_array(values: Any, what: str) -> FloatArray:
+    """``values`` as a float64 array; ``ValueError`` naming ``what`` when they are not
+    numbers (:data:`_NUMERIC_KINDS`: a string is not parsed, a complex number not cut)."""
+    if type(values) is np.ndarray and values.dtype == np.float64:
+        return values  # the common case, without the conversions below
+    try:
+        arr = values if isinstance(values, np.ndarray) else np.asarray(values)
+    except (TypeError, ValueError) as exc:  # ragged sequences, objects numpy cannot take
+        raise ValueError(f"{what} must be numbers: {exc}") from None
+    if arr.dtype.kind not in _NUMERIC_KINDS:
+        raise ValueError(f"{what} must be numbers, got values of type {arr.dtype}")
+    return arr.astype(np.float64, copy=False)
 
 
 def _appended(a: np.ndarray, value: float) -> np.ndarray:
@@ -181,9 +199,11 @@ def _check_finite(val: FloatArray) -> None:
 
 def _from_pair(indices: Any, values: Any, dim: int) -> Vec:
     idx = np.asarray(indices)
-    val = np.asarray(values, dtype=np.float64)
+    val = numeric_array(values, "x values")
     if idx.ndim != 1 or val.ndim != 1 or idx.shape[0] != val.shape[0]:
         raise ValueError("x as (indices, values) needs two 1-D sequences of equal length")
+    if idx.shape[0] and idx.dtype.kind not in "iuf":  # not booleans, strings or objects
+        raise ValueError(f"x indices must be integers in [0, {dim}), got type {idx.dtype}")
     integral = np.issubdtype(idx.dtype, np.integer) or np.all(np.mod(idx, 1) == 0)
     if idx.shape[0] and not integral:
         raise ValueError("x indices must be integers")
@@ -255,10 +275,7 @@ def as_vector(x: Any, dim: int) -> Vec:
         return _from_pair(x[0], x[1], dim)
     if isinstance(x, dict) and set(x) == {"indices", "values"}:
         return _from_pair(x["indices"], x["values"], dim)
-    try:
-        arr = np.asarray(x, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"x must be numeric: {exc}") from None
+    arr = numeric_array(x, "x")
     if arr.ndim != 1:
         raise ValueError(f"dense x must be 1-D, got shape {arr.shape}")
     return _from_dense(arr, x, dim)
@@ -336,6 +353,8 @@ class Batch:
         if sp.issparse(X):
             if X.ndim != 2 or X.shape[1] != dim:
                 raise ValueError(f"X must have {dim} columns, got shape {X.shape}")
+            if X.dtype.kind not in _NUMERIC_KINDS:
+                raise ValueError(f"X must hold numbers, got values of type {X.dtype}")
             csr = X if type(X) is sp.csr_matrix and X.dtype == np.float64 else None
             if csr is None or not (csr.has_canonical_format and csr.data.all()):
                 # Canonicalise a copy: sorted unique indices, no explicit zeros.
@@ -348,10 +367,15 @@ class Batch:
         if isinstance(X, np.ndarray):
             if X.ndim != 2 or X.shape[1] != dim:
                 raise ValueError(f"X must be 2-D with {dim} columns, got shape {X.shape}")
-            arr = np.asarray(X, dtype=np.float64)
+            arr = numeric_array(X, "X")
             if check_finite:
                 _check_finite(arr)
             return cls(arr, None, dim)
+        if not isinstance(X, Iterable):
+            raise ValueError(
+                "X must be a 2-D array, a sparse matrix or a sequence of vectors, "
+                f"got {type(X).__name__}"
+            )
         rows = [as_vector(r, dim) for r in X]
         return cls.from_vecs(rows, dim)
 

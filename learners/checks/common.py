@@ -190,7 +190,9 @@ def check_input_forms_agree(make: Factory) -> None:
 
 
 def check_bad_input_raises_and_changes_nothing(make: Factory) -> None:
-    """Wrong dimension, NaN/inf, unknown task and bad labels raise ValueError; state is unchanged."""
+    """Wrong dimension, NaN/inf, values that are not numbers (strings, complex numbers,
+    objects, an index beyond int64, boolean indices), no batch at all, unknown task and
+    bad labels raise ValueError; state is unchanged."""
     learner = make()
     stream = _stream(learner, n=200, seed=5)
     _run(learner, stream)
@@ -203,6 +205,14 @@ def check_bad_input_raises_and_changes_nothing(make: Factory) -> None:
     inf = good.copy()
     inf[-1] = np.inf
     bad_x = [np.ones(d + 1), np.ones(d - 1) if d > 1 else np.ones(3), nan, inf, ([d], [1.0]), "x"]
+    bad_x += [
+        good.astype(np.complex128),
+        ["1"] * d,
+        (["a"], [1.0]),
+        ([2**70], [1.0]),
+        (np.array([True]), [1.0]),
+        ([0], ["1"]),
+    ]
     for x in bad_x:
         _expect_value_error(learner.decision_one, x, 0)
         _expect_value_error(learner.learn_one, x, good_y, 0)
@@ -222,6 +232,12 @@ def check_bad_input_raises_and_changes_nothing(make: Factory) -> None:
     X_nan[3, 0] = np.nan
     _expect_value_error(learner.learn_many, X_nan, stream.y[:4], 0)
     _expect_value_error(learner.learn_many, stream.X[:4], stream.y[:4], [0, 1, K, 0])
+    for X in (None, 3.0, stream.X[:4].astype(np.complex128), sp.csr_matrix(stream.X[:4] * 1j)):
+        _expect_value_error(learner.learn_many, X, stream.y[:4], 0)
+        _expect_value_error(learner.score_and_learn_many, X, stream.y[:4], 0)
+    for y in (stream.y[:4].astype(str), stream.y[:4].astype(np.complex128), [object()] * 4):
+        _expect_value_error(learner.learn_many, stream.X[:4], y, 0)
+        _expect_value_error(learner.score_and_learn_many, stream.X[:4], y, 0)
     assert_states_equal(before, learner.state_dict(), "after rejected input")
 
 
