@@ -77,10 +77,17 @@ def trimmed_entries(r: Store, name: str) -> int:
     return max(0, int(added) - int(length))
 
 
-def load_owned(r: Store, name: str, limits: ModelLimits | None = None) -> Owned | None:
+def load_owned(
+    r: Store,
+    name: str,
+    limits: ModelLimits | None = None,
+    recorded: tuple[set[bytes], dict[bytes, str]] | None = None,
+) -> Owned | None:
     """The model's state from its latest snapshot of the current generation (or the
     initial state), with how far label requests and dead letters were already
-    written; None when the model does not exist.
+    written; None when the model does not exist. ``recorded``: the model's cuts and
+    quarantined entries as the caller holds them (a worker rolling the model back),
+    instead of reading them from Redis again.
 
     The configuration and the snapshot are checked against ``limits`` before
     anything is built (``ValueError`` subclasses with the reason: ``ConfigInvalid``,
@@ -99,13 +106,16 @@ def load_owned(r: Store, name: str, limits: ModelLimits | None = None) -> Owned 
     state.check_task_count = lambda k: limits.check(
         config.learner, config.n_features, k, config.params
     )
-    state.cuts = {
-        c if isinstance(c, bytes) else c.encode() for c in r.smembers(keys.cuts_key(name))
-    }
-    state.quarantined = {
-        (k if isinstance(k, bytes) else k.encode()): _text(v)
-        for k, v in r.hgetall(keys.quarantine_key(name)).items()
-    }
+    if recorded is not None:
+        state.cuts, state.quarantined = set(recorded[0]), dict(recorded[1])
+    else:
+        state.cuts = {
+            c if isinstance(c, bytes) else c.encode() for c in r.smembers(keys.cuts_key(name))
+        }
+        state.quarantined = {
+            (k if isinstance(k, bytes) else k.encode()): _text(v)
+            for k, v in r.hgetall(keys.quarantine_key(name)).items()
+        }
     last_query = r.xrevrange(keys.queries_key(name), count=1)
     if last_query:
         event = (last_query[0][1] or {}).get(b"event")

@@ -186,8 +186,8 @@ class Worker:
         signal.signal(signal.SIGINT, handler)
 
     # ------------------------------------------------------------ ownership
-    def _load(self, name: str) -> None:
-        owned = load_owned(self.r, name, ModelLimits.from_settings(self.settings))
+    def _load(self, name: str, recorded: tuple[set[bytes], dict[bytes, str]] | None = None) -> None:
+        owned = load_owned(self.r, name, ModelLimits.from_settings(self.settings), recorded)
         if owned is None:
             release(self.r, name, self.id)
             return
@@ -400,20 +400,23 @@ class Worker:
         that the replay applies them one by one and finds the entry that fails), and
         reload the model from its last snapshot under the lease it still holds; the log
         is replayed from there."""
-        name = owned.state.name
+        st = owned.state
+        name = st.name
         m.LEARNER_ERRORS.labels(name).inc()
         flush(self.r, owned, self.settings.queries_maxlen)
         if len(failure.entry_ids) == 1:
             owned.quarantine(failure.entry_ids[0], failure.reason)
+            st.quarantined[failure.entry_ids[0]] = failure.reason
             log.error(
                 "model %r: %s; entry quarantined, model replayed from its snapshot", name, failure
             )
         else:
             owned.record_cuts(failure.entry_ids)
+            st.cuts.update(failure.entry_ids)
             log.warning("model %r: %s; applying them one by one from the snapshot", name, failure)
         self._drop(name, "the learner failed", count=False)
-        try:
-            self._load(name)
+        try:  # the cuts and quarantine as written: not read back (they grow with failures)
+            self._load(name, (st.cuts, st.quarantined))
         except STORE_UNAVAILABLE:
             raise
         except (Exception, MemoryError) as exc:
