@@ -26,6 +26,7 @@ __all__ = [
     "Validator",
     "at_least",
     "boolean",
+    "int_between",
     "interval",
     "non_negative",
     "non_negative_int",
@@ -86,10 +87,19 @@ def positive(v: Any) -> float:
 non_negative = at_least(0.0)
 
 
-def _whole_number(v: Any, minimum: int) -> int:
-    if isinstance(v, bool) or float(v) != int(float(v)) or int(float(v)) < minimum:
-        raise ValueError(f"must be an integer >= {minimum}, got {v!r}")
-    return int(float(v))
+def _whole_number(v: Any, minimum: int, maximum: float = math.inf) -> int:
+    try:
+        f = float(v)
+    except (TypeError, ValueError, OverflowError):
+        f = math.nan
+    if isinstance(v, bool) or not math.isfinite(f) or f != int(f) or not minimum <= f <= maximum:
+        bound = (
+            f"an integer >= {minimum}"
+            if maximum == math.inf
+            else f"an integer in [{minimum}, {maximum:g}]"
+        )
+        raise ValueError(f"must be {bound}, got {v!r}")
+    return int(f)
 
 
 def non_negative_int(v: Any) -> int:
@@ -100,6 +110,15 @@ def non_negative_int(v: Any) -> int:
 def positive_int(v: Any) -> int:
     """An integer >= 1 (also given as a whole float such as ``3.0``)."""
     return _whole_number(v, 1)
+
+
+def int_between(low: int, high: int) -> Callable[[Any], int]:
+    """A validator for an integer in ``[low, high]`` (also given as a whole float)."""
+
+    def check(v: Any) -> int:
+        return _whole_number(v, low, high)
+
+    return check
 
 
 def strict_int(value: Any, what: str, minimum: int) -> int:

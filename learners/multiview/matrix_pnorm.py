@@ -40,11 +40,15 @@ from learners.base import APPEND_BIAS, L2_NORMALIZE, Param
 from learners.inputs import Batch, check_label
 from learners.kernels import kernel_array
 from learners.multiview.contract import MultiviewLearner
-from learners.params import one_of, optional, positive_int
+from learners.params import int_between, one_of, optional
 from learners.perceptron.multitask import CAVALLANTI2010, is_mistake
 from learners.registry import register
 
-__all__ = ["MatrixPNormPerceptron", "default_p", "schatten_link"]
+__all__ = ["MAX_P", "MatrixPNormPerceptron", "default_p", "schatten_link"]
+
+#: The largest Schatten exponent taken: a mistake costs p - 2 products of K x K matrices,
+#: and ``round(ln min(d, K))`` stays below 15 for any d and K up to a million.
+MAX_P = 64
 
 
 def default_p(d: int, K: int) -> int:
@@ -97,8 +101,9 @@ class MatrixPNormPerceptron(MultiviewLearner):
         Param(
             "p",
             None,
-            "Schatten exponent: the 2p-norm, p a positive integer; None = max(1, round(ln min(d, K))).",
-            optional(positive_int),
+            f"Schatten exponent: the 2p-norm, p an integer in [1, {MAX_P}] (a mistake costs p - 2 "
+            "K x K products); None = max(1, round(ln min(d, K))).",
+            optional(int_between(1, MAX_P)),
         ),
         Param(
             "labels",

@@ -10,7 +10,7 @@ import scipy.sparse as sp
 
 import learners
 from learners.checks.multiview import related_views
-from learners.multiview.matrix_pnorm import default_p, schatten_link
+from learners.multiview.matrix_pnorm import MAX_P, default_p, schatten_link
 
 
 def _rounds(K: int, d: int, n: int, seed: int, flip: float = 0.05):
@@ -180,3 +180,23 @@ def test_independent_baseline_sums_the_margins_of_per_view_perceptrons():
         assert model.score_and_learn_views(rv, y[r], tasks[r]) == pytest.approx(expected, abs=1e-12)
         for s, x in zip(singles, rv, strict=True):
             s.learn_one(x, y[r], 0)
+
+
+@pytest.mark.parametrize(
+    "p", [65, 2**31, 2**63, 1e20, float("inf"), float("nan"), "x", 2.5, 0, True]
+)
+def test_an_exponent_outside_1_to_64_is_refused_at_construction(p):
+    """A mistake costs p - 2 products of K x K matrices: p = 2**31 made the first mistake run
+    for hours (and a model's creation through the API with it). Beyond MAX_P, non-integral,
+    non-finite or non-numeric values are refused with the valid range named."""
+    with pytest.raises(ValueError, match=r"must be an integer in \[1, 64\]"):
+        learners.make("matrix-pnorm", n_features=3, n_tasks=2, p=p)
+
+
+def test_the_largest_exponent_learns():
+    model = learners.make("matrix-pnorm", n_features=3, n_tasks=2, p=MAX_P)
+    assert model.p_ == MAX_P
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(50, 3))
+    scores = model.score_and_learn_many(X, np.where(X[:, 0] > 0, 1.0, -1.0), np.arange(50) % 2)
+    assert np.isfinite(scores).all() and model.n_mistakes_ > 0
