@@ -210,6 +210,9 @@ class Learner:
     #: "classification" (labels in {-1, +1}), "regression" (real targets), or "both"
     #: when a hyperparameter chooses (then :meth:`_label_kind` decides per instance).
     kind: ClassVar[str] = "classification"
+    #: The largest magnitude of a regression target the learner takes (None: any finite
+    #: value); a larger one raises ``ValueError``, and the service refuses it up front.
+    max_target_magnitude: ClassVar[float | None] = None
     #: True when the learner has an active-learning rule. Learners whose rule is
     #: switched by a hyperparameter override :attr:`is_active`.
     active: ClassVar[bool] = False

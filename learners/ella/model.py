@@ -163,6 +163,7 @@ class BasisLearner(Learner):
     """
 
     kind: ClassVar[str] = "both"
+    max_target_magnitude: ClassVar[float | None] = MAX_FEATURE_MAGNITUDE
     #: Whether ELLA's accumulators ``A``, ``b`` are kept (the variants whose basis step
     #: reads them); the others leave them at zero and save O(d^2 k^2) per code change.
     uses_accumulators: ClassVar[bool] = True
@@ -330,10 +331,10 @@ class BasisLearner(Learner):
             )
         y = np.asarray(targets, dtype=np.float64)
         largest = float(np.max(np.abs(y))) if y.size else 0.0
-        if largest > MAX_FEATURE_MAGNITUDE:
+        limit = self.max_target_magnitude
+        if limit is not None and largest > limit:
             raise ValueError(
-                f"{self.name} learns from targets of magnitude at most "
-                f"{MAX_FEATURE_MAGNITUDE:g}, got {largest:.3g}"
+                f"{self.name} learns from targets of magnitude at most {limit:g}, got {largest:.3g}"
             )
 
     def _accumulate(self, task: int, row: np.ndarray, y: float) -> None:

@@ -95,6 +95,23 @@ class ModelView:
         """Whether the model predicts real values rather than +1/-1."""
         return self.snapshot.learner.label_kind == "regression"
 
+    def label_problem(self, y: float) -> str | None:
+        """Why ``y`` cannot be a label of this model (completes "y ..."), or None: not -1
+        or +1 for a classification model, beyond the learner's largest target
+        (``max_target_magnitude``) for a regression one."""
+        learner = self.snapshot.learner
+        if not self.regression:
+            if y in (-1.0, 1.0):
+                return None
+            return f"must be -1 or +1 for the classification model {self.name!r}, got {y!r}"
+        limit = learner.max_target_magnitude
+        if limit is None or abs(y) <= limit:
+            return None
+        return (
+            f"must be at most {limit:g} in magnitude for the model {self.name!r} "
+            f"(learner {learner.name}), got {y!r}"
+        )
+
     def score(self, x: Any, task: str) -> float:
         """The learner's signed score of ``x`` for the task named ``task``."""
         idx = self.task_index.get(task)

@@ -75,9 +75,11 @@ def parse_json(body: bytes) -> Any:
 
 
 def parse_body(model: type[M], data: Any) -> M:
-    """Validate parsed JSON against ``model``; a 422 listing every problem otherwise."""
+    """Validate parsed JSON against ``model``, strictly (a string is not a number, a
+    boolean not an integer, 3.0 not an integer; an integer is a float); a 422 listing
+    every problem otherwise."""
     try:
-        return model.model_validate(data)
+        return model.model_validate(data, strict=True)
     except ValidationError as exc:
         errors = exc.errors(include_url=False, include_context=False)
         for err in errors:

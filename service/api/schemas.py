@@ -8,9 +8,17 @@ generic body path. Floats must be finite (``allow_inf_nan=False``).
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    model_validator,
+)
 
 __all__ = [
     "EventIn",
@@ -35,7 +43,25 @@ __all__ = [
 
 MODEL_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$"
 TASK_NAME_PATTERN = r"^[^\x00-\x1f]{1,200}$"
-EVENT_ID_PATTERN = r"^[0-9]{1,20}-[0-9]{1,20}(/[0-9]{1,9})?$"
+#: One number of a Redis stream id: decimal without leading zeros (Redis reads "01" as 1,
+#: so a second spelling would name the same entry and pass a check keyed by the text).
+_ID_NUMBER = r"(0|[1-9][0-9]{0,19})"
+#: A log entry id ``<ms>-<seq>`` (its numbers also fit 64 bits: :func:`fits_stream_id`).
+ENTRY_ID_PATTERN = rf"{_ID_NUMBER}-{_ID_NUMBER}"
+EVENT_ID_PATTERN = rf"^{ENTRY_ID_PATTERN}(/(0|[1-9][0-9]{{0,8}}))?$"
+_U64_MAX = 2**64 - 1
+
+
+def fits_stream_id(value: str | None) -> str | None:
+    """``value`` when every number in it fits a Redis stream id's 64 bits, else
+    ``ValueError`` (a 422: Redis would refuse the id as an argument)."""
+    if value is not None and any(int(n) > _U64_MAX for n in re.findall(r"[0-9]+", value)):
+        raise ValueError(f"{value!r} is not a stream id: its numbers must be at most {_U64_MAX}")
+    return value
+
+
+#: A stream id's text checked by :func:`fits_stream_id`.
+WithinStreamIds = AfterValidator(fits_stream_id)
 
 _STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
 
@@ -152,11 +178,14 @@ class LabelRequest(BaseModel):
 
     model_config = _STRICT
     model: str | None = _MODEL
-    event_id: str = Field(
-        pattern=EVENT_ID_PATTERN, description="Event id, e.g. 1700000000000-0 or E/3."
-    )
+    event_id: Annotated[
+        str,
+        Field(pattern=EVENT_ID_PATTERN, description="Event id, e.g. 1700000000000-0 or E/3."),
+        WithinStreamIds,
+    ]
     y: float = Field(
-        description="-1 or +1 for classification models; any finite real for regression."
+        description="-1 or +1 for classification models; any finite real for regression "
+        "(up to the learner's bound where it has one: 1e50 in magnitude for ELLA)."
     )
     annotator: str | None = Field(default=None, max_length=200, description="Who labelled it.")
 

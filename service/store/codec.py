@@ -240,10 +240,11 @@ def parse_x_json(obj: Any, n_features: int) -> X:
             raise ValueError("sparse x: indices must be integers")
         if not all(_is_number(v) for v in val_raw):
             raise ValueError("sparse x: values must be numbers")
+        # in Python first: an index beyond int64 (JSON carries any integer) cannot be converted
+        if idx_raw and (min(idx_raw) < 0 or max(idx_raw) >= n_features):
+            raise ValueError(f"sparse x: indices must lie in [0, {n_features})")
         idx = np.asarray(idx_raw, dtype=np.int64)
         val = np.asarray(val_raw, dtype=np.float64)
-        if idx.size and (idx.min() < 0 or idx.max() >= n_features):
-            raise ValueError(f"sparse x: indices must lie in [0, {n_features})")
         if np.unique(idx).size != idx.size:
             raise ValueError("sparse x: indices must be unique")
         if not np.isfinite(val).all():

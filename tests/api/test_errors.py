@@ -29,6 +29,9 @@ def _reject(client: TestClient, rb: redis.Redis, path: str, status: int, **kw: A
         ({"task": "a", "x": {"indices": [3], "values": [1.0]}}, "indices must lie in [0, 3)"),
         ({"task": "a", "x": {"indices": [0, 0], "values": [1, 2]}}, "indices must be unique"),
         ({"task": "a", "x": {"indices": [0, 1], "values": [1]}}, "2 indices but 1 values"),
+        # JSON carries integers beyond int64: refused, not an overflow inside the app
+        ({"task": "a", "x": {"indices": [2**63], "values": [1.0]}}, "indices must lie in"),
+        ({"task": "a", "x": {"indices": [2**64 - 1], "values": [1.0]}}, "indices must lie in"),
         ({"items": [{"task": "a", "x": GOOD_X}, {"task": "b", "x": [1]}]}, "items[1].x has dim"),
     ],
 )
@@ -125,6 +128,17 @@ def test_events_all_or_nothing(client: TestClient, rb: redis.Redis) -> None:
         ({"event_id": "1-0"}, 422, "y"),
         ({"event_id": "1-0", "y": "yes"}, 422, "y"),
         ({"event_id": "1-0", "y": 1}, 404, "unknown or expired"),
+        # ids Redis cannot take (numbers beyond 64 bits), and second spellings of an id
+        # (leading zeros) that would pass a duplicate check keyed by the text
+        ({"event_id": "18446744073709551616-0", "y": 1}, 422, "is not a stream id"),
+        ({"event_id": "1-99999999999999999999", "y": 1}, 422, "is not a stream id"),
+        ({"event_id": "18446744073709551615-0", "y": 1}, 404, "unknown or expired"),
+        ({"event_id": "01-0", "y": 1}, 422, "event_id"),
+        ({"event_id": "1-00", "y": 1}, 422, "event_id"),
+        ({"event_id": "1-0/01", "y": 1}, 422, "event_id"),
+        # a string or a boolean is not a number, whatever it spells
+        ({"event_id": "1-0", "y": "1"}, 422, "y"),
+        ({"event_id": "1-0", "y": True}, 422, "y"),
     ],
 )
 def test_label_bad_requests(
@@ -147,3 +161,68 @@ def test_bad_model_names_and_configs(client: TestClient, rb: redis.Redis) -> Non
     assert r.status_code == 422
     assert "invalid value for parameter 'b'" in r.json()["detail"]
     assert client.get("/models/m").status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "loc"),
+    [
+        ("/predict", {"task": "a", "x": ["1", "2", "3"]}, "x"),
+        ("/predict", {"task": "a", "x": [True, False, True]}, "x"),
+        ("/predict", {"task": "a", "x": {"indices": [0, 1.0], "values": [1, 2]}}, "x"),
+        ("/predict", {"task": "a", "x": GOOD_X, "learn": "yes"}, "learn"),
+        ("/events", {"events": [{"task": "a", "x": GOOD_X, "y": "1"}]}, "y"),
+        ("/events", {"events": [{"task": "a", "x": GOOD_X, "y": True}]}, "y"),
+        ("/models/default/rollback", {"version": "1"}, "version"),
+    ],
+)
+def test_values_of_the_wrong_type_are_not_converted(
+    client: TestClient, rb: redis.Redis, path: str, body: dict[str, Any], loc: str
+) -> None:
+    """Request bodies are validated strictly: a string is not a number, a boolean not a
+    number or an integer, a float not an index (an integer is a float)."""
+    detail = _reject(client, rb, path, 422, json=body)
+    assert any(loc in err["loc"] for err in detail), detail
+
+
+@pytest.mark.parametrize("n_features", ["3", True, 3.0])
+def test_a_model_whose_dimension_is_not_an_integer_is_refused(
+    client: TestClient, n_features: Any
+) -> None:
+    r = client.put("/models/m", json={"learner": "cmtl", "n_features": n_features})
+    assert r.status_code == 422
+    assert client.get("/models/m").status_code == 404
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["start=18446744073709551616-0", "start=0-18446744073709551616", "start=01-0"],
+)
+def test_pending_requests_refuse_ids_redis_cannot_take(client: TestClient, query: str) -> None:
+    r = client.get(f"/models/default/queries/pending?{query}")
+    assert r.status_code == 422, r.text
+
+
+def test_regression_targets_beyond_the_learners_bound_are_refused_whole(
+    client: TestClient, rb: redis.Redis
+) -> None:
+    """ELLA takes targets of magnitude up to 1e50 (``max_target_magnitude``): a larger one
+    is a 422 naming the bound, in a batch (which writes nothing, the valid rows neither)
+    and as a label, instead of an entry the worker dead-letters whole."""
+    body = {"learner": "ella", "n_features": 3, "params": {"base_learner": "linear"}}
+    assert client.put("/models/reg", json=body).status_code == 201
+    events = [{"task": "a", "x": GOOD_X, "y": 1.0}, {"task": "a", "x": GOOD_X, "y": 1e300}]
+    r = client.post("/events", json={"model": "reg", "events": events})
+    assert r.status_code == 422
+    assert r.json()["detail"] == (
+        "events[1].y must be at most 1e+50 in magnitude for the model 'reg' (learner ella), "
+        "got 1e+300"
+    )
+    assert log_length(rb, "reg") == 0
+    r = client.post("/events", json={"model": "reg", "events": [{"task": "a", "x": GOOD_X}]})
+    (event_id,) = r.json()["event_ids"]
+    r = client.post("/label", json={"model": "reg", "event_id": event_id, "y": -1e51})
+    assert r.status_code == 422
+    assert "y must be at most 1e+50 in magnitude" in r.json()["detail"]
+    assert log_length(rb, "reg") == 1
+    r = client.post("/label", json={"model": "reg", "event_id": event_id, "y": 1e50})
+    assert r.status_code == 202

@@ -11,6 +11,7 @@ from service.api.deps import ContextDep
 from service.api.openapi import ERRORS, needs
 from service.api.pages import page_response
 from service.api.routes.models import ModelName, may
+from service.api.schemas import ENTRY_ID_PATTERN, WithinStreamIds
 from service.api.services.pending import pending_requests
 from service.auth import Role
 
@@ -39,10 +40,11 @@ async def pending(
     start: Annotated[
         str,
         Query(
-            pattern=r"^(-|[0-9]{1,20}-[0-9]{1,20})$",
+            pattern=rf"^(-|{ENTRY_ID_PATTERN})$",
             description="Read from this stream id on (a request once answered stays answered: "
             "a client passes its oldest pending id, or the last scanned_to, to skip the rest).",
         ),
+        WithinStreamIds,
     ] = "-",
 ) -> dict[str, Any]:
     """Label requests issued and not yet labelled, oldest first, with the prediction

@@ -10,14 +10,14 @@ from fastapi.responses import StreamingResponse
 from service.api.access import authorize, check_model
 from service.api.deps import ContextDep
 from service.api.openapi import ERRORS, needs
-from service.api.schemas import MODEL_NAME_PATTERN
+from service.api.schemas import ENTRY_ID_PATTERN, MODEL_NAME_PATTERN, WithinStreamIds
 from service.api.services.appending import view_of
 from service.api.services.queries import label_requests
 from service.auth import Role
 
 router = APIRouter(tags=["queries"])
 
-_ENTRY_ID = r"^(\$|[0-9]{1,20}-[0-9]{1,20})$"
+_ENTRY_ID = rf"^(\$|{ENTRY_ID_PATTERN})$"
 
 
 @router.get(
@@ -31,11 +31,13 @@ async def queries(
     request: Request,
     model: Annotated[str | None, Query(pattern=MODEL_NAME_PATTERN)] = None,
     after: Annotated[
-        str, Query(pattern=_ENTRY_ID, description="Start after this stream id; $ = new only.")
+        str,
+        Query(pattern=_ENTRY_ID, description="Start after this stream id; $ = new only."),
+        WithinStreamIds,
     ] = "$",
     limit: Annotated[int | None, Query(ge=1, description="Stop after this many.")] = None,
     timeout: Annotated[float | None, Query(gt=0, description="Stop after seconds.")] = None,
-    last_event_id: Annotated[str | None, Header(pattern=_ENTRY_ID)] = None,
+    last_event_id: Annotated[str | None, Header(pattern=_ENTRY_ID), WithinStreamIds] = None,
     answers: Annotated[
         bool,
         Query(

@@ -88,16 +88,13 @@ def _check_float32(values: np.ndarray, where: str) -> None:
 
 
 def check_labels(view: ModelView, ys: Sequence[float | None]) -> None:
-    """Refuse labels outside the model's kind (422)."""
-    regression = view.regression
+    """Refuse labels the model cannot take (422): :meth:`ModelView.label_problem`."""
     for i, y in enumerate(ys):
         if y is None:
             continue
-        if not regression and y not in (-1.0, 1.0):
-            raise BadInput(
-                f"events[{i}].y must be -1 or +1 for the classification model "
-                f"{view.name!r}, got {y!r}"
-            )
+        problem = view.label_problem(y)
+        if problem is not None:
+            raise BadInput(f"events[{i}].y {problem}")
 
 
 def encode_events(

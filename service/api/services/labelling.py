@@ -30,8 +30,9 @@ async def label(ctx: ApiContext, req: LabelRequest) -> dict[str, Any]:
     view = await ctx.cache.get(name)
     if view is None:
         raise NotFound(f"unknown model {name!r}")
-    if not view.regression and req.y not in (-1.0, 1.0):
-        raise BadInput(f"y must be -1 or +1 for the classification model {name!r}, got {req.y!r}")
+    problem = view.label_problem(req.y)
+    if problem is not None:
+        raise BadInput(f"y {problem}")
     entry, row = split_event_id(req.event_id)
     fields = encode_label(req.event_id, req.y, req.annotator)
     args: list[Any] = [entry, -1 if row is None else row, req.event_id, fields[Y]]
