@@ -226,3 +226,13 @@ def test_regression_targets_beyond_the_learners_bound_are_refused_whole(
     assert log_length(rb, "reg") == 1
     r = client.post("/label", json={"model": "reg", "event_id": event_id, "y": 1e50})
     assert r.status_code == 202
+
+
+@pytest.mark.parametrize("tasks", [["a\nb"], ["x" * 201], [""], ["a", "b\x00"]])
+def test_initial_task_names_no_event_could_name_are_refused(client: TestClient, tasks: Any) -> None:
+    """An event's task is 1-200 characters without control characters: a model created
+    with another name would hold a task no event can reach."""
+    r = client.put("/models/m", json={"learner": "cmtl", "n_features": 3, "tasks": tasks})
+    assert r.status_code == 422
+    assert r.json()["detail"][0]["loc"][:2] == ["body", "tasks"]
+    assert client.get("/models/m").status_code == 404
