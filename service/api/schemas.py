@@ -231,7 +231,7 @@ class ModelPut(BaseModel):
     n_features: int = Field(ge=1, le=10_000_000, description="Feature dimension d.")
     tasks: list[Annotated[str, StringConstraints(pattern=TASK_NAME_PATTERN)]] = Field(
         default_factory=list,
-        description="Initial task names (optional; each one an events' task can name: 1-200 "
+        description="Initial task names (optional; each a name an event can give: 1-200 "
         "characters, no control characters).",
     )
     seed: int = Field(default=0, ge=0, description="Seed of the learner's random generator.")
