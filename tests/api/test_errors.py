@@ -236,3 +236,13 @@ def test_initial_task_names_no_event_could_name_are_refused(client: TestClient, 
     assert r.status_code == 422
     assert r.json()["detail"][0]["loc"][:2] == ["body", "tasks"]
     assert client.get("/models/m").status_code == 404
+
+
+@pytest.mark.parametrize("timeout", ["inf", "nan", "0", "-1"])
+def test_a_label_request_stream_needs_a_finite_positive_timeout(
+    client: TestClient, timeout: str
+) -> None:
+    """``timeout=inf`` would read as no limit; omitting the parameter says that."""
+    r = client.get(f"/queries?timeout={timeout}")
+    assert r.status_code == 422
+    assert r.json()["detail"][0]["loc"] == ["query", "timeout"]

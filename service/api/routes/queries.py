@@ -36,7 +36,10 @@ async def queries(
         WithinStreamIds,
     ] = "$",
     limit: Annotated[int | None, Query(ge=1, description="Stop after this many.")] = None,
-    timeout: Annotated[float | None, Query(gt=0, description="Stop after seconds.")] = None,
+    timeout: Annotated[
+        float | None,
+        Query(gt=0, allow_inf_nan=False, description="Stop after seconds (omit: no limit)."),
+    ] = None,
     last_event_id: Annotated[str | None, Header(pattern=_ENTRY_ID), WithinStreamIds] = None,
     answers: Annotated[
         bool,
