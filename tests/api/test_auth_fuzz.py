@@ -52,9 +52,10 @@ def operations(fuzz_world: dict[str, Any]) -> list[Any]:
 
 
 def _no_5xx(case: Any, response: Any) -> None:
-    """No 5xx, but for the one documented here: /health/models is 503 while no worker runs."""
+    """No 5xx, but for the one documented here: /health/models is 503 while no worker runs
+    (for the default model, and for any model a fuzzed ``PUT /models`` created)."""
     if case.path == "/health/models" and response.status_code == 503:
-        assert response.json()["unhealthy"] == ["default"]
+        assert "default" in response.json()["unhealthy"]
         return
     assert response.status_code < 500, f"{case.method} {case.formatted_path}: {response.text}"
 

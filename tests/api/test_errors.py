@@ -246,3 +246,15 @@ def test_a_label_request_stream_needs_a_finite_positive_timeout(
     r = client.get(f"/queries?timeout={timeout}")
     assert r.status_code == 422
     assert r.json()["detail"][0]["loc"] == ["query", "timeout"]
+
+
+@pytest.mark.parametrize("learner", ["mmperc", "matrix-pnorm", "multiview-concat"])
+def test_a_multiview_model_without_named_tasks_is_refused(client: TestClient, learner: str) -> None:
+    """A round names its views by task, and only the creation names a multiview model's
+    tasks: without them the model could never take a round."""
+    r = client.put("/models/mv", json={"learner": learner, "n_features": 3})
+    assert r.status_code == 422
+    assert "give them in 'tasks'" in r.json()["detail"]
+    assert client.get("/models/mv").status_code == 404
+    r = client.put("/models/mv", json={"learner": learner, "n_features": 3, "tasks": ["a"]})
+    assert r.status_code == 201

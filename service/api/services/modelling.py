@@ -9,7 +9,7 @@ from typing import Any
 import anyio.to_thread
 import numpy as np
 
-from learners import outlier_reporter
+from learners import outlier_reporter, registry
 from service.api.cache import ModelView
 from service.api.context import ApiContext
 from service.api.errors import BadInput, ModelFailed, NotFound
@@ -136,9 +136,19 @@ def _task_dims(view: ModelView) -> dict[str, int] | None:
     return {name: int(d) for name, d in zip(view.snapshot.task_names, dims, strict=False)}
 
 
-def _check_task_dims(body: ModelPut) -> None:
-    """``params.task_dims`` gives the dimensions of the first tasks in ``tasks``, in order:
-    there must be a named task for each (422 otherwise)."""
+def _check_tasks(body: ModelPut) -> None:
+    """A multiview learner's rounds name their views by task, so its tasks are named at
+    creation; ``params.task_dims`` gives the dimensions of the first tasks in ``tasks``,
+    in order: there must be a named task for each (422 otherwise)."""
+    try:
+        multiview = bool(getattr(registry.get(body.learner), "multiview", False))
+    except ValueError:  # an unknown learner: the configuration's check names it
+        multiview = False
+    if multiview and not body.tasks:
+        raise BadInput(
+            f"the multiview learner {body.learner!r} takes rounds whose views are named by "
+            "task, and tasks can only be named at creation: give them in 'tasks'"
+        )
     dims = body.params.get("task_dims")
     if isinstance(dims, list) and len(dims) > len(body.tasks):
         raise BadInput(
@@ -172,7 +182,7 @@ async def list_all(ctx: ApiContext) -> list[dict[str, Any]]:
 
 async def put(ctx: ApiContext, name: str, body: ModelPut) -> tuple[dict[str, Any], bool]:
     """Create or reconfigure ``name``; returns its description and whether it is new."""
-    _check_task_dims(body)
+    _check_tasks(body)
     existed = await get_model_async(ctx.redis, name) is not None
     config = ModelConfig(
         learner=body.learner,
