@@ -38,7 +38,7 @@ class Owned:
 
     def record_cut(self, entry_id: bytes) -> None:
         """Keep a group boundary in Redis, for replays (:meth:`Applier.apply`)."""
-        self._r.sadd(keys.cuts_key(self.state.name), entry_id)
+        self.record_cuts([entry_id])
 
     def quarantine(self, entry_id: bytes, reason: str) -> None:
         """Keep in Redis that the learner failed on this entry, with the error: every

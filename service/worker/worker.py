@@ -218,19 +218,19 @@ class Worker:
             state.last_id,
         )
 
-    def _fail(self, name: str, exc: BaseException, doing: str = "load") -> None:
-        """The model cannot be loaded (or served, ``doing``): leave it alone, report it,
-        retry it later."""
+    def _fail(self, name: str, exc: BaseException, serving: bool = False) -> None:
+        """The model cannot be loaded (or, ``serving``, served): leave it alone, report it,
+        retry it later. A serving failure is a bug: its traceback goes to the log."""
         reason = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
-        if doing != "load":
-            reason = f"while {doing}: {reason}"
+        if serving:
+            reason = f"while serving it: {reason}"
         log.error(
             "cannot %s model %r, marked failed (retrying in %.0f s): %s",
-            "load" if doing == "load" else "serve",
+            "serve" if serving else "load",
             name,
             self.retry_s,
             reason,
-            exc_info=doing != "load",
+            exc_info=exc if serving else None,
         )
         self.broken[name] = time.monotonic() + self.retry_s
         self.served.add(name)
@@ -247,7 +247,7 @@ class Worker:
         name = owned.state.name
         if name in self.owned:  # ``owned``, or what a roll-back loaded in its place
             self._drop(name, "failed")
-        self._fail(name, exc, doing="serving it")
+        self._fail(name, exc, serving=True)
 
     def _drop(self, name: str, reason: str, deleted: bool = False, count: bool = True) -> None:
         owned = self.owned.pop(name, None)
