@@ -49,6 +49,22 @@ class Owned:
         """Keep in Redis that each of these entries starts a group (or run) of its own."""
         self._r.sadd(keys.cuts_key(self.state.name), *entry_ids)
 
+    def forget_failures_before(self, head: tuple[int, int]) -> None:
+        """Drop the quarantined and cut entries older than the log's first entry ``head``:
+        they were trimmed away behind a snapshot, so no replay meets them again and the
+        two keys hold only entries still in the log."""
+        st = self.state
+        name = st.name
+        gone_q = [e for e in st.quarantined if entry_id_tuple(e.decode()) < head]
+        gone_c = [e for e in st.cuts if entry_id_tuple(e.decode()) < head]
+        for start in range(0, len(gone_q), 1000):
+            self._r.hdel(keys.quarantine_key(name), *gone_q[start : start + 1000])
+        for start in range(0, len(gone_c), 1000):
+            self._r.srem(keys.cuts_key(name), *gone_c[start : start + 1000])
+        for e in gone_q:
+            del st.quarantined[e]
+        st.cuts.difference_update(gone_c)
+
     def fetch(self, entry_id: str) -> list[Any] | None:
         """The raw field list of one entry of the model's log, or None when it is gone."""
         found = self._r.xrange(self.log_key, entry_id, entry_id)

@@ -6,7 +6,8 @@ beyond the ``stream_maxlen`` most recent ones go (kept so that labels can still
 find their events), never an entry the snapshot does not hold. Producers never
 trim, so an appended event is applied (or dead-lettered) before it can leave the
 log. The labels hash (``omtl:{m}:labels``) loses the events trimmed away with
-them. See ``docs/architecture.md``, "The log".
+them, and so do the quarantined and cut entries (``omtl:{m}:quarantine``,
+``omtl:{m}:cuts``). See ``docs/architecture.md``, "The log".
 """
 
 from __future__ import annotations
@@ -95,4 +96,6 @@ def trim_log(r: Store, owned: Owned, keep: int) -> int:
                 r.hdel(keys.labels_key(name), *fields[start : start + 1000])
             st.forget_labelled_before(head)
         st.forget_requested_before(head)
+        if st.quarantined or st.cuts:
+            owned.forget_failures_before(head)
     return deleted

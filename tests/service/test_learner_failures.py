@@ -31,6 +31,8 @@ from service.store.failures import read_failed
 from service.store.models import ModelConfig, put_model
 from service.store.snapshot import read_snapshot
 from service.worker import Worker
+from service.worker.owned import load_owned
+from service.worker.snapshots import trim_log
 from tests.service.faulty_learner import MAGIC, make_faulty
 from tests.service.helpers import assert_same_learner, kill_worker_while_it_works
 
@@ -230,6 +232,52 @@ def test_a_refused_row_is_a_dead_letter_unless_rows_of_its_entry_were_applied(
     assert dead.keys() == {b"11-0", b"22-0"}
     assert dead[b"11-0"] == f"ValueError: the row starts with {MAGIC}".encode()
     assert dead[b"22-0"].startswith(b"the learner failed on this entry: ValueError: row 3 ")
+
+
+def test_the_failures_recorded_leave_with_the_entries_trimmed_from_the_log(
+    rb: redis.Redis, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Trimming the log behind a snapshot drops the quarantined and cut ids of the entries
+    it removed (no replay meets them again), in Redis and in the worker's state, and keeps
+    those of the entries still there."""
+    log = build_log(seed=11, n=3000, every=250)
+    order = {entry_id: i for i, (entry_id, _) in enumerate(log.entries)}
+    make_faulty("cmtl", monkeypatch.setattr)
+    frequent = settings.model_copy(update={"snapshot_every_entries": 300})
+    for name in ("trimmed", "untrimmed"):
+        put_model(rb, name, config("cmtl"))
+        write(rb, name, log.entries)
+    Worker(frequent, models=["untrimmed"]).run(until_idle=True, timeout=120)
+    trimming = frequent.model_copy(update={"stream_maxlen": 1000})
+    Worker(trimming, models=["trimmed"]).run(until_idle=True, timeout=120)
+
+    def recorded(name: str) -> tuple[list[str], set[str]]:
+        quarantined = sorted(k.decode() for k in rb.hkeys(keys.quarantine_key(name)))
+        return quarantined, {c.decode() for c in rb.smembers(keys.cuts_key(name))}
+
+    all_quarantined, all_cuts = recorded("untrimmed")
+    assert all_quarantined == sorted(log.faulty)
+    head = rb.xrange(keys.log_key("trimmed"), count=1)[0][0].decode()
+    kept = sorted(e for e in log.faulty if order[e] >= order[head])
+    assert 0 < len(kept) < len(log.faulty)  # the log was trimmed past some of them
+    assert any(order[c] < order[head] for c in all_cuts)  # and past some cuts
+    quarantined, cuts = recorded("trimmed")
+    assert quarantined == kept
+    assert all(order[c] >= order[head] for c in cuts)
+    dead = {f[b"entry"].decode() for _, f in rb.xrange(keys.dead_key("trimmed"))}
+    assert set(log.faulty) <= dead  # every faulty entry was dead-lettered all the same
+
+    # the worker's own records go with them: trim the untrimmed log as far
+    owned = load_owned(rb, "untrimmed")
+    assert owned is not None
+    assert trim_log(rb, owned, owned.applied_in_log() - order[head]) > 0
+    first = order[rb.xrange(keys.log_key("untrimmed"), count=1)[0][0].decode()]
+    kept = sorted(e for e in log.faulty if order[e] >= first)
+    assert 0 < len(kept) < len(log.faulty)
+    assert sorted(k.decode() for k in owned.state.quarantined) == kept == recorded("untrimmed")[0]
+    left = {c for c in all_cuts if order[c] >= first}
+    assert {c.decode() for c in owned.state.cuts} == left == recorded("untrimmed")[1]
+    assert left != all_cuts
 
 
 @pytest.mark.slow
