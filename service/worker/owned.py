@@ -49,10 +49,11 @@ class Owned:
         """Keep in Redis that each of these entries starts a group (or run) of its own."""
         self._r.sadd(keys.cuts_key(self.state.name), *entry_ids)
 
-    def forget_failures_before(self, head: tuple[int, int]) -> None:
-        """Drop the quarantined and cut entries older than the log's first entry ``head``:
-        they were trimmed away behind a snapshot, so no replay meets them again and the
-        two keys hold only entries still in the log."""
+    def forget_quarantine_and_cuts_before(self, head: tuple[int, int]) -> None:
+        """Drop the ids of quarantined entries and of group cuts (failures and read
+        boundaries alike) older than the log's first entry ``head``: they were trimmed away
+        behind a snapshot, so no replay meets them again and the two keys hold only
+        entries still in the log."""
         st = self.state
         name = st.name
         gone_q = [e for e in st.quarantined if entry_id_tuple(e.decode()) < head]

@@ -97,5 +97,5 @@ def trim_log(r: Store, owned: Owned, keep: int) -> int:
             st.forget_labelled_before(head)
         st.forget_requested_before(head)
         if st.quarantined or st.cuts:
-            owned.forget_failures_before(head)
+            owned.forget_quarantine_and_cuts_before(head)
     return deleted
