@@ -30,8 +30,8 @@ slow implementation that defines the mathematics, kept for the kernel check of
 from __future__ import annotations
 
 import math
-from collections.abc import Collection
-from typing import Any, ClassVar
+from collections.abc import Callable, Collection
+from typing import Any, ClassVar, NoReturn
 
 import numpy as np
 import scipy.sparse as sp
@@ -209,6 +209,19 @@ class CompiledLinear(Learner):
     def _count(self, updates: int) -> None:
         setattr(self, self.update_counter, getattr(self, self.update_counter) + updates)
 
+    def _count_learned(
+        self, scores: np.ndarray, y: np.ndarray, values: Callable[[int], np.ndarray], stop: int
+    ) -> None:
+        """Count the updates of rows ``0 .. stop - 1`` (``values(i)``: row i's values), which a
+        pass stopped by a non-finite score at row ``stop`` learned before it: the kernels
+        return only the row, and the update counter must match learning the rows one by
+        one. A cold path: the scores of those rows tell which of them updated."""
+        updates = sum(
+            1 for i in range(stop) if self._updated(float(scores[i]), float(y[i]), values(i))
+        )
+        if updates:
+            self._count(updates)
+
     def _updated(self, score: float, y: float, val: np.ndarray) -> bool:
         """Whether learning ``y`` on a row (values ``val``) that scored ``score`` changed the weights.
 
@@ -246,7 +259,8 @@ class CompiledLinear(Learner):
         stored zeros), finite, and that labels and tasks are valid; a batch that is
         not takes the general validation, which canonicalises a copy. A row whose
         score overflows stops the pass, as in the general path: the rows before it
-        have been learned.
+        have been learned, and their updates counted (a batch at least as large as the
+        weights is restored whole, count included).
         Anything else, or input a check refuses, takes the general validation.
 
         A batch of one dense row (float64 or float32) with a ``+-1`` float64 label and
@@ -287,6 +301,8 @@ class CompiledLinear(Learner):
             if updates < 0:
                 if saved is not None:
                     self._S[...] = saved
+                else:
+                    self._count_learned(scores, y, X.__getitem__, -1 - updates)
                 self._reject(X[-1 - updates])
             if updates:
                 self._count(updates)
@@ -301,6 +317,7 @@ class CompiledLinear(Learner):
                 return self._score_and_learn_general(X, y, task)
             if updates < 0:
                 row = -1 - updates
+                self._count_learned(scores, y, lambda i: X.data[X.indptr[i] : X.indptr[i + 1]], row)
                 self._reject(X[row])
             if updates:
                 self._count(updates)
@@ -312,11 +329,12 @@ class CompiledLinear(Learner):
         if not (isinstance(X, np.ndarray) and self._x_shape is not None and X.size >= self._S.size):
             return super().score_and_learn_many(X, y, task)
         batch, labels, tasks = self._prepare_batch(X, y, task, check_finite=False)
-        saved = self._S.copy()
+        saved, counted = self._S.copy(), getattr(self, self.update_counter)
         try:
             return self._score_and_learn_batch(batch, labels, tasks)
         except ValueError:
             self._S[...] = saved
+            setattr(self, self.update_counter, counted)
             raise
 
     def _lean_batch(self, X: Any, y: Any, tasks: Any) -> bool:
@@ -389,13 +407,18 @@ class CompiledLinear(Learner):
             )
         if updates < 0:
             row = -1 - int(updates)
-            self._reject(batch.dense[row] if batch.dense is not None else batch.rows()[row])
+            if batch.dense is not None:
+                self._count_learned(scores, labels, batch.dense.__getitem__, row)
+                self._reject(batch.dense[row])
+            vecs = batch.rows()
+            self._count_learned(scores, labels, lambda i: vecs[i].val, row)
+            self._reject(vecs[row])
         if updates:
             self._count(int(updates))
         return scores
 
     # ------------------------------------------------------------ lean public calls
-    def _reject(self, x: Any) -> None:
+    def _reject(self, x: Any) -> NoReturn:
         """Raise for the input whose score came out non-finite."""
         as_vector(x, self._n_features)  # raises ValueError on NaN or infinite values
         raise ValueError("the score is not finite: the weights or x overflow")
