@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from service.store import Store, StoreReplyError, keys
@@ -12,7 +13,7 @@ from service.worker.apply import Applier
 from service.worker.outbox import Outbox
 from service.worker.state import ModelState
 
-__all__ = ["Owned", "load_owned"]
+__all__ = ["REMOVE_CHUNK", "Owned", "load_owned", "remove_members"]
 
 
 class Owned:
@@ -58,10 +59,8 @@ class Owned:
         name = st.name
         gone_q = [e for e in st.quarantined if entry_id_tuple(e.decode()) < head]
         gone_c = [e for e in st.cuts if entry_id_tuple(e.decode()) < head]
-        for start in range(0, len(gone_q), 1000):
-            self._r.hdel(keys.quarantine_key(name), *gone_q[start : start + 1000])
-        for start in range(0, len(gone_c), 1000):
-            self._r.srem(keys.cuts_key(name), *gone_c[start : start + 1000])
+        remove_members(self._r.hdel, keys.quarantine_key(name), gone_q)
+        remove_members(self._r.srem, keys.cuts_key(name), gone_c)
         for e in gone_q:
             del st.quarantined[e]
         st.cuts.difference_update(gone_c)
@@ -75,6 +74,16 @@ class Owned:
         for k, v in (found[0][1] or {}).items():
             flat.extend((k, v))
         return flat
+
+
+#: Members removed per command (a command of millions of arguments would block Redis).
+REMOVE_CHUNK = 1000
+
+
+def remove_members(remove: Callable[..., Any], key: str, members: Sequence[Any]) -> None:
+    """``remove(key, *members)`` (``HDEL``, ``SREM``) in chunks of :data:`REMOVE_CHUNK`."""
+    for start in range(0, len(members), REMOVE_CHUNK):
+        remove(key, *members[start : start + REMOVE_CHUNK])
 
 
 def _text(v: Any) -> str:

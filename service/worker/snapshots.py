@@ -19,7 +19,7 @@ from service.store import Store, keys
 from service.store.codec import entry_id_tuple
 from service.store.scripts import TRIM_LOG
 from service.store.snapshot import write_snapshot
-from service.worker.owned import Owned
+from service.worker.owned import Owned, remove_members
 from service.worker.state import ModelState
 
 __all__ = ["history_keep", "snapshot_due", "snapshot_state", "trim_log"]
@@ -92,8 +92,7 @@ def trim_log(r: Store, owned: Owned, keep: int) -> int:
         gone = [key for key in st.labelled if (key[0], key[1]) < head]
         if gone:
             fields = [f"{a}-{b}" if c < 0 else f"{a}-{b}/{c}" for a, b, c in gone]
-            for start in range(0, len(fields), 1000):
-                r.hdel(keys.labels_key(name), *fields[start : start + 1000])
+            remove_members(r.hdel, keys.labels_key(name), fields)
             st.forget_labelled_before(head)
         st.forget_requested_before(head)
         if st.quarantined or st.cuts:

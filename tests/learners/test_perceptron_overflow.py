@@ -93,14 +93,14 @@ def test_a_batch_stopped_by_an_overflow_holds_and_counts_the_rows_before_it(
 
 @pytest.mark.parametrize("name", NAMES)
 def test_a_dense_batch_as_large_as_the_weights_is_restored_with_its_count(name: str) -> None:
-    X, _, _ = _stream()
-    large = np.vstack([X[:6]] * 20 + [X[6:]])  # the same overflow, after 120 ordinary rows
-    y = np.concatenate([_stream()[1][:6]] * 20 + [_stream()[1][6:]])
-    tasks = np.concatenate([_stream()[2][:6]] * 20 + [_stream()[2][6:]])
+    X, y, tasks = (
+        np.concatenate([a[:6]] * 20 + [a[6:]])  # the same overflow, after 120 ordinary rows
+        for a in _stream()
+    )
     model = learners.make(name, n_features=D, n_tasks=N_TASKS)
     fresh = learners.make(name, n_features=D, n_tasks=N_TASKS)
-    assert large.size >= model._S.size  # type: ignore[attr-defined]
+    assert X.size >= model._S.size  # type: ignore[attr-defined]
     with pytest.raises(ValueError, match="not finite"):
-        model.score_and_learn_many(large, y, tasks)
+        model.score_and_learn_many(X, y, tasks)
     assert _counter(model) == 0
     assert_states_equal(fresh.state_dict(), model.state_dict(), f"{name} restored")
