@@ -41,8 +41,12 @@ whether ``z < 1`` holds there depends on rounding.
 Each pass allocates its buffers (:func:`_buffers`) and hands them to one loop over
 the rows (:func:`_committee_rows`, :func:`_peer_rows`) whose round logic is inlined
 into it: a call per row that passes the base's fifteen arrays costs more than the
-margins at d = 100. The loops are compiled without reference counting
-(:data:`learners.kernels.ROW_HELPER`; they allocate nothing).
+margins at d = 100. A round first decides (:func:`_committee_row`, :func:`_peer_row`:
+the score, the queries, the rule's weights and the shared labels, all read off the
+margins from before the round, which the base's learning does not change) and then
+learns in one place (:func:`_learn_round`), so the base's row update is inlined once
+per row form rather than once per place a round may learn. The loops are compiled
+without reference counting (:data:`learners.kernels.ROW_HELPER`; they allocate nothing).
 """
 
 from __future__ import annotations
@@ -177,22 +181,38 @@ def _learn_task(
 
 
 @njit(inline="always", **ROW_HELPER)
-def _learn_shared(
+def _learn_round(
     idx: np.ndarray | None,
     val: np.ndarray,
     n: int,
     i: int,
     call: KernelPass,
+    k: int,
+    y: float,
     coef: np.ndarray,
+    shares: bool,
     base: BaseArrays,
     member: bool,
     scores: np.ndarray,
     buffers: np.ndarray,
 ) -> None:  # pragma: no cover - compiled
-    """The base learns ``(x, coef_m, m)`` for every task m with ``coef_m != 0``, in task order."""
-    for m in range(coef.shape[0]):
-        if coef[m] != 0.0:
-            _learn_task(idx, val, n, i, call, m, coef[m], base, member, scores, buffers)
+    """The learning of a round, in the reference's order: the base learns ``(x, y, k)``,
+    then, with ``shares``, ``(x, coef_m, m)`` for every task m with ``coef_m != 0``, in
+    task order. The one place a round learns: each call of :func:`_learn_task` inlines the
+    base's whole row update, so the rules compile it once per row form, where a call for
+    each place a round may learn (the task's label, the peers' answer, the shared labels)
+    compiled it three or four times."""
+    task, label, m = k, y, 0
+    while True:
+        _learn_task(idx, val, n, i, call, task, label, base, member, scores, buffers)
+        if not shares:
+            return
+        while m < coef.shape[0] and coef[m] == 0.0:
+            m += 1
+        if m == coef.shape[0]:
+            return
+        task, label = m, coef[m]
+        m += 1
 
 
 @njit(inline="always", **ROW_HELPER)
@@ -207,14 +227,14 @@ def _committee_row(
     b: float,
     C: float,
     rtol: float,
-    base: BaseArrays,
-    member: bool,
+    state: StateArrays,
     work: np.ndarray,
-    scores: np.ndarray,
-    buffers: np.ndarray,
-) -> None:  # pragma: no cover - compiled
-    """One ``amlc-adaptive`` round (``AdaptiveCommittee``: ``_decision``, ``_query``, ``_learn``)."""
-    state = base[1]
+) -> bool:  # pragma: no cover - compiled
+    """One ``amlc-adaptive`` round (``AdaptiveCommittee``: ``_decision``, ``_query``, and
+    ``_learn`` up to the learning itself): the score, the query, and for a labelled row
+    the committee's weights and the shared labels (``work[2]``, from the margins before
+    the round, which the base's learning does not read). Returns whether the base learns
+    the row's label and the shares (:func:`_learn_round`)."""
     k = call.tasks[i]
     label = call.y[i]
     f, losses, coef = work[0], work[1], work[2]
@@ -226,15 +246,14 @@ def _committee_row(
     call.scores[i] = p
     if call.active:
         if counters[_REMAINING] <= 0:
-            return
+            return False
         draw = call.u[counters[_DRAWN]]
         counters[_DRAWN] += 1
         if not draw < b / (b + abs(p)):
-            return
+            return False
         counters[_REMAINING] -= 1
         counters[_ASKED] += 1
         call.queried[i] = True
-    _learn_task(idx, val, n, i, call, k, label, base, member, scores, buffers)
     total = 0.0
     for m in range(f.shape[0]):
         losses[m] = _hinge(label, f[m], True)
@@ -244,7 +263,7 @@ def _committee_row(
         factor = 1.0 / _reweigh(tau, k, losses, C, total, -1)
     # the similar peers whose sign (SGN(0) = +1) differs from the label learn it too
     _committee_shares(tau, f, coef, k, factor, rtol, label, label, 1.0, False)
-    _learn_shared(idx, val, n, i, call, coef, base, member, scores, buffers)
+    return True
 
 
 @njit(inline="always", **ROW_HELPER)
@@ -260,12 +279,13 @@ def _peer_row(
     bq: float,
     shares: bool,
     base: BaseArrays,
-    member: bool,
     work: np.ndarray,
-    scores: np.ndarray,
-    buffers: np.ndarray,
-) -> None:  # pragma: no cover - compiled
-    """One ``peer-adaptive`` / ``peer-share-adaptive`` round (``AdaptivePeer``)."""
+) -> tuple[bool, float, bool]:  # pragma: no cover - compiled
+    """One ``peer-adaptive`` / ``peer-share-adaptive`` round (``AdaptivePeer``) up to the
+    learning itself: the score, the queries, the peer weights and the shared labels
+    (``work[2]``), all from the margins before the round. Returns ``(learns, label,
+    shares)``: whether the base learns, the label it learns for the row's task (the
+    oracle's or the peers'), and whether shared labels follow (:func:`_learn_round`)."""
     state = base[1]
     K = tau.shape[0]
     k = call.tasks[i]
@@ -276,20 +296,18 @@ def _peer_row(
     known = False  # the K margins: read where the round goes on to need them
     if call.active:
         if counters[_REMAINING] <= 0:
-            return
+            return False, 0.0, False
         draw = call.u[counters[_DRAWN]]
         counters[_DRAWN] += 1
         if draw >= b / (b + abs(fk)):
-            return
+            return False, 0.0, False
         _task_margins(idx, val, n, state[1][lead], s0, f)
         known = True
         peer = _vote(tau, k, f)
         draw = call.u[counters[_DRAWN]]
         counters[_DRAWN] += 1
         if not draw < bq / (bq + abs(peer)):
-            answer = 1.0 if peer >= 0.0 else -1.0
-            _learn_task(idx, val, n, i, call, k, answer, base, member, scores, buffers)
-            return
+            return True, (1.0 if peer >= 0.0 else -1.0), False
         counters[_REMAINING] -= 1
         counters[_ASKED] += 1
         call.queried[i] = True
@@ -297,13 +315,12 @@ def _peer_row(
     mistake = (fk >= 0.0) != (label > 0.0)
     if not known and (shares or (mistake and K > 1)):
         _task_margins(idx, val, n, state[1][lead], s0, f)
-    _learn_task(idx, val, n, i, call, k, label, base, member, scores, buffers)
     if mistake and K > 1:
         _peer_reweigh(tau, f, losses, label, k)
     if shares:
         for m in range(K):
             coef[m] = label if (m != k and label * f[m] <= 0.0) else 0.0
-        _learn_shared(idx, val, n, i, call, coef, base, member, scores, buffers)
+    return True, label, shares
 
 
 @njit(inline="always", **ROW_HELPER)
@@ -361,47 +378,24 @@ def _committee_rows(
     """The rounds of :func:`committee_pass`, each row in the reference's canonical form
     (dense rows in the sparse form on a state laid out by feature,
     :func:`~learners.adaptive.kernels.dense_row`)."""
-    dim = base[1][0].shape[1]
+    state = base[1]
+    dim = state[0].shape[1]
     member = _is_member(base)
+    coef = work[2]
     for i in range(call.y.shape[0]):
+        k, label = call.tasks[i], call.y[i]
         n = load_row_inlined(call, i, dim, idx, val)
-        if dense_row(call, i, base[1][0]) and _all_nonzero(val, n):
-            _committee_row(
-                None,
-                val,
-                n,
-                i,
-                call,
-                counters,
-                tau,
-                b,
-                C,
-                rtol,
-                base,
-                member,
-                work,
-                scores,
-                buffers,
-            )
+        if dense_row(call, i, state[0]) and _all_nonzero(val, n):
+            if _committee_row(None, val, n, i, call, counters, tau, b, C, rtol, state, work):
+                _learn_round(
+                    None, val, n, i, call, k, label, coef, True, base, member, scores, buffers
+                )
         else:
             n = _nonzeros(call.dense, idx, val, n)
-            _committee_row(
-                idx,
-                val,
-                n,
-                i,
-                call,
-                counters,
-                tau,
-                b,
-                C,
-                rtol,
-                base,
-                member,
-                work,
-                scores,
-                buffers,
-            )
+            if _committee_row(idx, val, n, i, call, counters, tau, b, C, rtol, state, work):
+                _learn_round(
+                    idx, val, n, i, call, k, label, coef, True, base, member, scores, buffers
+                )
 
 
 @njit(**ROW_HELPER)
@@ -423,45 +417,27 @@ def _peer_rows(
     (as :func:`_committee_rows`)."""
     dim = base[1][0].shape[1]
     member = _is_member(base)
+    coef = work[2]
     for i in range(call.y.shape[0]):
+        k = call.tasks[i]
         n = load_row_inlined(call, i, dim, idx, val)
         if dense_row(call, i, base[1][0]) and _all_nonzero(val, n):
-            _peer_row(
-                None,
-                val,
-                n,
-                i,
-                call,
-                counters,
-                tau,
-                b,
-                bq,
-                shares,
-                base,
-                member,
-                work,
-                scores,
-                buffers,
+            learns, y, shared = _peer_row(
+                None, val, n, i, call, counters, tau, b, bq, shares, base, work
             )
+            if learns:
+                _learn_round(
+                    None, val, n, i, call, k, y, coef, shared, base, member, scores, buffers
+                )
         else:
             n = _nonzeros(call.dense, idx, val, n)
-            _peer_row(
-                idx,
-                val,
-                n,
-                i,
-                call,
-                counters,
-                tau,
-                b,
-                bq,
-                shares,
-                base,
-                member,
-                work,
-                scores,
-                buffers,
+            learns, y, shared = _peer_row(
+                idx, val, n, i, call, counters, tau, b, bq, shares, base, work
             )
+            if learns:
+                _learn_round(
+                    idx, val, n, i, call, k, y, coef, shared, base, member, scores, buffers
+                )
 
 
 @njit(cache=True)
