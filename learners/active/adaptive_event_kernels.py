@@ -17,8 +17,9 @@ path and of a batch, bit for bit (docs/algorithms.md Sec. 11.6). The same entrie
 A PEER rule's query of a single event draws its uniforms from the generator one at a
 time, the second only where the first asked: :func:`peer_rule_margins_event` reads the
 score, the task's margin and the peers' vote of the row, the rule draws against them
-in Python, and where the peers answer, :func:`peer_rule_answer_event` has the base
-learn their label (the pass's helpers, so the numbers of ``query_and_learn_many``).
+in Python, and where the peers answer, the base learns their label through its own
+entry (:func:`learners.adaptive.event_kernels.adaptive_event`, the row step that a round
+of the rule's pass takes, so the numbers of ``query_and_learn_many``).
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ from learners.active.adaptive_kernels import (
     BaseArrays,
     _warm_base,
     committee_pass,
-    peer_rule_answer,
     peer_rule_margins,
     peer_rule_pass,
 )
@@ -43,7 +43,6 @@ from learners.kernels import register_warmup
 
 __all__ = [
     "committee_event",
-    "peer_rule_answer_event",
     "peer_rule_event",
     "peer_rule_margins_event",
     "warm",
@@ -107,15 +106,6 @@ def peer_rule_margins_event(
     return peer_rule_margins(dense_event_call(x, bias, normalize, task, 0.0, False), base, tau)
 
 
-@njit(cache=True)
-def peer_rule_answer_event(
-    x: np.ndarray, bias: bool, normalize: bool, task: int, answer: float, base: BaseArrays
-) -> None:  # pragma: no cover - compiled
-    """:func:`~learners.active.adaptive_kernels.peer_rule_answer` on the dense row ``x``,
-    one that :func:`peer_rule_margins_event` took."""
-    peer_rule_answer(dense_event_call(x, bias, normalize, task, 0.0, False), base, answer)
-
-
 @register_warmup
 def warm() -> None:
     """Compile both entries for each base of :data:`learners.adaptive.kernels.WARM_BASES`
@@ -131,4 +121,3 @@ def warm() -> None:
                 peer_rule_event(*args, peer, 1.0, 5.0, True)
         base = _warm_base(losses, gammas, interleave, 2, 4)
         peer_rule_margins_event(x, True, False, 1, base, peer)
-        peer_rule_answer_event(x, True, False, 1, -1.0, base)

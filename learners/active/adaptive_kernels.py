@@ -79,7 +79,6 @@ from learners.kernels import ROW_HELPER, register_warmup
 __all__ = [
     "BaseArrays",
     "committee_pass",
-    "peer_rule_answer",
     "peer_rule_margins",
     "peer_rule_pass",
     "warm",
@@ -506,9 +505,11 @@ def peer_rule_margins(
     """``(score, f_k, f_peer)`` of the one row of ``call`` (task ``call.tasks[0]``): what
     :func:`peer_rule_pass` reads on that row, in the same canonical form, before its
     draws (the score; the task's margin, against which the first draw is made; the
-    peers' vote, against which the second is). Changes nothing. With
-    :func:`peer_rule_answer`, the round of a single event whose draws Python takes from
-    the generator one at a time (docs/algorithms.md Sec. 11.6)."""
+    peers' vote, against which the second is). Changes nothing. The round of a single
+    event whose draws Python takes from the generator one at a time reads these; where
+    the peers answer, the base learns their label through its own pass on the row
+    (:func:`learners.adaptive.kernels.adaptive_pass`, whose row step is the one a round
+    of :func:`peer_rule_pass` takes: docs/algorithms.md Sec. 11.6)."""
     idx, val, _, work, _, _ = _buffers(call, base, tau.shape[0])
     U0 = base[1][0]
     n = load_row_inlined(call, 0, U0.shape[1], idx, val)
@@ -535,24 +536,6 @@ def _peer_margins(
     score, fk, s0 = _peer_scores(idx, val, n, k, lead, state, base[2])
     _task_margins(idx, val, n, state[1][lead], s0, f)
     return score, fk, _vote(tau, k, f)
-
-
-@njit(cache=True)
-def peer_rule_answer(
-    call: KernelPass, base: BaseArrays, answer: float
-) -> None:  # pragma: no cover - compiled
-    """The base learns the peers' ``answer`` (+1 or -1) for the one row of ``call`` and
-    its task, as :func:`peer_rule_pass` does on a round where the peers answer."""
-    idx, val, _, _, scores, buffers = _buffers(call, base, 1)
-    U0 = base[1][0]
-    n = load_row_inlined(call, 0, U0.shape[1], idx, val)
-    k = call.tasks[0]
-    member = _is_member(base)
-    if dense_row(call, 0, U0) and _all_nonzero(val, n):
-        _learn_task(None, val, n, 0, call, k, answer, base, member, scores, buffers)
-    else:
-        n = _nonzeros(call.dense, idx, val, n)
-        _learn_task(idx, val, n, 0, call, k, answer, base, member, scores, buffers)
 
 
 def _warm_base(
@@ -597,4 +580,3 @@ def warm() -> None:
             )
             base = _warm_base(losses, gammas, interleave, 2, 4)
             peer_rule_margins(warm_call(rows, 1), base, peer)
-            peer_rule_answer(warm_call(rows, 1), base, -1.0)

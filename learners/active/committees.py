@@ -48,14 +48,12 @@ import numpy as np
 
 from learners.active.adaptive_event_kernels import (
     committee_event,
-    peer_rule_answer_event,
     peer_rule_event,
     peer_rule_margins_event,
 )
 from learners.active.adaptive_kernels import (
     BaseArrays,
     committee_pass,
-    peer_rule_answer,
     peer_rule_margins,
     peer_rule_pass,
 )
@@ -68,6 +66,8 @@ from learners.active.selective import (
     SelectiveSampling,
     default_on,
 )
+from learners.adaptive.event_kernels import adaptive_event
+from learners.adaptive.kernels import adaptive_pass
 from learners.adaptive.learners import AdaptiveLearner
 from learners.amlc.committee import (
     committee_update,
@@ -439,9 +439,8 @@ class AdaptivePeer(_MarginRule):
         Over an adaptive base the score, the task's margin and the peers' vote come from
         the compiled pass on the row (:func:`~learners.active.adaptive_kernels.peer_rule_margins`,
         through an entry for a dense row), the draws are made here, and where the peers
-        answer the base learns their label through the pass
-        (:func:`~learners.active.adaptive_kernels.peer_rule_answer`): the numbers of
-        ``query_and_learn_many`` on the row. The numpy ``_query`` stays the reference."""
+        answer the base learns their label through its own pass (:meth:`_pass_draws`):
+        the numbers of ``query_and_learn_many`` on the row. The numpy ``_query`` stays the reference."""
         if self._compiled_query():
             t = check_task(task, self.n_tasks)
             score, own, vote, row, call = self._pass_margins(x, t)
@@ -494,18 +493,22 @@ class AdaptivePeer(_MarginRule):
         self, first: float, vote: float, task: int, row: np.ndarray | None, call: KernelPass | None
     ) -> bool:
         """PEER's draws against the pass's margins (:meth:`_draws`): where the peers
-        answer, the base learns ``SGN(f_peer)`` through the pass on the same row."""
+        answer, the base learns ``SGN(f_peer)`` on the same row through its own pass
+        (:func:`~learners.adaptive.kernels.adaptive_pass`, or the entry of a dense row,
+        :func:`~learners.adaptive.event_kernels.adaptive_event`): the rule's pass learns
+        the peers' label with the base's row step alone, the same numbers."""
         if self.rng.random() >= first:
             return False
         if self.rng.random() < query_probability(float(self.hyper["bq"]), vote):
             return True
         answer = 1.0 if vote >= 0.0 else -1.0
+        configs, state, outlier = self._base_arrays()
         if call is not None:
-            peer_rule_answer(call, self._base_arrays(), answer)
+            adaptive_pass(call._replace(y=np.array([answer])), configs, state, outlier)
         else:
             assert row is not None
-            peer_rule_answer_event(
-                row, self._bias, self._normalize, task, answer, self._base_arrays()
+            adaptive_event(
+                row, self._bias, self._normalize, task, answer, True, False, configs, state, outlier
             )
         return False
 
