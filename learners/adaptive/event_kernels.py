@@ -87,7 +87,7 @@ def adaptive_event(
     )
     row_buffers = (ints[1:], val, buffers, floats[2 + 4 * width :])
     if learn:
-        _pass_rows(call, configs, state, outlier, row_buffers, None)
+        _pass_rows(call, configs, state, outlier, row_buffers)
     else:
         _score_rows(call, state, outlier, row_buffers)
     return scores[0]
@@ -147,7 +147,7 @@ def adaptive_sparse_event(
         floats[2 + 4 * width :],
     )
     if learn:
-        _pass_rows(call, configs, state, outlier, row_buffers, state)
+        _pass_rows(call, configs, state, outlier, row_buffers)
     else:
         _score_rows(call, state, outlier, row_buffers)
     return scores[0]

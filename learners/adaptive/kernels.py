@@ -1179,13 +1179,9 @@ def adaptive_pass(
     :data:`StateArrays` and :data:`OutlierArrays`, updated in place. One configuration
     without an outlier part runs :func:`_member_row`, anything else :func:`_learn_row`.
     The row buffers (:func:`_row_buffers`) are handed to :func:`_pass_rows`, the loop
-    over the rows, with the state to prefetch for a CSR call (None for a dense one).
+    over the rows.
     """
-    buffers = _row_buffers(call, state)
-    if call.dense:
-        _pass_rows(call, configs, state, outlier, buffers, None)
-    else:
-        _pass_rows(call, configs, state, outlier, buffers, state)
+    _pass_rows(call, configs, state, outlier, _row_buffers(call, state))
 
 
 @njit(cache=True, inline="always")
@@ -1210,14 +1206,14 @@ def _pass_rows(
     state: StateArrays,
     outlier: OutlierArrays,
     row_buffers: RowBuffers,
-    ahead: StateArrays | None,
 ) -> None:  # pragma: no cover - compiled
     """The row loop of :func:`adaptive_pass` on its buffers. Compiled without reference
     counting, as every per-row helper here (:data:`learners.kernels.ROW_HELPER`): with
     it, each row's views and calls counted references to the arrays they touch, two
-    atomic operations per array and call (docs/algorithms.md Sec. 11.5). ``ahead``: the
-    state, for a CSR call, whose rows prefetch the next row's (:func:`_prefetch_row`);
-    None for a dense call, which then compiles without it."""
+    atomic operations per array and call (docs/algorithms.md Sec. 11.5). A CSR call's
+    rows prefetch the state of the next row (:func:`_prefetch_row`). One loop for both
+    kinds of call, the kind tested per row: compiled once, where a loop specialised to
+    each kind compiled the whole row step twice for a branch the processor predicts."""
     idx, val, buffers, scores = row_buffers
     M, dim = state[0].shape
     member = M == 1 and outlier[0][0] == 0.0
@@ -1227,8 +1223,8 @@ def _pass_rows(
     rows = call.y.shape[0]
     for i in range(rows):
         k, y = call.tasks[i], call.y[i]
-        if ahead is not None and i + 1 < rows:
-            _prefetch_row(call, i + 1, ahead)
+        if not call.dense and i + 1 < rows:
+            _prefetch_row(call, i + 1, state)
         if fast:
             score = math.nan
             if call.dense:
