@@ -25,7 +25,8 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 ## compile the learners' numba kernels once into the cache (a no-op when it is complete):
-## two processes side by side on two cores share the families, then one full call
+## two processes side by side on two cores share the families (each takes a family once
+## those whose kernels it calls are compiled: learners/warm_claims.py), then one full call
 ## loads every kernel, compiles whatever they left out and marks the cache complete;
 ## the worker's own compiled pass (reading a batch's task names) goes into the same cache
 warm: install

@@ -37,9 +37,8 @@ pass tests the row for zeros, so a dense row is read once per dot.
 from __future__ import annotations
 
 import math
-import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -830,36 +829,24 @@ def warm_kernels(claims: str | Path | None = None) -> dict[str, float]:
     call on a machine compiles and fills numba's cache; later processes load it.
 
     ``claims``, a directory, shares the family warm-ups (not :func:`warm_every_learner`)
-    with the other processes given the same one: each takes the next family no process
-    has claimed yet, in the order the families register (``learners.registry.discover``
-    imports them in a fixed order), until none is left, so processes started side by side
-    compile the families into one cache on as many cores and end about together (the
-    Makefile's ``warm``). numba replaces its cache files atomically; a helper that two
-    processes both compile is written twice, the same machine code. A full call
-    afterwards then loads every kernel and compiles whatever the shares left out.
+    with the other processes given the same one (:mod:`learners.warm_claims`): each
+    takes the next family no process has claimed yet whose dependencies are compiled,
+    until none is left, so processes started side by side compile the families into one
+    cache on as many cores and end about together (the Makefile's ``warm``). numba
+    replaces its cache files atomically; a helper that two processes both compile is
+    written twice, the same machine code. A full call afterwards then loads every kernel
+    and compiles whatever the shares left out.
     """
     from learners.registry import discover
+    from learners.warm_claims import claimed_warmups, family_name
 
     discover()
-    fns: list[Callable[[], object]] = [*_WARMUPS, warm_every_learner]
+    fns: Iterable[Callable[[], object]] = [*_WARMUPS, warm_every_learner]
     if claims is not None:
-        fns = list(_WARMUPS)
-        Path(claims).mkdir(parents=True, exist_ok=True)
+        fns = claimed_warmups(list(_WARMUPS), Path(claims))
     seconds: dict[str, float] = {}
     for fn in fns:
-        name = f"{fn.__module__}.{fn.__qualname__}"
-        if claims is not None and not _claim(Path(claims) / name):
-            continue
         start = time.perf_counter()
         fn()
-        seconds[name] = time.perf_counter() - start
+        seconds[family_name(fn)] = time.perf_counter() - start
     return seconds
-
-
-def _claim(path: Path) -> bool:
-    """Create ``path`` unless it exists; whether this call created it (atomic)."""
-    try:
-        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
-    except FileExistsError:
-        return False
-    return True
