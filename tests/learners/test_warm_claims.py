@@ -69,7 +69,7 @@ def test_a_family_waits_for_its_dependency_and_the_other_process_takes_what_is_r
 ):
     log: list[tuple[str, str, float]] = []
     base, entries, other = (
-        _family("base", log, 0.4),
+        _family("base", log, 1.0),
         _family("entries", log, 0.0),
         _family("other", log, 0.1),
     )
