@@ -26,6 +26,8 @@ class Owned:
         self.outbox = Outbox()
         self.applier = Applier(state, self.outbox, self.fetch, self.record_cut)
         self.start_totals = dict(state.totals)
+        #: the totals of the last snapshot written (or loaded): the work a lost lease keeps
+        self.snapshot_totals = dict(state.totals)
         self.lag = 0
         #: log entries no longer in the log (trimmed); the applied entries still in the
         #: log are ``state.totals["entries"] - trimmed`` (see :meth:`applied_in_log`)

@@ -249,7 +249,17 @@ class Worker:
             self._drop(name, "failed")
         self._fail(name, exc, serving=True)
 
-    def _drop(self, name: str, reason: str, deleted: bool = False, count: bool = True) -> None:
+    def _drop(
+        self,
+        name: str,
+        reason: str,
+        deleted: bool = False,
+        count: bool = True,
+        unsaved_lost: bool = False,
+    ) -> None:
+        """Let ``name`` go. With ``unsaved_lost`` (the lease or Redis was lost) its work
+        after the last snapshot is not kept: whoever takes the model next replays those
+        entries, so this run counts the model's work only up to that snapshot."""
         owned = self.owned.pop(name, None)
         if owned is not None:
             self.by_log.pop(owned.log_key.encode(), None)
@@ -257,7 +267,7 @@ class Worker:
             self.published[(name, owned.state.generation)] = PublishedMarks.of(owned.state)
             self.history.forget(name)
             if count:
-                self.result.count(owned)
+                self.result.count(owned, upto=owned.snapshot_totals if unsaved_lost else None)
             m.LEASE_OWNER.labels(name, self.id).set(0)
             log.warning("worker %s dropped model %r: %s", self.id, name, reason)
         if deleted:  # its series would be exported (and alert) forever
@@ -307,7 +317,12 @@ class Worker:
             if reason is None:
                 continue
             # a reconfigured model is still leased to us: loaded afresh just below
-            self._drop(renewal.name, reason, deleted=renewal.generation is None)
+            self._drop(
+                renewal.name,
+                reason,
+                deleted=renewal.generation is None,
+                unsaved_lost=not renewal.held,
+            )
             if renewal.held and renewal.generation is None:
                 release(self.r, renewal.name, self.id)
         existing = set(listed) if self.wanted is None else set(list_models(self.r))
@@ -535,7 +550,7 @@ class Worker:
         try:
             snapshot_state(self.r, st, self.id, self.settings)
         except SnapshotFenced as exc:
-            self._drop(st.name, str(exc))
+            self._drop(st.name, str(exc), unsaved_lost=True)
             return False
         except STORE_UNAVAILABLE:
             raise
@@ -543,6 +558,7 @@ class Worker:
             self._broke(owned, exc)
             return False
         self.result.snapshots += 1
+        owned.snapshot_totals = dict(st.totals)
         m.SNAPSHOT_VERSION.labels(st.name).set(st.version)
         trim_log(self.r, owned, self.settings.stream_maxlen)
         self.history.snapshotted(self.r, st)
@@ -645,7 +661,7 @@ class Worker:
         log.warning("worker %s lost Redis (%s); retrying", self.id, exc)
         self._drop_ahead()
         for name in list(self.owned):
-            self._drop(name, "connection lost")
+            self._drop(name, "connection lost", unsaved_lost=True)
         deadline = time.monotonic() + 1.0
         while not self.stopping and time.monotonic() < deadline:
             time.sleep(0.05)

@@ -137,7 +137,7 @@ def test_replayed_entries_are_not_counted_twice(
     rb: redis.Redis, settings: Settings, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The worker loses its lease mid-run, reloads the model from its (initial) snapshot
-    and replays 200 events: ``omtl_events_total`` still says 200."""
+    and replays 200 events: ``omtl_events_total`` and the run's counts still say 200."""
     put_model(rb, "replayed", ModelConfig(learner="cmtl", n_features=3, tasks=["a"]))
     for i in range(200):
         rb.xadd(keys.log_key("replayed"), encode_event("a", [float(i), 1.0, 0.0], y=1.0))
@@ -166,3 +166,6 @@ def test_replayed_entries_are_not_counted_twice(
     finally:
         worker.stop()
         thread.join(30)
+    assert not thread.is_alive()
+    # the work lost with the lease (nothing was snapshotted) counts once, in the replay
+    assert (worker.result.entries, worker.result.events) == (200, 200)
