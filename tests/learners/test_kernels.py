@@ -19,6 +19,7 @@ from learners.perceptron import kernels as linear_kernels
 from learners.perceptron import pnorm_kernels, second_order_kernels
 from learners.perceptron.linear import IndependentPerceptrons
 from learners.perceptron.multitask import PooledPerceptronReference
+from learners.warm_claims import family_name
 
 
 @pytest.mark.parametrize("d", [1, 3, 4, 9, 100])
@@ -178,6 +179,8 @@ def test_warm_up_claims_share_the_families_between_processes(tmp_path):
 
 def test_kernels_are_cached_and_warm_up_covers_every_public_path():
     seconds = learners.warm_kernels()
+    assert list(seconds)[-1] == "learners.kernels.warm_every_learner"
+    assert list(seconds)[:-1] == [family_name(fn) for fn in kernels._WARMUPS]
     assert {
         "learners.perceptron.kernels.warm_linear_kernels",
         "learners.perceptron.pnorm_kernels.warm_pnorm_kernels",

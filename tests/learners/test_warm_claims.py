@@ -6,7 +6,6 @@ from __future__ import annotations
 import threading
 import time
 
-import learners
 from learners.kernels import _WARMUPS
 from learners.registry import discover
 from learners.warm_claims import claimed_warmups, dependencies, family_name
@@ -96,9 +95,3 @@ def test_a_dependency_that_never_completes_is_waited_for_only_up_to_the_limit(tm
     )
     assert [family_name(f) for f in taken] == [family_name(entries)]
     assert 0.3 <= time.monotonic() - start < 5.0
-
-
-def test_without_claims_every_family_and_the_learner_sweep_run_in_order():
-    seconds = learners.warm_kernels()
-    assert list(seconds)[-1] == "learners.kernels.warm_every_learner"
-    assert list(seconds)[:-1] == [family_name(fn) for fn in _WARMUPS]
