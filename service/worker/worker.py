@@ -246,7 +246,7 @@ class Worker:
         retried every ``model_retry_s``); the worker's other models go on."""
         name = owned.state.name
         if name in self.owned:  # ``owned``, or what a roll-back loaded in its place
-            self._drop(name, "failed")
+            self._drop(name, "failed", unsaved_lost=True)  # a retry replays from the snapshot
         self._fail(name, exc, serving=True)
 
     def _drop(
@@ -257,9 +257,10 @@ class Worker:
         count: bool = True,
         unsaved_lost: bool = False,
     ) -> None:
-        """Let ``name`` go. With ``unsaved_lost`` (the lease or Redis was lost) its work
-        after the last snapshot is not kept: whoever takes the model next replays those
-        entries, so this run counts the model's work only up to that snapshot."""
+        """Let ``name`` go. With ``unsaved_lost`` (the lease or Redis was lost, or serving
+        the model failed) its work after the last snapshot is not kept: whoever takes the
+        model next replays those entries, so this run counts its work only up to that
+        snapshot."""
         owned = self.owned.pop(name, None)
         if owned is not None:
             self.by_log.pop(owned.log_key.encode(), None)

@@ -313,8 +313,9 @@ def test_a_model_whose_serving_fails_is_marked_failed_and_the_others_go_on(
 ) -> None:
     """An error out of the entries' application (the learner's outlier report read after
     a read, its state read for a snapshot) marks that model failed, as one that cannot
-    be loaded; the worker applies its other models to the end. Once the learner is
-    mended, a worker serves the model from its last snapshot to the end of its log."""
+    be loaded; the worker applies its other models to the end, and counts the failed
+    model's work only up to its last snapshot. Once the learner is mended, a worker
+    serves the model from that snapshot to the end of its log."""
     log = build_log(seed=2, n=1500, every=10_000)
     for name, learner in (("good", "cmtl"), ("bad", "rom-pgd"), ("reference", "rom-pgd")):
         put_model(rb, name, config(learner))
@@ -327,7 +328,9 @@ def test_a_model_whose_serving_fails_is_marked_failed_and_the_others_go_on(
     cls = type(learners.make("rom-pgd", n_features=1, n_tasks=1))
     with monkeypatch.context() as patch:
         patch.setattr(cls, where, broken)
-        Worker(settings, models=["good", "bad"]).run(until_idle=True, timeout=60)
+        failing = Worker(settings, models=["good", "bad"]).run(until_idle=True, timeout=60)
+        # the failed model's work after its last (initial) snapshot is lost, and not counted
+        assert failing.entries == len(log.entries)
         good = read_snapshot(rb, "good")
         assert good is not None and good.last_id == log.entries[-1][0]
         failure = read_failed(rb, "bad")
@@ -336,7 +339,8 @@ def test_a_model_whose_serving_fails_is_marked_failed_and_the_others_go_on(
         assert REGISTRY.get_sample_value("omtl_model_failed", {"model": "bad"}) == 1.0
         assert rb.get(keys.lease_key("bad")) is None  # released for another try
 
-    Worker(settings, models=["bad"]).run(until_idle=True, timeout=60)
+    mended = Worker(settings, models=["bad"]).run(until_idle=True, timeout=60)
+    assert mended.entries == len(log.entries)
     assert read_failed(rb, "bad") is None
     bad, reference = read_snapshot(rb, "bad"), read_snapshot(rb, "reference")
     assert bad is not None and reference is not None
