@@ -8,8 +8,8 @@ row steps; a family's per-event entries call its batch passes) needs that family
 machine code: numba loads it from the cache where it is there, and otherwise compiles
 it in the calling process too, the same work done twice while the first process is
 still at it. On a 2-core host that second compile was 93 of the 474 CPU s of
-``make warm``, about a fifth. So a process takes the first family, in registration order, whose
-dependencies are done (:func:`dependencies`: the modules of the compiled functions
+``make warm``, about a fifth. So a process takes the first family, in registration
+order, whose dependencies are done (:func:`dependencies`: the modules of the compiled functions
 its module imports), waits for one while only families with dependencies in progress
 remain, and marks each family done when its warm-up returns.
 

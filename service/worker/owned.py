@@ -26,7 +26,8 @@ class Owned:
         self.outbox = Outbox()
         self.applier = Applier(state, self.outbox, self.fetch, self.record_cut)
         self.start_totals = dict(state.totals)
-        #: the totals of the last snapshot written (or loaded): the work a lost lease keeps
+        #: the totals of the last snapshot written (or loaded): what is kept of the work when
+        #: the model is let go without a snapshot (a lost lease, a failure; Worker._drop)
         self.snapshot_totals = dict(state.totals)
         self.lag = 0
         #: log entries no longer in the log (trimmed); the applied entries still in the
