@@ -437,9 +437,9 @@ class Worker:
             raise
         except (Exception, MemoryError) as exc:
             self._fail(name, exc)
-        reloaded = self.owned.get(name)
-        # the work up to the snapshot counts once: the replay counts the rest again
-        self.result.count(owned, upto=None if reloaded is None else reloaded.start_totals)
+        # the work up to the snapshot counts once: the replay counts the rest again, the
+        # reloaded model's now or, when the reload failed, the retry's
+        self.result.count(owned, upto=owned.snapshot_totals)
 
     def _read_size(self) -> int:
         """Entries per log for the next read: ``read_count``, fewer for entries of many

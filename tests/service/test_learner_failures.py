@@ -346,3 +346,38 @@ def test_a_model_whose_serving_fails_is_marked_failed_and_the_others_go_on(
     assert bad is not None and reference is not None
     assert bad.last_id == log.entries[-1][0]
     assert_same_learner(bad.learner, reference.learner)
+
+
+def test_a_model_whose_reload_fails_after_a_learner_failure_counts_only_its_saved_work(
+    rb: redis.Redis, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The learner fails on an entry and the model's reload from its snapshot fails too:
+    the model is marked failed, and the run counts its work only up to that snapshot,
+    as for the other drops without a snapshot. The entries after it are counted once,
+    by the run that serves the model again from the snapshot."""
+    log = build_log(seed=5, n=1500, every=1000)
+    assert len(log.faulty) == 1
+    put_model(rb, "faulty", config("cmtl"))
+    write(rb, "faulty", log.entries)
+
+    def reload_fails(r: object, name: str, limits: object, recorded: object = None) -> object:
+        if recorded is not None:  # the rollback's reload, not the first load
+            raise RuntimeError("the reload is broken")
+        return load_owned(r, name, limits, recorded)  # type: ignore[arg-type]
+
+    rare = settings.model_copy(
+        update={"snapshot_every_seconds": 3600.0, "snapshot_every_entries": 10**6}
+    )
+    with monkeypatch.context() as patch:
+        make_faulty("cmtl", patch.setattr)
+        patch.setattr("service.worker.worker.load_owned", reload_fails)
+        failing = Worker(rare, models=["faulty"]).run(until_idle=True, timeout=60)
+        failure = read_failed(rb, "faulty")
+        assert failure is not None and "the reload is broken" in failure.reason
+        # no snapshot written: nothing of the run is saved, and nothing counted
+        assert read_snapshot(rb, "faulty") is None
+        assert failing.entries == 0
+
+    mended = Worker(settings, models=["faulty"]).run(until_idle=True, timeout=60)
+    assert mended.entries == len(log.entries)
+    assert read_failed(rb, "faulty") is None
