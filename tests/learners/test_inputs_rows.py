@@ -107,3 +107,23 @@ def test_a_full_csr_row_with_stored_zeros_is_canonical():
     full = as_vector(sp.csr_matrix(np.array([[1.0, 3.0, 2.0]])), 3)
     assert full.idx is None
     np.testing.assert_array_equal(full.val, [1.0, 3.0, 2.0])
+
+
+@pytest.mark.parametrize(("start", "stop"), [(0, 9), (0, 4), (3, 7), (5, 5), (8, 9), (2, 3)])
+def test_rows_between_of_a_csr_batch_are_scipys_row_slice(start: int, stop: int) -> None:
+    """The rows cut from the CSR arrays equal scipy's row slice (empty rows and an empty
+    cut included), keep the sorted-indices flag, and leave the batch's arrays as they were."""
+    X = sp.random(9, 50, density=0.2, format="csr", random_state=4)
+    X = sp.csr_matrix(X.multiply(np.arange(9)[:, None] % 3 != 1))  # rows 1, 4, 7 empty
+    X.eliminate_zeros()
+    batch = Batch.from_input(X, 50)
+    data, indptr = batch.csr.data.copy(), batch.csr.indptr.copy()
+    part = batch.rows_between(start, stop)
+    want = X[start:stop]
+    assert part.n == stop - start and part.dim == 50
+    assert part.csr.shape == want.shape and part.csr.has_sorted_indices
+    assert np.array_equal(part.csr.indptr, want.indptr)
+    assert np.array_equal(part.csr.indices, want.indices)
+    assert np.array_equal(part.csr.data, want.data)
+    assert [v.dense().tolist() for v in part.rows()] == X[start:stop].toarray().tolist()
+    assert np.array_equal(batch.csr.data, data) and np.array_equal(batch.csr.indptr, indptr)
