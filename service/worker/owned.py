@@ -28,6 +28,7 @@ class Owned:
         self.start_totals = dict(state.totals)
         #: the totals of the last snapshot written (or loaded): what is kept of the work when
         #: the model is let go without a snapshot (a lost lease, a failure; Worker._drop)
+        #: or rolled back to it (Worker._roll_back)
         self.snapshot_totals = dict(state.totals)
         self.lag = 0
         #: log entries no longer in the log (trimmed); the applied entries still in the

@@ -437,8 +437,8 @@ class Worker:
             raise
         except (Exception, MemoryError) as exc:
             self._fail(name, exc)
-        # the work up to the snapshot counts once: the replay counts the rest again, the
-        # reloaded model's now or, when the reload failed, the retry's
+        # the work up to the last snapshot counts once: the replay from it counts the rest
+        # again (the reloaded model's now or, when the reload failed, the model's next try)
         self.result.count(owned, upto=owned.snapshot_totals)
 
     def _read_size(self) -> int:
