@@ -103,6 +103,19 @@ def _pixels(png: bytes) -> np.ndarray:
     return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), dtype=np.int16)
 
 
+def _shot(page: Any, selector: str, tries: int = 5) -> np.ndarray:
+    """The pixels of a screenshot of the element ``selector``. The dashboard redraws an SVG
+    whose data changed (the worker may still be applying the seed), so the element found
+    may be replaced before it is shot: it is then found again."""
+    for attempt in range(tries):
+        try:
+            return _pixels(page.locator(selector).screenshot())
+        except sync_api.Error as exc:
+            if "not attached" not in str(exc) or attempt == tries - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
 def _has_colour(pixels: np.ndarray, hex_colour: str, tolerance: int = 30) -> int:
     """How many pixels are within ``tolerance`` of ``hex_colour`` in every channel."""
     rgb = np.array([int(hex_colour[i : i + 2], 16) for i in (1, 3, 5)], dtype=np.int16)
@@ -131,10 +144,10 @@ def test_dashboard_shows_the_heatmap_and_the_curves_with_data(
     assert page.locator("#card-pending .v").text_content() == "5"
     assert page.locator("#card-worker .v").text_content() == "live"
     # pixels: the heatmap is coloured (not blank, not one colour), the first curve is drawn
-    heat = _pixels(page.locator("svg.heatmap").screenshot())
+    heat = _shot(page, "svg.heatmap")
     assert len({tuple(p) for p in heat.reshape(-1, 3)[::7].tolist()}) > 10
     assert (np.abs(heat - 255).max(axis=2) > 40).mean() > 0.2
-    curves = _pixels(page.locator("svg.curves").screenshot())
+    curves = _shot(page, "svg.curves")
     assert _has_colour(curves, "#0072B2") > 100
     page.screenshot(path=str(shots / "dashboard.png"), full_page=True)
     assert offline.refused == []

@@ -5,6 +5,15 @@ const REFRESH_MS = 2000;
 let current = modelFromUrl();
 let timer = null;
 
+// An element's content replaced only when it changed: most refreshes bring the data of the
+// last one, and a redraw would drop a reader's hover and text selection for nothing.
+const shown = new Map();
+function show(id, html) {
+  if (shown.get(id) === html) return;
+  shown.set(id, html);
+  document.getElementById(id).innerHTML = html;
+}
+
 function card(key, value, id) {
   return '<div class="card"' + (id ? ' id="' + id + '"' : "") + '><div class="k">' + esc(key) +
     '</div><div class="v">' + esc(value) + "</div></div>";
@@ -42,7 +51,7 @@ function renderTasks(data) {
     (regression ? "<td class=num>" + fmt(t.rmse) + "</td><td class=num>" + fmt(t.mae) + "</td>"
                 : "<td class=num>" + fmt(t.online_accuracy) + "</td>") +
     "<td class=num>" + fmt(t.label_requests) + "</td><td class=num>" + fmt(t.outlier_score) + "</td></tr>").join("");
-  document.getElementById("tasks").innerHTML = head + rows;
+  show("tasks", head + rows);
   document.getElementById("task-note").textContent = data.task_count > data.tasks.length
     ? "(the " + data.tasks.length + " most labelled of " + data.task_count + ")" : "";
 }
@@ -50,7 +59,7 @@ function renderTasks(data) {
 function render(data) {
   const m = data.model;
   const lr = data.label_requests || {};
-  document.getElementById("cards").innerHTML = [
+  show("cards", [
     card("model", m.name), card("learner", m.learner), card("kind", m.kind),
     card("worker", data.worker_alive ? "live" : "no heartbeat", "card-worker"),
     card("snapshot version", fmt(m.version), "card-version"),
@@ -60,24 +69,24 @@ function render(data) {
     card("requests issued", fmt(lr.issued)), card("answered", fmt(lr.answered)),
     card("pending", fmt(lr.pending), "card-pending"),
     card("dead letters", fmt(m.counts.dead_letters)),
-  ].join("");
+  ].join(""));
   const rel = data.relations;
   document.getElementById("relation-kind").textContent = rel.kind;
   document.getElementById("relation-meaning").textContent = rel.meaning +
     (rel.shown_of && rel.shown_of > rel.tasks.length ? " Showing the " + rel.tasks.length + " most labelled of " + rel.shown_of + " tasks." : "");
-  document.getElementById("heatmap").innerHTML = rel.svg || '<p class="muted">no relation matrix</p>';
+  show("heatmap", rel.svg || '<p class="muted">no relation matrix</p>');
   const cv = data.curves;
   document.getElementById("curve-note").textContent = cv.metric + " of the most labelled tasks against the labels the model has learned, from " +
     cv.entries + " history entries (cumulative, progressive validation).";
-  document.getElementById("curves").innerHTML = cv.svg;
+  show("curves", cv.svg);
   renderTasks(data);
-  document.getElementById("outliers").innerHTML = data.outliers.length
-    ? data.outliers.map((t) => '<span class="flag">' + esc(t) + "</span>").join(", ") : "none";
+  show("outliers", data.outliers.length
+    ? data.outliers.map((t) => '<span class="flag">' + esc(t) + "</span>").join(", ") : "none");
   document.getElementById("dead-count").textContent = "(" + fmt(m.counts.dead_letters) + ")";
-  document.getElementById("dead").innerHTML = data.dead_letters.length
+  show("dead", data.dead_letters.length
     ? "<tr><th>entry</th><th>reason</th></tr>" + data.dead_letters.map((d) =>
       "<tr><td><code>" + esc(d.entry || d.id) + "</code></td><td>" + esc(d.reason) + "</td></tr>").join("")
-    : '<tr><td class="muted">none</td></tr>';
+    : '<tr><td class="muted">none</td></tr>');
 }
 
 async function refresh() {
