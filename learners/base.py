@@ -402,7 +402,30 @@ class Learner:
         score = self.decision_one(x, task)
         reporter = query_probability_reporter(self) if probability else None
         p = None if reporter is None else float(reporter.query_probability(x, task))
+        if not self.is_active and type(self).query_one is Learner.query_one:
+            return score, p, True  # what query_one answers, having drawn and changed nothing
         return score, p, self.query_one(x, task)
+
+    def decide_and_query_many(
+        self, X: Any, task: Any, *, probability: bool = False
+    ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+        """:meth:`decide_and_query` over a batch of unlabelled rows: ``(scores,
+        probabilities or None, asked)``, one entry per row of ``X`` for ``task`` (one int
+        or one per row). The probabilities are returned with ``probability`` by a learner
+        that ``reports_query_probability``.
+
+        Row by row, in order, this equals :meth:`decide_and_query`: the same draws from the
+        generator, the same answers, the same query count against the budget and the same
+        state. The scores are bit for bit those of ``decision_one`` where
+        :meth:`per_event_is_batch` holds, else equal to rounding (a compiled pass scores
+        the batch where the single row takes a numpy or per-event path). The whole batch
+        is validated first, so a bad row raises ``ValueError`` and changes nothing.
+        The worker's call for the unlabelled rows of a batch entry (docs/architecture.md,
+        "Applying log entries").
+        """
+        batch = Batch.from_input(X, self._n_features)
+        tasks = self._batch_tasks(task, batch.n)
+        return self._decide_and_query_batch(X, batch, tasks, probability)
 
     def learn_many(self, X: Any, y: Any, task: Any) -> None:
         """Learn a batch: rows of ``X`` with labels ``y`` for ``task`` (one int or one per row)."""
@@ -525,6 +548,26 @@ class Learner:
             scores[i] = self._decision(v, t)
             self._learn(v, label, t)
         return scores
+
+    def _decide_and_query_batch(
+        self, X: Any, batch: Batch, tasks: np.ndarray, probability: bool
+    ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+        """Default :meth:`decide_and_query_many`: :meth:`decide_and_query` row by row on the
+        validated ``batch`` (the rows of a 2-D array ``X`` as they are, so that a learner's
+        per-event fast path still takes them)."""
+        n = batch.n
+        rows: Any = X if type(X) is np.ndarray and X.ndim == 2 else batch.rows()
+        scores = np.empty(n)
+        reported = probability and self.reports_query_probability
+        probabilities = np.empty(n) if reported else None
+        asked = np.zeros(n, dtype=np.bool_)
+        for i, t in enumerate(tasks.tolist()):
+            score, p, ask = self.decide_and_query(rows[i], t, probability=probability)
+            scores[i] = score
+            asked[i] = ask
+            if probabilities is not None:
+                probabilities[i] = p
+        return scores, probabilities, asked
 
     def _get_state(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.state_fields}
@@ -698,24 +741,29 @@ class Learner:
                 raise ValueError("labels y must be -1 or +1")
         elif not (all(map(math.isfinite, labels.tolist())) if few else np.isfinite(labels).all()):
             raise ValueError("targets y must be finite")
-        if isinstance(task, int | np.integer) and not isinstance(task, bool):
-            tasks = np.full(n, check_task(task, self._n_tasks), dtype=np.int64)
-        else:
-            tasks = np.asarray(task)
-            if tasks.shape != (n,):
-                raise ValueError(f"task must be one index or one per row ({n})")
-            if tasks.dtype != np.int64:
-                if n and not np.issubdtype(tasks.dtype, np.integer):
-                    raise ValueError("task indices must be integers")
-                tasks = tasks.astype(np.int64)
-            if few:
-                unknown = any(not 0 <= k < self._n_tasks for k in tasks.tolist())
-            else:
-                unknown = n > 0 and (tasks.min() < 0 or tasks.max() >= self._n_tasks)
-            if unknown:
-                raise ValueError(f"unknown task in batch: tasks are 0..{self._n_tasks - 1}")
+        tasks = self._batch_tasks(task, n)
         bias, normalize = self._bias and not raw, self._normalize and not raw
         return batch.preprocessed(bias, normalize, self._log_scale), labels, tasks
+
+    def _batch_tasks(self, task: Any, n: int) -> np.ndarray:
+        """The task index of each of a batch's ``n`` rows from ``task`` (one index or one per
+        row), checked: int64, shape (n,)."""
+        if isinstance(task, int | np.integer) and not isinstance(task, bool):
+            return np.full(n, check_task(task, self._n_tasks), dtype=np.int64)
+        tasks = np.asarray(task)
+        if tasks.shape != (n,):
+            raise ValueError(f"task must be one index or one per row ({n})")
+        if tasks.dtype != np.int64:
+            if n and not np.issubdtype(tasks.dtype, np.integer):
+                raise ValueError("task indices must be integers")
+            tasks = tasks.astype(np.int64)
+        if n <= _FEW_ROWS:
+            unknown = any(not 0 <= k < self._n_tasks for k in tasks.tolist())
+        else:
+            unknown = n > 0 and (tasks.min() < 0 or tasks.max() >= self._n_tasks)
+        if unknown:
+            raise ValueError(f"unknown task in batch: tasks are 0..{self._n_tasks - 1}")
+        return tasks
 
 
 class QueryProbabilityReporter(Protocol):

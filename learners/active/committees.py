@@ -305,6 +305,19 @@ class AdaptiveCommittee(_MarginRule):
         asked = self._spend_query(lambda: self.rng.random() < p)
         return score, (p if probability else None), asked
 
+    def _draws_against_scores(self) -> bool:
+        """:meth:`decide_and_query`'s compiled rule: the committee score and one draw
+        against ``b / (b + |score|)``."""
+        return (
+            self._compiled_query()
+            and type(self).decide_and_query is AdaptiveCommittee.decide_and_query
+        )
+
+    def _score_probabilities(self, scores: np.ndarray) -> np.ndarray:
+        """``b / (b + |score|)`` of every row (:func:`query_probability`)."""
+        b = float(self.hyper["b"])
+        return b / (b + np.abs(scores))
+
     def _margin(self, x: Vec, task: int) -> float:
         return float(self.tau_[task] @ task_margins(self.base_, x))
 

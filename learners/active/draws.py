@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Uniforms"]
+__all__ = ["Uniforms", "draw_below"]
 
 
 class Uniforms:
@@ -58,3 +58,26 @@ class Uniforms:
         self._rng.bit_generator.state = self._saved
         if used:
             self._rng.random(used)
+
+
+def draw_below(rng: np.random.Generator, p: np.ndarray, remaining: int) -> np.ndarray:
+    """One Bernoulli trial per row, ``rng.random() < p[i]`` in row order, while queries
+    remain: ``remaining`` more True answers at most (no draw once they are spent, as
+    :meth:`learners.base.Learner.query_one` does not draw once the budget is spent).
+    Returns the answers; the generator is left where the row-by-row trials leave it
+    (:class:`Uniforms`). A NaN probability answers False, as ``u < nan`` does."""
+    n = p.shape[0]
+    asked = np.zeros(n, dtype=np.bool_)
+    if n == 0 or remaining <= 0:
+        return asked
+    uniforms = Uniforms(rng, n, exact=remaining >= n)
+    np.less(uniforms.values, p, out=asked)
+    used = n
+    if remaining < n:
+        # the trial that spends the last query is the last one drawn
+        spent = np.flatnonzero(np.cumsum(asked) >= remaining)
+        if spent.shape[0]:
+            used = int(spent[0]) + 1
+            asked[used:] = False
+    uniforms.commit(used)
+    return asked

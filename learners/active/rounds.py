@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from learners.active.draws import Uniforms
+from learners.active.draws import Uniforms, draw_below
 from learners.active.kernels import NO_BUDGET, KernelPass, kernel_rows, vector_rows
 from learners.base import Learner
 from learners.inputs import Batch, Vec, as_vector, check_label, check_task
@@ -136,6 +136,64 @@ class ActiveLearner(Learner):
         if not (valid and 0 <= t < self._n_tasks) or row is None:
             return None
         return self._entry_score(row, label, t, True, True)
+
+    # ------------------------------------------------------------ unlabelled batches
+    def _decide_and_query_batch(
+        self, X: Any, batch: Batch, tasks: np.ndarray, probability: bool
+    ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+        """:meth:`~learners.base.Learner.decide_and_query_many` of a learner whose round on
+        an unlabelled row is one draw against a probability of the row's score and changes
+        nothing else (:meth:`_draws_against_scores`): every row scored by one compiled pass
+        that learns nothing (:meth:`_unlabelled_scores`), the probabilities from the scores
+        (:meth:`_score_probabilities`), then the trials in row order (:func:`draw_below`).
+        Any other rule (PEER's second draw and its step on the peers' vote, OMTL's round
+        count) takes the rows one by one."""
+        if not (batch.n and self._scores_batches() and self._draws_against_scores()):
+            return super()._decide_and_query_batch(X, batch, tasks, probability)
+        scores = self._unlabelled_scores(batch, tasks)
+        with np.errstate(invalid="ignore"):  # a NaN score gives a NaN probability: no query
+            p = self._score_probabilities(scores)
+        asked = draw_below(self.rng, p, self._remaining_queries())
+        self.n_queries_ += int(np.count_nonzero(asked))
+        return scores, (p if probability and self.reports_query_probability else None), asked
+
+    def _scores_batches(self) -> bool:
+        """Whether :meth:`_unlabelled_scores` can score a batch in one compiled call: where
+        the learner's own pass runs (:meth:`_compiled`), unless a learner says otherwise."""
+        return self._compiled()
+
+    def _draws_against_scores(self) -> bool:
+        """Whether :meth:`~learners.base.Learner.decide_and_query` on this instance is the
+        score of ``decision_one`` and one draw against :meth:`_score_probabilities` of it,
+        with no other change: no learner says so unless it overrides this."""
+        return False
+
+    def _score_probabilities(self, scores: np.ndarray) -> np.ndarray:
+        """The query probability of each row from its score (with
+        :meth:`_draws_against_scores`), element by element the arithmetic of the
+        per-event rule."""
+        raise NotImplementedError
+
+    def _unlabelled_scores(self, batch: Batch, tasks: np.ndarray) -> np.ndarray:
+        """Every row's score by the compiled pass as an active round with no query left
+        (:meth:`_one_row` without ``learn``): nothing is drawn and nothing changes. ``batch``
+        is raw: the pass appends the bias and scales to unit length as it reads a row."""
+        n = batch.n
+        scores = np.empty(n)
+        batch = batch.preprocessed(False, False, self._log_scale)  # sorted CSR, log scale
+        self._run_kernel(
+            KernelPass(
+                *kernel_rows(batch, self._bias, self._normalize),
+                np.zeros(n),
+                kernel_array(tasks, np.int64),
+                True,
+                _NO_DRAWS,
+                0,
+                scores,
+                np.zeros(n, dtype=np.bool_),
+            )
+        )
+        return scores
 
     # ------------------------------------------------------------ per-event paths
     def _kernel_scores(self) -> bool:

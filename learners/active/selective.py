@@ -47,6 +47,7 @@ import numpy as np
 
 from learners.active.kernels import B_FAMILY, MATRIX, ROWS, KernelPass, selective_pass
 from learners.active.rounds import ActiveLearner
+from learners.adaptive.learners import AdaptiveLearner
 from learners.base import APPEND_BIAS, BUDGET, L2_NORMALIZE, LOG_SCALE, Learner, Param
 from learners.inputs import Batch, Vec, as_vector, check_task
 from learners.params import boolean, positive
@@ -355,6 +356,43 @@ class SelectiveSampling(ActiveLearner):
             p = self._query_probability(prepared, t)
         asked = self._spend_query(lambda: self.rng.random() < p)  # _query's draw with this p
         return score, (p if probability else None), asked
+
+    def _draws_against_scores(self) -> bool:
+        """:meth:`decide_and_query`'s one-margin form (:meth:`_score_is_margin`) with a fixed
+        ``b``: one draw against ``b / (b + |score|)``."""
+        cls = type(self)
+        return (
+            cls.decide_and_query is SelectiveSampling.decide_and_query
+            and cls._threshold is SelectiveSampling._threshold
+            and not self.hyper["adaptive_b"]
+            and cls._shared_probability()
+            and self.is_active
+            and self._score_is_margin()
+        )
+
+    def _scores_batches(self) -> bool:
+        """The rule's own pass, or, over an adaptive base (which has no selective pass), the
+        base's scoring pass (:meth:`_unlabelled_scores`)."""
+        return self._compiled() or isinstance(self.base_, AdaptiveLearner)
+
+    def _unlabelled_scores(self, batch: Batch, tasks: np.ndarray) -> np.ndarray:
+        """Every row's score without learning: the rule's pass, or the adaptive base's
+        scoring pass on the rows as the rule prepares them (the base's own preprocessing is
+        off), the score its ``_decision`` gives a row to rounding."""
+        base = self.base_
+        if self._compiled() or not isinstance(base, AdaptiveLearner):
+            return super()._unlabelled_scores(batch, tasks)
+        batch = batch.preprocessed(False, False, self._log_scale)
+        return base._kernel_scores(
+            batch, np.array(tasks, dtype=np.int64), self._bias, self._normalize
+        )
+
+    def _score_probabilities(self, scores: np.ndarray) -> np.ndarray:
+        """:func:`_probability` of every row's score with the fixed ``b``."""
+        b = float(self.hyper["b"])
+        denominator = b + np.abs(scores)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(denominator <= 0.0, 1.0, b / denominator)
 
     def _score_is_margin(self) -> bool:
         """Whether ``decision_one`` returns the numpy ``_decision`` and that number is

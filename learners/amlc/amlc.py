@@ -199,6 +199,22 @@ class ActiveMultitaskCommittees(PerTaskPerceptrons):
         score = self._one_row(x, 0.0, check_task(task, self.n_tasks), learn=False)
         return score, None, self._ask(score)
 
+    def _draws_against_scores(self) -> bool:
+        """:meth:`decide_and_query` is the compiled score and :meth:`_ask`'s one draw
+        (its own conditions, the rule's methods not overridden)."""
+        cls = type(self)
+        return (
+            self._kernel_scores()
+            and cls.decision_one is ActiveLearner.decision_one
+            and cls.decide_and_query is ActiveMultitaskCommittees.decide_and_query
+            and cls._ask is ActiveMultitaskCommittees._ask
+        )
+
+    def _score_probabilities(self, scores: np.ndarray) -> np.ndarray:
+        """Line 8's ``b / (b + |score|)`` of every row (:func:`query_probability`)."""
+        b = float(self.hyper["b"])
+        return b / (b + np.abs(scores))
+
     def _ask(self, score: float) -> bool:
         """The budget, then a draw with probability ``b / (b + |score|)``."""
         return self._spend_query(

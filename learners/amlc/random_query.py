@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from learners.active.kernels import ROWS, KernelPass, selective_pass
+from learners.active.rounds import ActiveLearner
 from learners.amlc.common import APPEND_BIAS_ON, L2_NORMALIZE_ON, XU2018, PerTaskPerceptrons, sgn
 from learners.base import BUDGET, Param
 from learners.inputs import Vec
@@ -48,6 +49,21 @@ class RandomQuery(PerTaskPerceptrons):
 
     def _query(self, x: Vec, task: int) -> bool:
         return bool(self.rng.random() < self.hyper["query_rate"])
+
+    def _draws_against_scores(self) -> bool:
+        """``decide_and_query`` is the score and one draw against ``query_rate`` (unless a
+        subclass changes the score or the draw)."""
+        cls = type(self)
+        return (
+            cls._query is RandomQuery._query
+            and cls.decide_and_query is PerTaskPerceptrons.decide_and_query
+            and cls.decision_one is ActiveLearner.decision_one
+            and cls._decision is PerTaskPerceptrons._decision
+        )
+
+    def _score_probabilities(self, scores: np.ndarray) -> np.ndarray:
+        """``query_rate`` for every row."""
+        return np.full(scores.shape[0], float(self.hyper["query_rate"]))
 
     def _learn(self, x: Vec, y: float, task: int) -> None:
         if sgn(x.dot(self.W_[task])) != y:

@@ -374,6 +374,65 @@ def check_decide_and_query(make: Factory) -> None:
     assert_states_equal(a.state_dict(), b.state_dict(), "decide_and_query")
 
 
+def check_decide_and_query_many(make: Factory) -> None:
+    """decide_and_query_many equals decide_and_query row by row over blocks of unlabelled
+    rows: the same answers, draws, query count and state, learning every asked label in
+    between; also once a budget runs out inside a block. Scores and probabilities bit for
+    bit where per_event_is_batch holds, else to rounding. The same rows as a CSR matrix
+    give the same answers; a block with a bad row raises and changes nothing."""
+    a, b = make(), make()
+    stream = _stream(a, n=800, seed=17)
+    reports = query_probability_reporter(a) is not None
+    exact = a.per_event_is_batch()
+
+    def same(got: np.ndarray, want: list[float], what: str) -> None:
+        if exact:
+            assert np.array_equal(got, np.array(want), equal_nan=True), what
+        else:
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, err_msg=what)
+
+    for block, start in enumerate(range(0, len(stream), 50)):
+        if start == 400 and a.is_active:  # a budget that runs out within the next blocks
+            a._budget = b._budget = a.n_queries_ + 20
+        X, y, tasks = (arr[start : start + 50] for arr in (stream.X, stream.y, stream.task))
+        probability = block % 2 == 0
+        rows = [a.decide_and_query(x, t, probability=probability) for x, t in zip(X, tasks)]
+        if block == 3:  # the same rows as CSR, on a copy of b
+            sparse = (
+                type(b)
+                .from_state_dict(b.state_dict())
+                .decide_and_query_many(sp.csr_matrix(X), tasks)
+            )
+        scores, p, asked = b.decide_and_query_many(X, tasks, probability=probability)
+        assert asked.dtype == np.bool_ and asked.tolist() == [r[2] for r in rows], block
+        same(scores, [r[0] for r in rows], f"scores of block {block}")
+        if probability and reports:
+            assert p is not None
+            want_p = [r[1] for r in rows if r[1] is not None]
+            assert len(want_p) == len(rows), block
+            same(p, want_p, f"probabilities of block {block}")
+        else:
+            assert p is None and all(r[1] is None for r in rows), block
+        if block == 3:
+            assert sparse[2].tolist() == asked.tolist()
+            np.testing.assert_allclose(sparse[0], scores, rtol=1e-12, atol=1e-12)
+        assert a.n_queries_ == b.n_queries_, block
+        for i in np.flatnonzero(asked).tolist():
+            a.learn_one(X[i], y[i], int(tasks[i]))
+            b.learn_one(X[i], y[i], int(tasks[i]))
+    assert_states_equal(a.state_dict(), b.state_dict(), "decide_and_query_many")
+    bad = stream.X[:20].copy()
+    bad[13, 2] = np.nan
+    before = b.state_dict()
+    try:
+        b.decide_and_query_many(bad, stream.task[:20])
+    except ValueError:
+        pass
+    else:
+        raise AssertionError("a NaN row must raise ValueError")
+    assert_states_equal(before, b.state_dict(), "after a bad block")
+
+
 def check_task_weights(make: Factory) -> None:
     """task_weights(), where given, has shape (K, dim) and reproduces decision_one."""
     learner = make()
@@ -520,6 +579,7 @@ ALL_CHECKS: tuple[Check, ...] = (
     check_batch_matches_rows,
     check_query_one,
     check_decide_and_query,
+    check_decide_and_query_many,
 )
 
 
