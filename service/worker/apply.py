@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,6 +81,8 @@ RUN_MAX_BYTES = 16 << 20
 #: A fully labelled batch entry waiting in a run: entry id, raw fields, task indices,
 #: X32 bytes, y32 bytes.
 _Batched = tuple[bytes, Sequence[Any], np.ndarray, bytes, bytes]
+#: A label request to emit: (event id, task index, score, ref, probability text, event key).
+_Request = tuple[str, int, float, Any, str, tuple[int, int, int]]
 
 
 class _Dead(Exception):
@@ -235,27 +237,36 @@ class Applier:
     ) -> None:
         """Count a label request and emit it (unless a replay already did); ``key`` is
         ``parse_event_id(event_id)`` where the caller has it."""
-        st = self.state
-        st.single["queries"][t] += 1
-        st.totals["label_requests"] += 1
         if key is None:
             key = parse_event_id(event_id)
-        st.note_request(key)
-        if self._replaying_queries and key <= st.queries_done_upto:
-            return
-        self._replaying_queries = False
-        if isinstance(ref, bytes):
-            ref = ref.decode("utf-8", "replace")
-        self.outbox.requests.append(
-            {
-                "event": event_id,
-                "task": st.task_names[t],
-                "score": repr(score),
-                "p": p,
-                "ref": "" if ref is None else str(ref),
-                "ts": str(int(time.time() * 1000)),
-            }
-        )
+        self._emit_requests([(event_id, t, score, ref, p, key)])
+
+    def _emit_requests(self, requests: Iterable[_Request]) -> None:
+        """:meth:`_emit_request` of each request in order, stamped with one time."""
+        st = self.state
+        queries = st.single["queries"]
+        names = st.task_names
+        out = self.outbox.requests
+        ts = str(int(time.time() * 1000))
+        for event_id, t, score, ref, p, key in requests:
+            queries[t] += 1
+            st.totals["label_requests"] += 1
+            st.note_request(key)
+            if self._replaying_queries and key <= st.queries_done_upto:
+                continue
+            self._replaying_queries = False
+            if isinstance(ref, bytes):
+                ref = ref.decode("utf-8", "replace")
+            out.append(
+                {
+                    "event": event_id,
+                    "task": names[t],
+                    "score": repr(score),
+                    "p": p,
+                    "ref": "" if ref is None else str(ref),
+                    "ts": ts,
+                }
+            )
 
     def _dead(self, entry_id: str, reason: str, flat: Sequence[Any]) -> None:
         st = self.state
@@ -665,18 +676,40 @@ class Applier:
                     started = True
                     self._count_labelled(scores, ty, tt)
                     continue
-                refs = b.refs
-                ms, seq = entry_id_tuple(b.id)  # row i is event "<b.id>/<i>", key (ms, seq, i)
-                for i, t in enumerate(tasks[a:e].tolist(), start=a):
-                    x = as_vector(X[i], learner.n_features)  # a copy, validated once
-                    ref = None if refs is None else refs[i]
-                    self._unlabelled_event(f"{b.id}/{i}", t, x, ref, (ms, seq, i))
-                    started = True
+                self._unlabelled_rows(b, tasks, a, e)
+                started = True
         except ValueError as exc:
             if started:  # rows before it were applied: not an entry refused whole
                 raise LearnerFailed([b.id.encode()], exc) from exc
             raise
+        if not all_labelled:  # kept whole for the labels of its unlabelled rows
+            self.state.remember(b.id, b, int(np.count_nonzero(~labelled)))
         return n
+
+    def _unlabelled_rows(self, b: BatchEvent, tasks: np.ndarray, a: int, e: int) -> None:
+        """Rows ``a:e`` of a batch entry, all unlabelled: what :meth:`_unlabelled_event` does
+        for each, with the scores and query decisions of one ``decide_and_query_many`` call
+        (the same draws, in row order) and the counts added up in one go. Row i is event
+        ``<b.id>/<i>``, its key ``(ms, seq, i)``; the caller keeps the entry for the rows'
+        labels."""
+        tt = tasks[a:e]
+        scores, probabilities, asked = self.learner.decide_and_query_many(
+            b.X[a:e], tt, probability=self.reports_probability
+        )
+        self.state.deferred_unlabelled.append(tt)
+        refs = b.refs
+        ms, seq = entry_id_tuple(b.id)
+        self._emit_requests(
+            (
+                f"{b.id}/{a + i}",
+                int(tt[i]),
+                float(scores[i]),
+                None if refs is None else refs[a + i],
+                "" if probabilities is None else repr(float(probabilities[i])),
+                (ms, seq, a + i),
+            )
+            for i in np.flatnonzero(asked).tolist()
+        )
 
     def _label(self, lab: Label) -> None:
         st = self.state
@@ -691,6 +724,8 @@ class Applier:
             raise _Dead(f"event {lab.event} was never applied (the learner failed on it)")
         y = self._check_y(lab.y)
         cached = st.recent.get(lab.event)
+        if cached is None and row is not None:
+            cached = st.recent.get(entry)  # a batch entry kept whole for its unlabelled rows
         if cached is None:
             flat = self.fetch(entry)
             if flat is None:
@@ -746,7 +781,7 @@ class Applier:
             st.single["mistakes"][t] += 1
         st.totals["labels_applied"] += 1
         st.note_label(key)
-        st.recent.pop(lab.event, None)
+        st.forget(lab.event)
 
     def _known_task(self, name: str, event_id: str) -> int:
         idx = self.state.task_index.get(name.encode())

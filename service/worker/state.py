@@ -84,6 +84,8 @@ class ModelState:
         }
         #: (tasks, wrong-or-None) of rows learned through the batch path, not counted yet
         self.deferred: list[tuple[np.ndarray, np.ndarray | None]] = []
+        #: tasks of unlabelled rows scored through the batch path, not counted yet
+        self.deferred_unlabelled: list[np.ndarray] = []
         self.totals: dict[str, int] = {n: int(snapshot.totals.get(n, 0)) for n in TOTAL_NAMES}
         self.labelled: set[tuple[int, int, int]] = {
             (int(a), int(b), int(c)) for a, b, c in snapshot.labelled.tolist()
@@ -98,6 +100,9 @@ class ModelState:
         }
         self.deferred_errors: list[tuple[np.ndarray, np.ndarray]] = []
         self.recent: OrderedDict[str, Any] = OrderedDict()
+        #: events the values of ``recent`` stand for, and the sizes of those that are not one
+        self.recent_events = 0
+        self.recent_sizes: dict[str, int] = {}
         self.entries_since_snapshot = 0
         self.last_snapshot_at = time.monotonic()
         #: when a replaced snapshot last went to the history (monotonic; never yet: -inf)
@@ -156,14 +161,22 @@ class ModelState:
 
     # ------------------------------------------------------------ counters
     def _fold_deferred(self) -> None:
-        """Add the deferred batch-path counts into the batch counters (one bincount)."""
-        if not self.deferred:
+        """Add the deferred batch-path counts into the batch counters (a bincount each for
+        the labelled and the unlabelled rows)."""
+        if not (self.deferred or self.deferred_unlabelled):
             return
         k = self.learner.n_tasks
         for name in COUNTER_NAMES:
             arr = self.batched[name]
             if arr.shape[0] < k:
                 self.batched[name] = np.concatenate([arr, np.zeros(k - arr.shape[0], np.int64)])
+        if self.deferred_unlabelled:
+            counts = np.bincount(np.concatenate(self.deferred_unlabelled), minlength=k)
+            self.batched["events"] += counts
+            self.batched["predictions"] += counts
+            self.deferred_unlabelled.clear()
+        if not self.deferred:
+            return
         tasks = np.concatenate([t for t, _ in self.deferred])
         counts = np.bincount(tasks, minlength=k)
         for name in ("events", "predictions", "labels"):
@@ -242,12 +255,24 @@ class ModelState:
         }
 
     # ------------------------------------------------------------ event cache
-    def remember(self, event_id: str, value: Any) -> None:
-        """Keep a recent unlabelled event (bounded FIFO) so its label needs no lookup."""
+    def remember(self, event_id: str, value: Any, events: int = 1) -> None:
+        """Keep a recent unlabelled event, or a batch entry's unlabelled rows under the
+        entry's id (``events`` of them), so that their labels need no lookup: the oldest
+        go once more than :data:`EVENT_CACHE_SIZE` events are kept."""
         recent = self.recent
+        self.forget(event_id)
         recent[event_id] = value
-        if len(recent) > EVENT_CACHE_SIZE:
-            recent.popitem(last=False)
+        self.recent_events += events
+        if events != 1:
+            self.recent_sizes[event_id] = events
+        while self.recent_events > EVENT_CACHE_SIZE:
+            oldest, _ = recent.popitem(last=False)
+            self.recent_events -= self.recent_sizes.pop(oldest, 1)
+
+    def forget(self, event_id: str) -> None:
+        """Drop what :meth:`remember` keeps under ``event_id``, if anything."""
+        if self.recent.pop(event_id, None) is not None:
+            self.recent_events -= self.recent_sizes.pop(event_id, 1)
 
     # ------------------------------------------------------------ snapshots
     def to_snapshot(self) -> Snapshot:
