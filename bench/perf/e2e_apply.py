@@ -11,10 +11,12 @@ learner calls, counters; no Redis round trip. It isolates what
 ``python -m bench.e2e``'s drain adds on top of the transport
 (docs/architecture.md, "Applying log entries").
 
-It then times entries of 100 *unlabelled* events for the active learners of
-:data:`ACTIVE` (each event scored, a query decision drawn, a label request written
-where the learner asks), beside a loop of the learner's own ``decide_and_query`` over
-the same rows, so that the worker's share of an unlabelled event shows; and entries of
+It then times entries of 100 *unlabelled* events for the learners of :data:`ACTIVE`
+(each event scored, a query decision drawn, a label request written where the learner
+asks), on a new model (an active rule asks about most events) and on one that has
+learned :data:`TRAINED` labelled events of the stream first (it asks at its working
+rate), with the label requests per event, beside a loop of the learner's own
+``decide_and_query`` over the same rows on a new model; and entries of
 one event each, every one in a millisecond of its own (what events posted one at a
 time give: no group to apply in one call), labelled and unlabelled, for the learners
 of :data:`SINGLES` (``--singles``; ``--only-singles`` times those entries alone).
@@ -48,14 +50,20 @@ def _flat(fields: dict[str, bytes | str]) -> list[bytes]:
     return out
 
 
-#: Active learners whose unlabelled events :func:`main` also times (defaults otherwise).
+#: Learners whose unlabelled events :func:`main` times (defaults otherwise): active rules
+#: with one draw against their score (one ``decide_and_query_many`` pass per run of rows),
+#: PEER's rules (row by row) and a passive learner (every row asked).
 ACTIVE = (
+    "selective-sampling",
     "selective-sampling:adaptive-logistic",
     "amlc",
     "peer-share",
     "amlc-adaptive",
     "peer-share-adaptive",
+    "cmtl",
 )
+#: Labelled events applied before the unlabelled ones of a trained model.
+TRAINED = 20_000
 
 
 #: Learners whose single-event entries :func:`main` times: the default learner of a new
@@ -64,31 +72,35 @@ SINGLES = ("cmtl", "pa-global", "adaptive-auto")
 
 
 def measure(
-    n_events: int, per_entry: int, reps: int = 3, learner: str = "cmtl", labelled: bool = True
-) -> float:
-    """Median events per CPU second of ``Applier.apply`` over the whole stream.
+    n_events: int,
+    per_entry: int,
+    reps: int = 3,
+    learner: str = "cmtl",
+    labelled: bool = True,
+    trained: int = 0,
+) -> tuple[float, float]:
+    """Median events per CPU second of ``Applier.apply`` over the whole stream, and the
+    label requests per event of the last run.
 
     ``labelled=False``: the same rows without labels (each one a prediction and a
-    query decision, and a label request where the learner asks).
+    query decision, and a label request where the learner asks). ``trained``: that many
+    labelled events of the same stream, in entries of ``per_entry``, are applied first,
+    off the clock, so that an active learner asks at the rate of a model that has learned.
     """
-    stream = throughput_streams.make_stream(K, D, n_events, seed=0)
+    stream = throughput_streams.make_stream(K, D, trained + n_events, seed=0)
     names = [f"t{k}" for k in stream.task]
-    entries: list[list[Any]] = [
-        [
-            f"{1000 + i}-0".encode(),
-            _flat(
-                encode_batch(
-                    names[a : a + per_entry],
-                    stream.X[a : a + per_entry],
-                    stream.y[a : a + per_entry] if labelled else [None] * per_entry,
-                )
-            ),
-        ]
-        for i, a in enumerate(range(0, n_events, per_entry))
-    ]
+
+    def entry(i: int, a: int, with_labels: bool) -> list[Any]:
+        rows = slice(a, a + per_entry)
+        y = stream.y[rows] if with_labels else [None] * (rows.stop - a)
+        return [f"{1000 + i}-0".encode(), _flat(encode_batch(names[rows], stream.X[rows], y))]
+
+    starts = range(0, trained + n_events, per_entry)
+    warm = [entry(i, a, True) for i, a in enumerate(starts) if a < trained]
+    entries = [entry(i, a, labelled) for i, a in enumerate(starts) if a >= trained]
     entry_bytes = sum(map(len, entries[0][1]))
     read = max(1, min(READ_COUNT, READ_EVENTS // per_entry, READ_BYTES // entry_bytes))
-    return _median_rate(entries, read, n_events, learner, reps)
+    return _median_rate(entries, read, n_events, learner, reps, warm)
 
 
 def measure_singles(
@@ -112,28 +124,44 @@ def measure_singles(
         ]
         for i in range(n_events)
     ]
-    return _median_rate(entries, READ_COUNT, n_events, learner, reps)
+    return _median_rate(entries, READ_COUNT, n_events, learner, reps)[0]
 
 
 def _median_rate(
-    entries: list[list[Any]], read: int, n_events: int, learner: str, reps: int
-) -> float:
+    entries: list[list[Any]],
+    read: int,
+    n_events: int,
+    learner: str,
+    reps: int,
+    warm: list[list[Any]] | None = None,
+) -> tuple[float, float]:
     """Median events per CPU second of a fresh model's ``Applier.apply`` over ``entries``,
-    ``read`` entries per call, after one run that is not kept."""
+    ``read`` entries per call, after one run that is not kept, and the label requests per
+    event of the last run. The label requests each call emits are dropped after it, as
+    the worker writes them out after each read. ``warm``: entries applied first, off the
+    clock."""
     config = _config(learner)
     rates = []
+    asked = 0.0
     for _ in range(reps + 1):  # the first run warms caches and is not kept
         state = ModelState("m", initial_snapshot("m", config))
-        applier = Applier(state, Outbox(), lambda entry_id: None)
+        outbox = Outbox()
+        applier = Applier(state, outbox, lambda entry_id: None)
+        for s in range(0, len(warm or []), read):
+            applier.apply((warm or [])[s : s + read], horizon_ms=_END)
+        outbox.clear()
+        before = dict(state.totals)
         started = time.thread_time()
         held: list[Any] = []  # a group of labelled single events that may still grow
         for s in range(0, len(entries), read):
             held = applier.apply(held + entries[s : s + read], horizon_ms=None)
+            outbox.requests.clear()
         applier.apply(held, horizon_ms=_END)  # as the worker does once the log is read
         rates.append(n_events / (time.thread_time() - started))
-        assert state.totals["events"] == n_events
+        assert state.totals["events"] - before["events"] == n_events
+        asked = (state.totals["label_requests"] - before["label_requests"]) / n_events
     kept = sorted(rates[1:])
-    return kept[len(kept) // 2]
+    return kept[len(kept) // 2], asked
 
 
 def _config(spec: str) -> ModelConfig:
@@ -176,14 +204,20 @@ def main(argv: list[str] | None = None) -> int:
         _singles(args.singles.split(","), n)
         return 0
     for per_entry in (100, 10_000):
-        rate = measure(args.events, per_entry)
+        rate = measure(args.events, per_entry)[0]
         print(f"{per_entry:>6} events per entry: {rate / 1e6:.2f} M events per CPU second")
-    print(f"unlabelled events, entries of 100, K = {K}, d = {D} (events per CPU second):")
+    print(
+        f"unlabelled events, entries of 100, K = {K}, d = {D} (events per CPU second; label"
+        f" requests per event), of a new model and after {TRAINED:,} labelled events:"
+    )
     for spec in ACTIVE:
-        rate = measure(n, 100, learner=spec, labelled=False)
+        fresh, fresh_asked = measure(n, 100, learner=spec, labelled=False)
+        rate, asked = measure(n, 100, learner=spec, labelled=False, trained=TRAINED)
         alone = decide_loop(spec, n)
         print(
-            f"  {spec:<38} apply {rate / 1e3:7.1f} k   decide_and_query alone {alone / 1e3:7.1f} k"
+            f"  {spec:<38} new {fresh / 1e3:7.1f} k ({fresh_asked:.2f})"
+            f"   trained {rate / 1e3:7.1f} k ({asked:.2f})"
+            f"   decide_and_query alone (new) {alone / 1e3:7.1f} k"
         )
     _singles(args.singles.split(","), n)
     return 0
