@@ -77,7 +77,13 @@ from learners.amlc.committee import (
     uniform_committee,
     uniform_peer_weights,
 )
-from learners.amlc.common import XU2018, hinge_losses, query_probability, sgn
+from learners.amlc.common import (
+    XU2018,
+    hinge_losses,
+    query_probabilities,
+    query_probability,
+    sgn,
+)
 from learners.base import APPEND_BIAS, BUDGET, L2_NORMALIZE, LOG_SCALE, Learner, Param
 from learners.inputs import Batch, Vec, as_vector, check_task
 from learners.kernels import kernel_array
@@ -315,8 +321,7 @@ class AdaptiveCommittee(_MarginRule):
 
     def _score_probabilities(self, scores: np.ndarray) -> np.ndarray:
         """``b / (b + |score|)`` of every row (:func:`query_probability`)."""
-        b = float(self.hyper["b"])
-        return b / (b + np.abs(scores))
+        return query_probabilities(float(self.hyper["b"]), scores)
 
     def _margin(self, x: Vec, task: int) -> float:
         return float(self.tau_[task] @ task_margins(self.base_, x))

@@ -41,17 +41,19 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from learners.active.kernels import B_FAMILY, MATRIX, ROWS, KernelPass, selective_pass
 from learners.active.rounds import ActiveLearner
-from learners.adaptive.learners import AdaptiveLearner
 from learners.base import APPEND_BIAS, BUDGET, L2_NORMALIZE, LOG_SCALE, Learner, Param
 from learners.inputs import Batch, Vec, as_vector, check_task
 from learners.params import boolean, positive
 from learners.registry import from_state_dict, get, make, register
+
+if TYPE_CHECKING:
+    from learners.adaptive.learners import AdaptiveLearner
 
 __all__ = [
     "ADAPTIVE_B",
@@ -151,6 +153,14 @@ def _probability(b: float, margin: float) -> float:
     """The query probability ``b / (b + |margin|)`` (1 where the denominator is not positive)."""
     denominator = b + abs(margin)
     return 1.0 if denominator <= 0.0 else b / denominator
+
+
+def _adaptive(base: Learner) -> AdaptiveLearner | None:
+    """``base`` as an adaptive learner, or None. (Imported here: :mod:`learners.adaptive`
+    imports the active kernels, whose package imports this module.)"""
+    from learners.adaptive.learners import AdaptiveLearner
+
+    return base if isinstance(base, AdaptiveLearner) else None
 
 
 def _is_mistake(score: float, y: float) -> bool:
@@ -373,14 +383,14 @@ class SelectiveSampling(ActiveLearner):
     def _scores_batches(self) -> bool:
         """The rule's own pass, or, over an adaptive base (which has no selective pass), the
         base's scoring pass (:meth:`_unlabelled_scores`)."""
-        return self._compiled() or isinstance(self.base_, AdaptiveLearner)
+        return self._compiled() or _adaptive(self.base_) is not None
 
     def _unlabelled_scores(self, batch: Batch, tasks: np.ndarray) -> np.ndarray:
         """Every row's score without learning: the rule's pass, or the adaptive base's
         scoring pass on the rows as the rule prepares them (the base's own preprocessing is
         off), the score its ``_decision`` gives a row to rounding."""
-        base = self.base_
-        if self._compiled() or not isinstance(base, AdaptiveLearner):
+        base = _adaptive(self.base_)
+        if self._compiled() or base is None:
             return super()._unlabelled_scores(batch, tasks)
         batch = batch.preprocessed(False, False, self._log_scale)
         return base._kernel_scores(

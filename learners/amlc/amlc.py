@@ -16,6 +16,7 @@ from learners.amlc.common import (
     XU2018,
     PerTaskPerceptrons,
     hinge_losses,
+    query_probabilities,
     query_probability,
     sgn,
 )
@@ -212,8 +213,7 @@ class ActiveMultitaskCommittees(PerTaskPerceptrons):
 
     def _score_probabilities(self, scores: np.ndarray) -> np.ndarray:
         """Line 8's ``b / (b + |score|)`` of every row (:func:`query_probability`)."""
-        b = float(self.hyper["b"])
-        return b / (b + np.abs(scores))
+        return query_probabilities(float(self.hyper["b"]), scores)
 
     def _ask(self, score: float) -> bool:
         """The budget, then a draw with probability ``b / (b + |score|)``."""

@@ -29,6 +29,7 @@ __all__ = [
     "XU2018",
     "PerTaskPerceptrons",
     "hinge_losses",
+    "query_probabilities",
     "query_probability",
     "sgn",
 ]
@@ -53,6 +54,11 @@ def sgn(score: float, tie: float = 1.0) -> float:
 def query_probability(b: float, margin: float) -> float:
     """Selective-sampling query probability ``b / (b + |margin|)`` (xu2018 Alg. 1, line 8)."""
     return b / (b + abs(margin))
+
+
+def query_probabilities(b: float, margins: np.ndarray) -> np.ndarray:
+    """:func:`query_probability` of each margin, element by element the same arithmetic."""
+    return b / (b + np.abs(margins))
 
 
 def hinge_losses(margins: np.ndarray, y: float) -> np.ndarray:
