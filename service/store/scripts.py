@@ -50,8 +50,10 @@ __all__ = [
     "LEASE_RELEASE",
     "LEASE_RENEW",
     "MEMBER_BEAT",
+    "REQUEST_FIELDS",
     "SCRIPTS",
     "TRIM_LOG",
+    "WRITE_REQUESTS",
     "WRITE_SNAPSHOT",
     "LuaScript",
 ]
@@ -283,6 +285,22 @@ redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[2]))
 return redis.call('ZRANGE', KEYS[1], 0, -1)
 """)
 
+#: The fields of a label request, in the order :data:`WRITE_REQUESTS` writes them.
+REQUEST_FIELDS = ("event", "task", "score", "p", "ref", "ts")
+
+#: KEYS: the label-request stream. ARGV: its approximate MAXLEN, then the values of each
+#: request in the order of :data:`REQUEST_FIELDS`. One ``XADD`` per request, in order: the
+#: worker's label requests in one call instead of one command each (a pipelined command
+#: costs the client several times the CPU of its arguments in a script call).
+WRITE_REQUESTS = LuaScript("""
+local key, maxlen = KEYS[1], ARGV[1]
+for i = 2, #ARGV, 6 do
+  redis.call('XADD', key, 'MAXLEN', '~', maxlen, '*', 'event', ARGV[i], 'task', ARGV[i + 1],
+    'score', ARGV[i + 2], 'p', ARGV[i + 3], 'ref', ARGV[i + 4], 'ts', ARGV[i + 5])
+end
+return (#ARGV - 1) / 6
+""")
+
 #: Every script, by name.
 SCRIPTS = {
     "APPEND_EVENTS": APPEND_EVENTS,
@@ -292,6 +310,7 @@ SCRIPTS = {
     "LEASE_RENEW": LEASE_RENEW,
     "MEMBER_BEAT": MEMBER_BEAT,
     "TRIM_LOG": TRIM_LOG,
+    "WRITE_REQUESTS": WRITE_REQUESTS,
     "WRITE_SNAPSHOT": WRITE_SNAPSHOT,
 }
 

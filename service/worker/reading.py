@@ -16,6 +16,7 @@ from typing import Any
 
 from service.store import Store, keys
 from service.store.cluster import REDIRECTED, is_cluster_client
+from service.store.scripts import REQUEST_FIELDS, WRITE_REQUESTS
 from service.worker.outliers import outlier_alerts
 from service.worker.owned import Owned
 
@@ -25,6 +26,9 @@ __all__ = ["ALERTS_MAXLEN", "DEAD_MAXLEN", "flush", "read_logs", "send_read", "t
 CLUSTER_IDLE_S = 0.05
 DEAD_MAXLEN = 100_000
 ALERTS_MAXLEN = 10_000
+#: Label requests written by one script call (:data:`~service.store.scripts.WRITE_REQUESTS`):
+#: a few milliseconds of the server's time at most.
+REQUESTS_PER_CALL = 1000
 
 
 def read_logs(
@@ -158,8 +162,12 @@ def flush(r: Store, owned: Owned, queries_maxlen: int) -> None:
             keys.progress_key(name),
             mapping={"applied": owned.applied_in_log(), "generation": st.generation},
         )
-        for fields in owned.outbox.requests:
-            p.xadd(keys.queries_key(name), fields, maxlen=queries_maxlen, approximate=True)  # type: ignore[arg-type]
+        requests = owned.outbox.requests
+        for start in range(0, len(requests), REQUESTS_PER_CALL):
+            args: list[Any] = [queries_maxlen]
+            for fields in requests[start : start + REQUESTS_PER_CALL]:
+                args += [fields[f] for f in REQUEST_FIELDS]
+            WRITE_REQUESTS.queue(p, [keys.queries_key(name)], args)
         for fields in owned.outbox.dead:
             p.xadd(keys.dead_key(name), fields, maxlen=DEAD_MAXLEN, approximate=True)  # type: ignore[arg-type]
         for fields in alerts:

@@ -17,11 +17,14 @@ import numpy as np
 import pytest
 
 import learners
+from service.store import keys
 from service.store.codec import encode_batch, encode_label
-from service.store.models import ModelConfig, initial_snapshot
+from service.store.models import ModelConfig, initial_snapshot, put_model
+from service.worker import Worker
 from service.worker import state as state_module
 from service.worker.apply import Applier
 from service.worker.outbox import Outbox
+from service.worker.reading import REQUESTS_PER_CALL
 from service.worker.state import ModelState
 from tests.service.helpers import assert_same_learner
 from tests.service.test_apply import _raw
@@ -218,3 +221,35 @@ def test_a_label_of_a_row_whose_entry_left_the_cache_is_read_from_the_log(
     applier.apply([[b"2000-0", _raw(encode_label("1000-0/4", 1.0))]], horizon_ms=10**15)
     applier.apply([[b"2000-1", _raw(encode_label("1001-0/4", 1.0))]], horizon_ms=10**15)
     assert fetched == ["1000-0"] and state.totals["labels_applied"] == 2
+
+
+@pytest.mark.parametrize("where", ["server", "cluster"])
+def test_a_worker_writes_every_label_request_of_a_large_batch_in_order(
+    where: str, request: pytest.FixtureRequest
+) -> None:
+    """2,500 unlabelled rows of a passive model (every row asked) through a real worker:
+    2,500 label requests on the stream, in row order, with every field (the requests
+    leave in script calls of :data:`~service.worker.reading.REQUESTS_PER_CALL`)."""
+    r = request.getfixturevalue("rb" if where == "server" else "crb")
+    settings = request.getfixturevalue("settings" if where == "server" else "cluster_settings")
+    n = 2 * REQUESTS_PER_CALL + 500
+    X = np.random.default_rng(4).normal(size=(n, D)).astype(np.float32)
+    refs = [f"doc-{i}" if i % 2 else None for i in range(n)]
+    put_model(r, "m", ModelConfig(learner="cmtl", n_features=D, tasks=TASKS))
+    names = [TASKS[i % len(TASKS)] for i in range(n)]
+    entry_id = r.xadd(keys.log_key("m"), encode_batch(names, X, None, refs)).decode()
+    reference = learners.make("cmtl", n_features=D, n_tasks=len(TASKS))
+
+    result = Worker(settings, models=["m"]).run(until_idle=True, timeout=60)
+
+    assert result.events == n
+    requests = [
+        {k.decode(): v.decode() for k, v in fields.items()}
+        for _, fields in r.xrange(keys.queries_key("m"))
+    ]
+    assert [q["event"] for q in requests] == [f"{entry_id}/{i}" for i in range(n)]
+    assert [q["task"] for q in requests] == names
+    assert [q["ref"] for q in requests] == [ref or "" for ref in refs]
+    assert {q["p"] for q in requests} == {""} and len({q["ts"] for q in requests}) <= 3
+    want = [reference.decision_one(X[i], i % len(TASKS)) for i in range(n)]
+    assert [float(q["score"]) for q in requests] == want
