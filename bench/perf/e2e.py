@@ -5,7 +5,7 @@ Measures, in one run on one machine:
 1. worker events/second draining a pre-filled log of single-event entries,
    beside the raw Redis Streams baseline (XREADGROUP + XACK, no decoding, no
    learning) on the same entries (K = 100, d = 100, ``cmtl`` or the learner
-   ``--learner`` names, every event labelled);
+   ``--learner`` names, every event labelled, or none with ``--unlabelled``);
 2. the same with batch entries of 100 events, and of 10,000 events (the cost
    per event must not grow with the entry): the two drains alternate
    ``--drain-reps`` times, each on a log of its own, and the report keeps each
@@ -24,7 +24,7 @@ The worker's figures come with its CPU time per event, which depends far less
 on other load on the machine than the rates do. The learner kernels are warmed
 (compiled or loaded from numba's cache) before anything is timed.
 
-Usage: ``python -m bench.e2e [--learner NAME] [--single N] [--batch N] [--batch10k N]
+Usage: ``python -m bench.e2e [--learner NAME] [--unlabelled] [--single N] [--batch N] [--batch10k N]
 [--drain-reps N] [--seconds S] [--reps R] [--quick] [--out DIR]``
 """
 
@@ -169,7 +169,7 @@ def _predict_section(predicts: list[tuple[LoadResult, LoadResult]], learner: str
         return [
             "",
             f"POST /predict was not compared: `{learner}` predicts from more than a matrix of "
-            "per-task weights, the bare endpoint's dot product.",
+            "per-task weights of the input's width, the bare endpoint's dot product.",
         ]
     lines = [
         "",
@@ -212,6 +212,13 @@ def _predict_section(predicts: list[tuple[LoadResult, LoadResult]], learner: str
     return lines
 
 
+#: The drain's heading with ``--unlabelled``.
+UNLABELLED_HEADING = (
+    "every event unlabelled: scored, a query decision drawn, a label request written where "
+    "the learner asks)"
+)
+
+
 def report(
     drains: dict[str, list[DrainResult]],
     predicts: list[tuple[LoadResult, LoadResult]],
@@ -219,6 +226,7 @@ def report(
     versions: dict[str, str],
     load_avg: tuple[float, float],
     learner: str = "cmtl",
+    labelled: bool = True,
 ) -> str:
     """The markdown report."""
     lines = [
@@ -234,7 +242,8 @@ def report(
         "",
         "Versions: " + ", ".join(f"{k} {v}" for k, v in versions.items()) + ".",
         "",
-        f"## Worker drain (K = {K}, d = {D}, {learner}, every event labelled)",
+        f"## Worker drain (K = {K}, d = {D}, {learner}, "
+        + ("every event labelled)" if labelled else UNLABELLED_HEADING),
         "",
         "A pre-filled log drained by the real worker in burst mode (read, decode, predict, "
         "count, learn, snapshot) beside the raw baseline on the same entries and server "
@@ -254,6 +263,8 @@ def report(
             f"{1e3 * d.raw_cpu_us:.0f} ns |"
         )
     lines += _predict_section(predicts, learner)
+    if not labelled:  # the targets are those of labelled events
+        return "\n".join([*lines, ""])
     lines += [
         "",
         "Targets (issues 4 and 17): worker >= 70% of raw for single-event entries; "
@@ -284,6 +295,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--seconds", type=float, default=5.0, help="seconds per load run")
     parser.add_argument("--reps", type=int, default=3, help="alternating load runs per app")
+    parser.add_argument(
+        "--unlabelled",
+        action="store_true",
+        help="events without labels (a query decision and maybe a label request each)",
+    )
     parser.add_argument("--quick", action="store_true", help="small sizes, short runs")
     parser.add_argument("--out", type=Path, default=RESULTS, help="directory of e2e.md")
     args = parser.parse_args(argv)
@@ -309,7 +325,13 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             _log(f"draining {n:,} events, {per_entry} per entry ...")
             result = measure_drain(
-                settings, make_stream(n, K, D), per_entry, model, D, args.learner
+                settings,
+                make_stream(n, K, D),
+                per_entry,
+                model,
+                D,
+                args.learner,
+                labelled=not args.unlabelled,
             )
             drains.setdefault(label, []).append(result)
             _log(f"  {result}")
@@ -319,8 +341,8 @@ def main(argv: list[str] | None = None) -> int:
         assert snap is not None
         weights = snap.learner.task_weights()
         predicts: list[tuple[LoadResult, LoadResult]] = []
-        if weights is None:
-            _log(f"{args.learner} has no per-task weights for the bare endpoint: no /predict")
+        if weights is None or weights.shape[1] != D:  # none, or a bias column
+            _log(f"{args.learner} has no d-wide task weights for the bare endpoint: no /predict")
         else:
             weights_file = Path(tmp) / "weights.npy"
             np.save(weights_file, weights)
@@ -332,7 +354,13 @@ def main(argv: list[str] | None = None) -> int:
         r.close()
     load_avg = (load_start, os.getloadavg()[0])
     text = report(
-        drains, predicts, machine(), _versions(str(server_version)), load_avg, args.learner
+        drains,
+        predicts,
+        machine(),
+        _versions(str(server_version)),
+        load_avg,
+        args.learner,
+        not args.unlabelled,
     )
     print(text)
     args.out.mkdir(parents=True, exist_ok=True)

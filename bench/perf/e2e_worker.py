@@ -56,16 +56,23 @@ def make_stream(n: int, n_tasks: int, dim: int, seed: int = 0) -> BenchStream:
     return throughput_streams.make_stream(n_tasks, dim, n, seed=seed)
 
 
-def _entries(stream: BenchStream, per_entry: int) -> list[dict[str, bytes | str]]:
+def _entries(
+    stream: BenchStream, per_entry: int, labelled: bool = True
+) -> list[dict[str, bytes | str]]:
+    """The stream as entries of ``per_entry`` events, with their labels or without."""
     names = [f"t{k}" for k in stream.task]
     if per_entry == 1:
         return [
-            encode_event(names[i], stream.X[i], float(stream.y[i]), binary=True)
+            encode_event(
+                names[i], stream.X[i], float(stream.y[i]) if labelled else None, binary=True
+            )
             for i in range(stream.n)
         ]
     return [
         encode_batch(
-            names[s : s + per_entry], stream.X[s : s + per_entry], stream.y[s : s + per_entry]
+            names[s : s + per_entry],
+            stream.X[s : s + per_entry],
+            stream.y[s : s + per_entry] if labelled else None,
         )
         for s in range(0, stream.n, per_entry)
     ]
@@ -102,13 +109,16 @@ def measure_drain(
     model: str,
     dim: int,
     learner: str = "cmtl",
+    labelled: bool = True,
 ) -> DrainResult:
     """Fill the model's log (a new model of ``learner``) and a baseline stream with the
-    same entries and drain both."""
+    same entries and drain both. ``labelled=False``: the events come without their labels
+    (each one scored, a query decision drawn, a label request written where the learner
+    asks)."""
     r = redis.Redis.from_url(settings.redis_url or "")
     tasks = [f"t{k}" for k in range(stream.n_tasks)]
     put_model(r, model, ModelConfig(learner=learner, n_features=dim, tasks=tasks))
-    entries = _entries(stream, per_entry)
+    entries = _entries(stream, per_entry, labelled)
     fill = _fill(r, keys.log_key(model), entries)
     worker = Worker(settings, models=[model])
     try:
