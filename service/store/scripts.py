@@ -23,8 +23,9 @@ The worker's scripts: :data:`LEASE_ACQUIRE_OR_RENEW` and :data:`LEASE_RELEASE`
 (compare-and-set on the lease, :mod:`service.store.lease`),
 :data:`WRITE_SNAPSHOT` (a snapshot written only while its writer holds the
 lease, :mod:`service.store.snapshot`) and :data:`TRIM_LOG` (the only trimming
-of the log, behind what a snapshot holds), and :data:`MEMBER_BEAT` (the
-workers' membership heartbeat).
+of the log, behind what a snapshot holds), :data:`MEMBER_BEAT` (the
+workers' membership heartbeat) and :data:`WRITE_REQUESTS` (label requests,
+many per call).
 
 All keys of one model share the ``{m}`` hash tag, so the scripts also run on a
 Redis Cluster.
