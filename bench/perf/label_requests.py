@@ -7,8 +7,9 @@ label requests (the six fields the worker emits) both ways, in one pipeline per
 
 * **XADD**: one pipelined ``XADD ... MAXLEN ~`` per request (redis-py builds and
   parses each command);
-* **script**: :data:`service.store.scripts.WRITE_REQUESTS`, up to
-  :data:`service.worker.reading.REQUESTS_PER_CALL` requests per call.
+* **script**: :func:`service.worker.reading.queue_requests`, the worker's own code
+  (:data:`service.store.scripts.WRITE_REQUESTS`, up to
+  :data:`service.worker.reading.REQUESTS_PER_CALL` requests per call).
 
 It prints the client's CPU time and the wall time per request (the server's share is
 the difference, on the same host), the median of ``--reps`` alternating rounds.
@@ -26,8 +27,7 @@ from typing import Any
 import redis
 
 from service.embedded_redis import EmbeddedRedis
-from service.store.scripts import REQUEST_FIELDS, WRITE_REQUESTS
-from service.worker.reading import REQUESTS_PER_CALL
+from service.worker.reading import queue_requests
 
 __all__ = ["main", "requests"]
 
@@ -59,11 +59,7 @@ def _xadd(r: redis.Redis, batch: list[dict[str, str]]) -> None:
 
 def _script(r: redis.Redis, batch: list[dict[str, str]]) -> None:
     with r.pipeline(transaction=False) as p:
-        for start in range(0, len(batch), REQUESTS_PER_CALL):
-            args: list[Any] = [MAXLEN]
-            for fields in batch[start : start + REQUESTS_PER_CALL]:
-                args += [fields[f] for f in REQUEST_FIELDS]
-            WRITE_REQUESTS.queue(p, [KEY], args)
+        queue_requests(p, KEY, batch, MAXLEN)
         p.execute()
 
 

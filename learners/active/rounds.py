@@ -178,22 +178,11 @@ class ActiveLearner(Learner):
         """Every row's score by the compiled pass as an active round with no query left
         (:meth:`_one_row` without ``learn``): nothing is drawn and nothing changes. ``batch``
         is raw: the pass appends the bias and scales to unit length as it reads a row."""
-        n = batch.n
-        scores = np.empty(n)
         batch = batch.preprocessed(False, False, self._log_scale)  # sorted CSR, log scale
-        self._run_kernel(
-            KernelPass(
-                *kernel_rows(batch, self._bias, self._normalize),
-                np.zeros(n),
-                kernel_array(tasks, np.int64),
-                True,
-                _NO_DRAWS,
-                0,
-                scores,
-                np.zeros(n, dtype=np.bool_),
-            )
-        )
-        return scores
+        n = batch.n
+        return self._kernel_pass(
+            batch, np.zeros(n), tasks, active=True, preprocess=True, draws=False
+        )[0]
 
     # ------------------------------------------------------------ per-event paths
     def _kernel_scores(self) -> bool:
@@ -348,16 +337,18 @@ class ActiveLearner(Learner):
         *,
         active: bool,
         preprocess: bool = False,
+        draws: bool = True,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Drive :meth:`_run_kernel`: draws ahead, query counter, generator state.
 
         ``preprocess``: ``batch`` is raw and the kernel applies ``append_bias`` /
-        ``l2_normalize`` as it reads each row.
+        ``l2_normalize`` as it reads each row. ``draws=False`` (with ``active``): rounds
+        with no query left, which score the rows, draw nothing and change nothing.
         """
         n = batch.n
         scores = np.empty(n)
         queried = np.zeros(n, dtype=np.bool_)
-        uniforms = self._uniforms(n, self.draws_per_row) if active else None
+        uniforms = self._uniforms(n, self.draws_per_row) if active and draws else None
         u = uniforms.values if uniforms is not None else np.zeros(0)
         drawn, asked = self._run_kernel(
             KernelPass(
@@ -366,7 +357,7 @@ class ActiveLearner(Learner):
                 kernel_array(tasks, np.int64),
                 active,
                 u,
-                self._remaining_queries(),
+                self._remaining_queries() if draws else 0,
                 scores,
                 queried,
             )

@@ -195,18 +195,22 @@ class ActiveMultitaskCommittees(PerTaskPerceptrons):
     ) -> tuple[float, float | None, bool]:
         """``decision_one`` then ``query_one`` with the committee score computed once
         (both read it from the pass on one row): the same score, draw and state."""
-        if not self._kernel_scores() or type(self).decision_one is not ActiveLearner.decision_one:
+        if not self._scores_decide():
             return super().decide_and_query(x, task, probability=probability)
         score = self._one_row(x, 0.0, check_task(task, self.n_tasks), learn=False)
         return score, None, self._ask(score)
 
+    def _scores_decide(self) -> bool:
+        """Whether :meth:`decide_and_query` reads the score from the compiled pass (and
+        draws against it): scores from the pass, ``decision_one`` not overridden."""
+        return self._kernel_scores() and type(self).decision_one is ActiveLearner.decision_one
+
     def _draws_against_scores(self) -> bool:
-        """:meth:`decide_and_query` is the compiled score and :meth:`_ask`'s one draw
-        (its own conditions, the rule's methods not overridden)."""
+        """:meth:`decide_and_query`'s compiled form (:meth:`_scores_decide`), neither it nor
+        :meth:`_ask`'s one draw overridden."""
         cls = type(self)
         return (
-            self._kernel_scores()
-            and cls.decision_one is ActiveLearner.decision_one
+            self._scores_decide()
             and cls.decide_and_query is ActiveMultitaskCommittees.decide_and_query
             and cls._ask is ActiveMultitaskCommittees._ask
         )

@@ -20,7 +20,16 @@ from service.store.scripts import REQUEST_FIELDS, WRITE_REQUESTS
 from service.worker.outliers import outlier_alerts
 from service.worker.owned import Owned
 
-__all__ = ["ALERTS_MAXLEN", "DEAD_MAXLEN", "flush", "read_logs", "send_read", "take_read"]
+__all__ = [
+    "ALERTS_MAXLEN",
+    "DEAD_MAXLEN",
+    "REQUESTS_PER_CALL",
+    "flush",
+    "queue_requests",
+    "read_logs",
+    "send_read",
+    "take_read",
+]
 
 #: Pause after an empty read on a cluster (its reads cannot block on many slots at once).
 CLUSTER_IDLE_S = 0.05
@@ -150,6 +159,17 @@ def _flat(fields: Any) -> list[Any]:
     return [item for pair in fields.items() for item in pair]
 
 
+def queue_requests(pipe: Any, key: str, requests: Sequence[Mapping[str, str]], maxlen: int) -> None:
+    """Queue label requests (the worker's six fields each) onto the stream ``key`` in
+    ``pipe``: :data:`~service.store.scripts.WRITE_REQUESTS` calls of up to
+    :data:`REQUESTS_PER_CALL`, in order."""
+    for start in range(0, len(requests), REQUESTS_PER_CALL):
+        args: list[Any] = [maxlen]
+        for fields in requests[start : start + REQUESTS_PER_CALL]:
+            args += [fields[f] for f in REQUEST_FIELDS]
+        WRITE_REQUESTS.queue(pipe, [key], args)
+
+
 def flush(r: Store, owned: Owned, queries_maxlen: int) -> None:
     """Write the model's label requests, dead letters and outlier alerts in one pipeline,
     with its progress (how many of the log's entries are applied: the API's backlog
@@ -162,12 +182,7 @@ def flush(r: Store, owned: Owned, queries_maxlen: int) -> None:
             keys.progress_key(name),
             mapping={"applied": owned.applied_in_log(), "generation": st.generation},
         )
-        requests = owned.outbox.requests
-        for start in range(0, len(requests), REQUESTS_PER_CALL):
-            args: list[Any] = [queries_maxlen]
-            for fields in requests[start : start + REQUESTS_PER_CALL]:
-                args += [fields[f] for f in REQUEST_FIELDS]
-            WRITE_REQUESTS.queue(p, [keys.queries_key(name)], args)
+        queue_requests(p, keys.queries_key(name), owned.outbox.requests, queries_maxlen)
         for fields in owned.outbox.dead:
             p.xadd(keys.dead_key(name), fields, maxlen=DEAD_MAXLEN, approximate=True)  # type: ignore[arg-type]
         for fields in alerts:
