@@ -69,6 +69,7 @@ __all__ = [
     "batch_rows",
     "csr_arrays",
     "kernel_array",
+    "nonzeros_if_finite",
     "dot",
     "dot2",
     "dot_sqnorm",
@@ -576,6 +577,23 @@ def all_finite(a: np.ndarray) -> bool:
     return s == 0.0
 
 
+@njit(**ROW_KERNEL)
+def nonzeros_if_finite(a: np.ndarray) -> int:
+    """The number of non-zero entries of the 1-D ``a``, or -1 when one is NaN or
+    infinite: the two tests of a dense row in one pass and one call
+    (:func:`learners.inputs.as_vector`; numpy's dot product and ``count_nonzero`` are
+    two calls of about 0.3-0.5 us each on a row of 10 to 1,000 values). Both counts
+    are integer sums, which the compiler vectorises.
+    """
+    nonzero = 0
+    bad = 0
+    for i in range(a.shape[0]):
+        v = a[i]
+        bad += (v - v) != 0.0  # NaN for an infinite or NaN entry, 0 otherwise
+        nonzero += v != 0.0
+    return nonzero if bad == 0 else -1
+
+
 @njit(cache=True)
 def copy_signs(out: np.ndarray, src: np.ndarray) -> None:
     """``out[i] = copysign(out[i], src[i])`` in place, for 1-D float64 arrays of one length.
@@ -770,8 +788,10 @@ def register_warmup(fn: _Warmup) -> _Warmup:
 @register_warmup
 def warm_input_checks() -> None:
     """Compile the helpers that the input checks and preprocessing call from Python
-    (:func:`all_finite`, :func:`copy_signs`), which no family's kernel calls."""
+    (:func:`all_finite`, :func:`nonzeros_if_finite`, :func:`copy_signs`), which no
+    family's kernel calls."""
     all_finite(np.ones(2))
+    nonzeros_if_finite(np.ones(2))
     copy_signs(np.ones(2), -np.ones(2))
 
 
