@@ -678,7 +678,6 @@ def a_update_into(
     return False
 
 
-@njit(cache=True)
 def a_update(
     kind: int,
     hp: np.ndarray,
@@ -696,10 +695,15 @@ def a_update(
     start from, updated in place (:func:`load_basis`; an empty ``basis`` for none).
     Returns False, with nothing changed, for :data:`KIND_NONE` or a matrix that is
     not finite (the learner then runs the numpy reference).
+
+    Python, calling the compiled steps that the weight pass calls too: a compiled
+    ``a_update`` would be one more entry point whose machine code links in every
+    update, and compiling it took 3-7 s of CPU on an empty cache for a function only
+    the tests call; the five calls cost microseconds beside an update.
     """
     mats, vecs, ework, rows, pending = workspace(G.shape[0])
     load_basis(pending, mats, vecs, basis, basis_age)
     updated = a_update_into(kind, hp, A, Ainv, L, G, colsum, mats, vecs, ework, rows, pending)
     settle(pending, mats, vecs, A, Ainv, L)
     store_basis(pending, mats, vecs, basis, basis_age)
-    return updated
+    return bool(updated)

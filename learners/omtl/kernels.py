@@ -49,9 +49,6 @@ from learners.kernels import (
     warm_learners,
 )
 from learners.omtl.a_kernels import (
-    HP_FIELDS,
-    KIND_BATCHOPT,
-    a_update,
     a_update_into,
     ainv_column,
     load_basis,
@@ -314,19 +311,13 @@ def _weight_pass(
 
 @register_warmup
 def warm() -> float:
-    """Compile (or load from the cache) the pass and its A updates, dense and CSR, and the
-    standalone :func:`learners.omtl.a_kernels.a_update` (about 3 s to compile: the
-    benchmark times one update with it); the seconds taken."""
+    """Compile (or load from the cache) the pass and its A updates, dense and CSR (the
+    compiled steps of :func:`learners.omtl.a_kernels.a_update` among them); the seconds
+    taken."""
     from learners.omtl.learners import OMTLLogDet  # the learners import this module
 
     started = time.perf_counter()
     warm_learners(OMTLLogDet)
-    K = 2
-    no_basis = np.zeros((0, 0))  # the types every caller passes; batch-optimal keeps none
-    a_update(
-        KIND_BATCHOPT, np.ones(len(HP_FIELDS)), np.eye(K), np.eye(K), no_basis, np.eye(K),
-        np.zeros(K), no_basis, np.full(1, -1, dtype=np.int64),
-    )  # fmt: skip
     return time.perf_counter() - started
 
 
