@@ -1,7 +1,9 @@
 """The packages depend on each other in one direction: ``service`` -> ``evaluation`` -> ``learners``.
 
 ``learners`` is pure maths and imports neither of the others; the offline
-harness ``evaluation`` uses ``learners`` but never the service. The check reads
+harness ``evaluation`` uses ``learners`` but never the service. The benchmarks
+(``bench``) use all three and what they share with the tests (a learner that fails
+on purpose, the data streams) lives in ``bench``, never in ``tests``. The check reads
 the syntax tree of every module, so an import inside a function or under
 ``TYPE_CHECKING`` counts as well.
 """
@@ -19,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 FORBIDDEN = {
     "learners": {"service", "evaluation", "bench"},
     "evaluation": {"service", "bench"},
+    "bench": {"tests"},
 }
 
 

@@ -3,7 +3,7 @@
 
 A log of labelled single events (binary, eight per millisecond, so that they form
 groups) for a ``cmtl`` model, with a share of them carrying a row the learner fails
-on half-way through its call (:mod:`tests.service.faulty_learner`). One worker
+on half-way through its call (:mod:`bench.faulty_learner`). One worker
 applies each log on a throwaway embedded Redis server with the default settings;
 every failure rolls the model back to its snapshot and replays, and a failure inside
 a group costs two roll-backs (the group, then the entry alone). Prints wall and CPU
@@ -23,13 +23,13 @@ import time
 import numpy as np
 import redis
 
+from bench.faulty_learner import MAGIC, make_faulty
 from service.embedded_redis import EmbeddedRedis
 from service.settings import Settings
 from service.store import keys
 from service.store.codec import encode_event
 from service.store.models import ModelConfig, put_model
 from service.worker import Worker
-from tests.service.faulty_learner import MAGIC, make_faulty
 
 D = 100
 

@@ -1,6 +1,6 @@
 """A learner that fails on some entries: the worker quarantines them and keeps going.
 
-The learner (:mod:`tests.service.faulty_learner`) raises ``RuntimeError`` on a row
+The learner (:mod:`bench.faulty_learner`) raises ``RuntimeError`` on a row
 starting with ``MAGIC`` after learning the rows before it in the call, as a bug half-way
 through a batch would. The log mixes groups of labelled single events, runs of labelled
 batch entries, unlabelled events and their labels, and batch entries with unlabelled
@@ -24,6 +24,7 @@ import redis
 from prometheus_client import REGISTRY
 
 import learners
+from bench.faulty_learner import MAGIC, make_faulty
 from service.settings import Settings
 from service.store import keys
 from service.store.codec import encode_batch, encode_event, encode_label
@@ -33,7 +34,6 @@ from service.store.snapshot import read_snapshot
 from service.worker import Worker
 from service.worker.owned import load_owned
 from service.worker.snapshots import trim_log
-from tests.service.faulty_learner import MAGIC, make_faulty
 from tests.service.helpers import assert_same_learner, kill_worker_while_it_works
 
 D = 8
@@ -297,7 +297,7 @@ def test_a_worker_killed_while_the_learner_fails_ends_in_the_same_state(
         "w-faulty",
         3,
         np.random.default_rng(7),
-        module=("tests.service.faulty_learner", "cmtl"),
+        module=("bench.faulty_learner", "cmtl"),
         snapshot_every_entries=500,
         snapshot_every_seconds=0.05,
         read_count=100,
