@@ -327,15 +327,17 @@ def check_label(y: Any, kind: str) -> float:
 
     Classification labels must be -1 or +1; regression targets any finite real.
     """
-    if type(y) is float or type(y) is int:  # the common case, in a fifth of the time
-        if kind == "classification":
-            if y == 1 or y == -1:
-                return float(y)
-        elif -_INF < y < _INF:
-            return float(y)
+    if type(y) is float:  # the common cases, in a fifth of the time
+        if y == 1.0 or y == -1.0 or (kind != "classification" and -_INF < y < _INF):
+            return y
+    elif type(y) is int and (y == 1 or y == -1):
+        return float(y)
     if isinstance(y, bool) or not isinstance(y, int | float | np.integer | np.floating):
         raise ValueError(f"label y must be a number, got {y!r}")
-    v = float(y)
+    try:
+        v = float(y)
+    except OverflowError:  # an int beyond float64's range
+        raise ValueError(f"target y must be finite, got {y!r}") from None
     if kind == "classification":
         if v not in (-1.0, 1.0):
             raise ValueError(f"label y must be -1 or +1, got {y!r}")

@@ -99,6 +99,7 @@ def test_task_indices_out_of_range_or_not_integers_are_refused(task):
         (np.float64(1.0), "classification", 1.0),
         (np.int8(-1), "classification", -1.0),
         (3, "regression", 3.0),
+        (10**300, "regression", 1e300),
         (-2.5, "regression", -2.5),
         (np.float32(0.5), "regression", 0.5),
     ],
@@ -121,6 +122,7 @@ def test_labels_are_returned_as_floats(y, kind, want):
         (np.inf, "regression"),
         (-np.inf, "regression"),
         ("1", "regression"),
+        (10**400, "regression"),
         (None, "classification"),
     ],
 )
